@@ -1,0 +1,34 @@
+# Two commands do all set-up on a fresh machine: `make serve` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.tauopt-installed
+# torch is pinned and installed first: an unpinned torch pulls a multi-GB CUDA build.
+TORCH := torch==2.13.0
+
+.PHONY: serve test bench grpc-stubs venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet -e ".[all,test,bench]" "$(TORCH)"
+	touch $(STAMP)
+
+serve: $(STAMP)
+	$(VENV)/bin/tauopt serve
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/contention.py --quick
+
+# Regenerates the committed KerasTuner gRPC code; tests/test_grpc_generated.py checks for drift.
+grpc-stubs: $(STAMP)
+	$(PY) -m tauopt.transport.grpc._regen
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,437 @@
+"""Value objects users see: Parameter, Metric, Experiment, Suggestion, Observation.
+
+All are frozen dataclasses. `to_dict()` gives the JSON wire form (used by the
+HTTP door and the store); `from_dict()` reads it back. Parsing user input
+(`Parameter.parse`, `Metric.parse`) validates and raises `ApiError`
+`invalid_request` naming the field and what is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Literal, Mapping, Union
+
+from .errors import invalid
+
+__all__ = [
+    "Value",
+    "Condition",
+    "Parameter",
+    "Metric",
+    "StrategyOptions",
+    "Experiment",
+    "Suggestion",
+    "Observation",
+    "PARAMETER_TYPES",
+    "STRATEGIES",
+    "EXPERIMENT_STATES",
+    "SUGGESTION_STATES",
+]
+
+Value = Union[str, int, float, bool]
+ParameterType = Literal["double", "int", "categorical", "boolean", "fixed"]
+Scale = Literal["linear", "log", "reverse_log"]
+
+PARAMETER_TYPES = ("double", "int", "categorical", "boolean", "fixed")
+SCALES = ("linear", "log", "reverse_log")
+STRATEGIES = ("auto", "random", "sobol", "grid", "gp")
+EXPERIMENT_STATES = ("active", "completed", "archived")
+SUGGESTION_STATES = ("open", "observed", "closed", "expired")
+OBJECTIVES = ("minimize", "maximize")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_value(where: str, v: Any) -> Value:
+    if isinstance(v, bool) or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise invalid(f"{where}: {v!r} is not finite; use a finite number")
+        return v
+    raise invalid(f"{where}: {v!r} is a {type(v).__name__}; use a str, int, float or bool")
+
+
+def _unknown_keys(where: str, given: Mapping[str, Any], allowed: Iterable[str]) -> None:
+    extra = sorted(set(given) - set(allowed))
+    if extra:
+        raise invalid(f"{where}: unknown key(s) {extra}; allowed keys are {sorted(allowed)}")
+
+
+def same_value(a: Value, b: Value) -> bool:
+    """Equality that keeps bool apart from int (True is not 1 here)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return a == b
+
+
+@dataclass(frozen=True)
+class Condition:
+    """Active only while parameter `parent` takes one of `values`."""
+
+    parent: str
+    values: tuple[Value, ...]
+
+    @classmethod
+    def parse(cls, where: str, raw: Any) -> "Condition":
+        if isinstance(raw, Condition):
+            return raw
+        if not isinstance(raw, Mapping):
+            raise invalid(f"{where}: a condition is a dict {{'parent': NAME, 'values': [...]}}")
+        _unknown_keys(where, raw, ("parent", "values"))
+        parent = raw.get("parent")
+        if not isinstance(parent, str) or not parent:
+            raise invalid(f"{where}.parent: give the name of the parent parameter")
+        values = raw.get("values")
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise invalid(f"{where}.values: give a non-empty list of parent values")
+        vals = tuple(_check_value(f"{where}.values", v) for v in values)
+        if not vals:
+            raise invalid(f"{where}.values: give a non-empty list of parent values")
+        return cls(parent, vals)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"parent": self.parent, "values": list(self.values)}
+
+
+_PARAM_KEYS = ("name", "type", "bounds", "scale", "step", "values", "value", "conditions", "default")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One dimension of the search space.
+
+    double: bounds (lo, hi), scale linear|log|reverse_log, optional step.
+    int: bounds (lo, hi) inclusive, scale linear|log|reverse_log, optional step (default 1).
+    categorical: values (ordered, str/int/float/bool).
+    boolean: True/False.  fixed: one value.
+    conditions: all must hold for the parameter to be active.
+    """
+
+    name: str
+    type: ParameterType
+    bounds: tuple[float, float] | None = None
+    scale: Scale = "linear"
+    step: float | int | None = None
+    values: tuple[Value, ...] | None = None
+    value: Value | None = None
+    conditions: tuple[Condition, ...] = ()
+    default: Value | None = None
+
+    @classmethod
+    def parse(cls, raw: Any, index: int = 0) -> "Parameter":
+        if isinstance(raw, Parameter):
+            raw = raw.to_dict()
+        where = f"parameters[{index}]"
+        if not isinstance(raw, Mapping):
+            raise invalid(f"{where}: a parameter is a dict or a tauopt.Parameter, not {type(raw).__name__}")
+        _unknown_keys(where, raw, _PARAM_KEYS)
+        name = raw.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise invalid(f"{where}.name: give a non-empty string name")
+        where = f"parameters[{index}] ({name!r})"
+        ptype = raw.get("type")
+        if ptype not in PARAMETER_TYPES:
+            raise invalid(f"{where}.type: {ptype!r} is not one of {list(PARAMETER_TYPES)}")
+        conditions = raw.get("conditions") or ()
+        if isinstance(conditions, Mapping):
+            conditions = (conditions,)
+        conds = tuple(Condition.parse(f"{where}.conditions[{i}]", c) for i, c in enumerate(conditions))
+        scale = raw.get("scale", "linear") or "linear"
+        if scale not in SCALES:
+            raise invalid(f"{where}.scale: {scale!r} is not one of {list(SCALES)}")
+        default = raw.get("default")
+        if default is not None:
+            default = _check_value(f"{where}.default", default)
+
+        def forbid(*keys: str) -> None:
+            for k in keys:
+                if raw.get(k) is not None and not (k == "scale" and raw.get(k) == "linear"):
+                    raise invalid(f"{where}.{k}: not used by a {ptype} parameter; remove it")
+
+        if ptype in ("double", "int"):
+            forbid("values", "value")
+            bounds = raw.get("bounds")
+            if (
+                isinstance(bounds, (str, bytes, Mapping))
+                or not isinstance(bounds, Iterable)
+                or len(bounds := tuple(bounds)) != 2
+            ):
+                raise invalid(f"{where}.bounds: give [lo, hi]")
+            if not all(_is_number(b) for b in bounds):
+                raise invalid(f"{where}.bounds: both bounds must be numbers, got {list(bounds)}")
+            lo, hi = bounds
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                raise invalid(f"{where}.bounds: bounds must be finite, got {list(bounds)}")
+            if ptype == "int":
+                if float(lo) != int(lo) or float(hi) != int(hi):
+                    raise invalid(f"{where}.bounds: an int parameter needs integer bounds, got {list(bounds)}")
+                lo, hi = int(lo), int(hi)
+            else:
+                lo, hi = float(lo), float(hi)
+            if lo >= hi:
+                raise invalid(f"{where}.bounds: lo must be < hi, got lo={lo} hi={hi}")
+            if scale != "linear" and lo <= 0:
+                raise invalid(f"{where}.scale: {scale} scale needs lo > 0, got lo={lo}")
+            step = raw.get("step")
+            if step is not None:
+                if not _is_number(step) or not math.isfinite(step) or step <= 0:
+                    raise invalid(f"{where}.step: give a positive number, got {step!r}")
+                if ptype == "int":
+                    if float(step) != int(step):
+                        raise invalid(f"{where}.step: an int parameter needs an integer step, got {step!r}")
+                    step = int(step)
+                else:
+                    step = float(step)
+                if step > hi - lo:
+                    raise invalid(f"{where}.step: step {step} is larger than hi - lo = {hi - lo}")
+            if default is not None and not (_is_number(default) and lo <= default <= hi):
+                raise invalid(f"{where}.default: {default!r} is outside bounds [{lo}, {hi}]")
+            return cls(name, ptype, (lo, hi), scale, step, None, None, conds, default)
+        if ptype == "categorical":
+            forbid("bounds", "scale", "step", "value")
+            values = raw.get("values")
+            if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+                raise invalid(f"{where}.values: give a non-empty list of values")
+            vals = tuple(_check_value(f"{where}.values", v) for v in values)
+            if not vals:
+                raise invalid(f"{where}.values: give a non-empty list of values")
+            for i, v in enumerate(vals):
+                if any(same_value(v, w) and type(v) is type(w) for w in vals[:i]):
+                    raise invalid(f"{where}.values: duplicate value {v!r}; each value must appear once")
+            if default is not None and not any(same_value(default, v) for v in vals):
+                raise invalid(f"{where}.default: {default!r} is not one of the values")
+            return cls(name, ptype, None, "linear", None, vals, None, conds, default)
+        if ptype == "boolean":
+            forbid("bounds", "scale", "step", "values", "value")
+            if default is not None and not isinstance(default, bool):
+                raise invalid(f"{where}.default: a boolean default must be true or false")
+            return cls(name, ptype, None, "linear", None, None, None, conds, default)
+        # fixed
+        forbid("bounds", "scale", "step", "values")
+        if "value" not in raw or raw["value"] is None:
+            raise invalid(f"{where}.value: a fixed parameter needs its value")
+        value = _check_value(f"{where}.value", raw["value"])
+        return cls(name, ptype, None, "linear", None, None, value, conds, None)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.bounds is not None:
+            d["bounds"] = list(self.bounds)
+        if self.scale != "linear":
+            d["scale"] = self.scale
+        if self.step is not None:
+            d["step"] = self.step
+        if self.values is not None:
+            d["values"] = list(self.values)
+        if self.type == "fixed":
+            d["value"] = self.value
+        if self.conditions:
+            d["conditions"] = [c.to_dict() for c in self.conditions]
+        if self.default is not None:
+            d["default"] = self.default
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Parameter":
+        return cls.parse(d)
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    objective: Literal["minimize", "maximize"] = "minimize"
+
+    @classmethod
+    def parse(cls, raw: Any) -> "Metric":
+        if isinstance(raw, Metric):
+            return raw
+        if not isinstance(raw, Mapping):
+            raise invalid("metric: give {'name': ..., 'objective': 'minimize' | 'maximize'}")
+        _unknown_keys("metric", raw, ("name", "objective"))
+        name = raw.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise invalid("metric.name: give a non-empty string name")
+        objective = raw.get("objective", "minimize")
+        if objective not in OBJECTIVES:
+            raise invalid(f"metric.objective: {objective!r} is not one of {list(OBJECTIVES)}")
+        return cls(name, objective)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "objective": self.objective}
+
+    @property
+    def sign(self) -> float:
+        """+1 when smaller is better; multiply values by it to minimize."""
+        return 1.0 if self.objective == "minimize" else -1.0
+
+
+@dataclass(frozen=True)
+class StrategyOptions:
+    """Knobs of the strategies. `grid_size`: points per continuous dimension for
+    `grid`; `initial_points`: Sobol points before the GP takes over under `auto`
+    (default max(5, 2*d)); `seed`: makes an experiment's suggestions reproducible."""
+
+    grid_size: int | None = None
+    initial_points: int | None = None
+    seed: int | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> "StrategyOptions":
+        if raw is None:
+            return cls()
+        if isinstance(raw, StrategyOptions):
+            return raw
+        if not isinstance(raw, Mapping):
+            raise invalid("strategy_options: give a dict with grid_size, initial_points or seed")
+        _unknown_keys("strategy_options", raw, ("grid_size", "initial_points", "seed"))
+        out = {}
+        for key, minimum in (("grid_size", 2), ("initial_points", 1), ("seed", 0)):
+            v = raw.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+                raise invalid(f"strategy_options.{key}: give an integer >= {minimum}, got {v!r}")
+            out[key] = v
+        return cls(**out)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in (("grid_size", self.grid_size), ("initial_points", self.initial_points), ("seed", self.seed)) if v is not None}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    name: str
+    parameters: tuple[Parameter, ...]
+    metric: Metric
+    parallel_bandwidth: int = 1
+    suggestion_ttl_s: float | None = None
+    observation_budget: int | None = None
+    strategy: str = "auto"
+    state: Literal["active", "completed", "archived"] = "active"
+    created_at: float = 0.0
+    open_suggestions: int = 0
+    observations: int = 0
+    strategy_options: StrategyOptions = field(default_factory=StrategyOptions)
+    owner: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "parameters": [p.to_dict() for p in self.parameters],
+            "metric": self.metric.to_dict(),
+            "parallel_bandwidth": self.parallel_bandwidth,
+            "suggestion_ttl_s": self.suggestion_ttl_s,
+            "observation_budget": self.observation_budget,
+            "strategy": self.strategy,
+            "strategy_options": self.strategy_options.to_dict(),
+            "state": self.state,
+            "created_at": self.created_at,
+            "open_suggestions": self.open_suggestions,
+            "observations": self.observations,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], owner: str | None = None) -> "Experiment":
+        return cls(
+            id=d["id"],
+            name=d["name"],
+            parameters=tuple(Parameter.parse(p, i) for i, p in enumerate(d["parameters"])),
+            metric=Metric.parse(d["metric"]),
+            parallel_bandwidth=int(d["parallel_bandwidth"]),
+            suggestion_ttl_s=d.get("suggestion_ttl_s"),
+            observation_budget=d.get("observation_budget"),
+            strategy=d.get("strategy", "auto"),
+            state=d.get("state", "active"),
+            created_at=float(d.get("created_at", 0.0)),
+            open_suggestions=int(d.get("open_suggestions", 0)),
+            observations=int(d.get("observations", 0)),
+            strategy_options=StrategyOptions.parse(d.get("strategy_options")),
+            owner=owner if owner is not None else d.get("owner"),
+        )
+
+    def evolve(self, **changes: Any) -> "Experiment":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    id: str
+    experiment_id: str
+    assignments: dict[str, Value]
+    state: Literal["open", "observed", "closed", "expired"] = "open"
+    tag: str | None = None
+    created_at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "experiment_id": self.experiment_id,
+            "assignments": dict(self.assignments),
+            "state": self.state,
+            "tag": self.tag,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Suggestion":
+        return cls(
+            id=str(d["id"]),
+            experiment_id=d["experiment_id"],
+            assignments=dict(d["assignments"]),
+            state=d.get("state", "open"),
+            tag=d.get("tag"),
+            created_at=float(d.get("created_at", 0.0)),
+        )
+
+    def evolve(self, **changes: Any) -> "Suggestion":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """`value` is the objective metric (finite), or None with `failed=True`.
+    `metrics` keeps any other metrics reported with it."""
+
+    id: str
+    experiment_id: str
+    suggestion_id: str | None
+    assignments: dict[str, Value]
+    value: float | None = None
+    failed: bool = False
+    created_at: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "experiment_id": self.experiment_id,
+            "suggestion_id": self.suggestion_id,
+            "assignments": dict(self.assignments),
+            "value": self.value,
+            "failed": self.failed,
+            "created_at": self.created_at,
+            "metrics": dict(self.metrics),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Observation":
+        return cls(
+            id=str(d["id"]),
+            experiment_id=d["experiment_id"],
+            suggestion_id=None if d.get("suggestion_id") is None else str(d["suggestion_id"]),
+            assignments=dict(d["assignments"]),
+            value=None if d.get("value") is None else float(d["value"]),
+            failed=bool(d.get("failed", False)),
+            created_at=float(d.get("created_at", 0.0)),
+            metrics={k: float(v) for k, v in (d.get("metrics") or {}).items()},
+        )

@@ -1,0 +1,55 @@
+"""Strategies: pure functions of a SuggestRequest and a random generator.
+
+    propose(request, rng) -> list of candidate assignments (may be fewer than n,
+    may contain points already used: the engine dedups exactly).
+
+random, sobol and grid run inline in the actor; gp runs in the StrategyPool.
+Nothing here imports torch at module level.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..models import Value
+from ._request import SuggestRequest
+
+__all__ = ["SuggestRequest", "propose", "resolve", "INLINE"]
+
+Propose = Callable[[SuggestRequest, np.random.Generator], list[dict[str, Value]]]
+INLINE = ("random", "sobol", "grid")
+
+
+def resolve(strategy: str, request: SuggestRequest) -> str:
+    """The concrete strategy `auto` stands for at this point of the experiment."""
+    if strategy != "auto":
+        return strategy
+    initial = request.options.initial_points or max(5, 2 * len(request.space.dims))
+    if len(request.history) + len(request.pending) < initial or not _gp_available():
+        return "sobol"
+    return "gp"
+
+
+def _gp_available() -> bool:
+    try:
+        from . import gp  # noqa: F401  (lazy: torch is imported inside gp's functions)
+    except ImportError:
+        return False
+    return gp.available()
+
+
+def propose(strategy: str, request: SuggestRequest, rng: np.random.Generator) -> list[dict[str, Value]]:
+    name = resolve(strategy, request)
+    if name == "random":
+        from ._random import propose as fn
+    elif name == "sobol":
+        from ._sobol_strategy import propose as fn
+    elif name == "grid":
+        from ._grid import propose as fn
+    elif name == "gp":
+        from .gp import propose as fn
+    else:
+        raise ValueError(f"unknown strategy {name!r}")
+    return fn(request, rng)

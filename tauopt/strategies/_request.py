@@ -1,0 +1,31 @@
+"""The strategy boundary: a typed request in, candidate assignments out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..models import Metric, Observation, StrategyOptions, Value
+from ..space import Space
+
+__all__ = ["SuggestRequest"]
+
+
+@dataclass(frozen=True)
+class SuggestRequest:
+    """Everything a strategy may look at. Picklable, so it can cross into a worker process.
+
+    history: observations in arrival order (failed ones included, value None).
+    pending: assignments of open suggestions (what parallel workers are evaluating now).
+    drawn: how many points this experiment has drawn before; low-discrepancy
+        sequences continue from there, so a restart does not replay them.
+    seed: the experiment's seed; with `drawn` it makes every draw reproducible.
+    """
+
+    space: Space
+    metric: Metric
+    history: tuple[Observation, ...] = ()
+    pending: tuple[dict[str, Value], ...] = ()
+    n: int = 1
+    seed: int = 0
+    drawn: int = 0
+    options: StrategyOptions = field(default_factory=StrategyOptions)
