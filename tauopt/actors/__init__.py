@@ -1,0 +1,17 @@
+"""A small actor runtime on anyio.
+
+    mailbox      a bounded memory object stream of Requests
+    Request      a frozen message plus a one-slot reply stream
+    ActorRef     what callers hold: `await ref.ask(message)`
+    serve()      the loop: one message at a time, a failing handler answers
+                 its caller with an internal error and the actor goes on
+
+The actor decides when to reply (`reply(request, value)` /
+`fail(request, error)`); a reply may be sent later than the handler returns
+(after a store commit, or when a background result lands). Replies are sent
+with `send_nowait` and never wait: a caller that has gone away is dropped.
+"""
+
+from ._runtime import ActorGone, ActorRef, Request, fail, mailbox, reply, serve
+
+__all__ = ["ActorGone", "ActorRef", "Request", "fail", "mailbox", "reply", "serve"]
