@@ -1,0 +1,289 @@
+"""HttpDriver: the engine's operations over the daemon's REST API, with httpx.
+
+Same method names, arguments and return types as `tauopt.Engine` (minus
+`owner`: the bearer token decides it). Server errors come back as the same
+`ApiError`, with the response headers in `e.headers` and the parsed
+Retry-After in `e.retry_after`.
+
+The response policy is layered like httpx's own client:
+
+    _request          encode the body, decode the answer or raise ApiError
+    _send_handling_retries   the retry loop; the decision is `retry_delay` (pure)
+    _send_single_request     one attempt on the transport
+
+Transport errors (httpx.ConnectError, httpx.ReadTimeout, ...) are raised as
+they are and never retried; redirects are never followed.
+
+Imports only httpx, anyio, the stdlib and tauopt's models and errors, so a
+worker on a compute node never loads fastapi, aiosqlite, torch or grpc.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+from urllib.parse import quote
+
+import anyio
+import httpx
+
+from ...errors import CATALOGUE, ApiError, invalid
+from ...models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from ._retry import parse_retry_after, retry_delay
+
+__all__ = ["HttpDriver", "DEFAULT_BASE_URL"]
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+# For answers that are not ours (a proxy's HTML 502, a redirect): the
+# catalogue's type for that status, else `internal`.
+_TYPE_BY_STATUS: dict[int, str] = {}
+for _kind in CATALOGUE.values():
+    _TYPE_BY_STATUS.setdefault(_kind.http_status, _kind.error_type)
+_TYPE_BY_STATUS.update({502: "unavailable", 504: "unavailable"})
+
+
+class HttpDriver:
+    """The async HTTP driver. Safe to share between many concurrent tasks.
+
+    base_url / token default to $TAUOPT_BASE_URL / $TAUOPT_TOKEN.
+    `max_connections` bounds the pool; every connection is kept alive, so
+    that many concurrent callers do not reconnect per request.
+    `sleep` and `transport` are injectable for tests.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float | httpx.Timeout = 60.0,
+        max_connections: int = 64,
+        sleep: Sleep | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        base_url = base_url or os.environ.get("TAUOPT_BASE_URL") or DEFAULT_BASE_URL
+        token = token if token is not None else os.environ.get("TAUOPT_TOKEN")
+        headers = {"Accept": "application/json", "User-Agent": "tauopt-http"}
+        if token:
+            headers["Authorization"] = f"Bearer {token.strip()}"
+        if not isinstance(timeout, httpx.Timeout):
+            # Waiting for a pooled connection is queueing, not a fault: no pool timeout.
+            timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0), pool=None)
+        self.base_url = base_url.rstrip("/")
+        self._sleep: Sleep = sleep or anyio.sleep
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=timeout,
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> "HttpDriver":
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- the response policy -------------------------------------------------
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        content = None
+        headers = None
+        if body is not None:
+            try:
+                content = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+            except ValueError as exc:
+                raise invalid(
+                    f"{method} {path}: the body holds NaN or infinity, which JSON cannot carry; "
+                    "send a finite value, or failed=True for a failed evaluation"
+                ) from exc
+            except TypeError as exc:
+                raise invalid(f"{method} {path}: the body is not JSON-serializable: {exc}") from exc
+            headers = {"Content-Type": "application/json"}
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        request = self._http.build_request(method, path, content=content, headers=headers, params=clean or None)
+        response = await self._send_handling_retries(request)
+        if response.is_success:
+            if not response.content:
+                return None
+            return response.json()
+        raise _api_error(response)
+
+    async def _send_handling_retries(self, request: httpx.Request) -> httpx.Response:
+        attempt = 1
+        while True:
+            response = await self._send_single_request(request)
+            delay = retry_delay(response.status_code, request.method, attempt, response.headers)
+            if delay is None:
+                return response
+            await self._sleep(delay)
+            attempt += 1
+
+    async def _send_single_request(self, request: httpx.Request) -> httpx.Response:
+        return await self._http.send(request, follow_redirects=False)
+
+    # -- operations (same as Engine, without `owner`) -------------------------
+
+    async def health(self) -> dict[str, Any]:
+        return await self._request("GET", "/v1/health")
+
+    async def create_experiment(
+        self,
+        name: str,
+        parameters: Sequence[Parameter | Mapping[str, Any]],
+        metric: Metric | Mapping[str, Any],
+        parallel_bandwidth: int = 1,
+        suggestion_ttl_s: float | None = None,
+        observation_budget: int | None = None,
+        strategy: str = "auto",
+        strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+    ) -> Experiment:
+        body = {
+            "name": name,
+            "parameters": [_as_dict(p) for p in parameters] if _is_sequence(parameters) else parameters,
+            "metric": _as_dict(metric),
+            "parallel_bandwidth": parallel_bandwidth,
+            "suggestion_ttl_s": suggestion_ttl_s,
+            "observation_budget": observation_budget,
+            "strategy": strategy,
+            "strategy_options": _as_dict(strategy_options) if strategy_options is not None else None,
+        }
+        return Experiment.from_dict(await self._request("POST", "/v1/experiments", body=body))
+
+    async def experiment(self, id: str) -> Experiment:
+        return Experiment.from_dict(await self._request("GET", _exp(id)))
+
+    async def experiments(self, state: str | None = None) -> list[Experiment]:
+        data = await self._request("GET", "/v1/experiments", params={"state": state})
+        return [Experiment.from_dict(d) for d in data]
+
+    async def update_experiment(
+        self,
+        id: str,
+        *,
+        name: str = UNSET,
+        parallel_bandwidth: int = UNSET,
+        suggestion_ttl_s: float | None = UNSET,
+        observation_budget: int | None = UNSET,
+    ) -> Experiment:
+        given = {
+            "name": name,
+            "parallel_bandwidth": parallel_bandwidth,
+            "suggestion_ttl_s": suggestion_ttl_s,
+            "observation_budget": observation_budget,
+        }
+        body = {k: v for k, v in given.items() if v is not UNSET}
+        return Experiment.from_dict(await self._request("PATCH", _exp(id), body=body))
+
+    async def archive_experiment(self, id: str) -> Experiment:
+        return Experiment.from_dict(await self._request("POST", _exp(id) + "/archive"))
+
+    async def suggest(self, id: str, tag: str | None = None) -> Suggestion:
+        return Suggestion.from_dict(await self._request("POST", _exp(id) + "/suggestions", body={"tag": tag}))
+
+    async def observe(
+        self,
+        id: str,
+        suggestion_id: str | None = None,
+        assignments: Mapping[str, Any] | None = None,
+        value: float | None = None,
+        failed: bool = False,
+        metrics: Mapping[str, float] | None = None,
+    ) -> Observation:
+        body: dict[str, Any] = {"failed": failed}
+        if suggestion_id is not None:
+            body["suggestion_id"] = suggestion_id
+        if assignments is not None:
+            body["assignments"] = dict(assignments) if isinstance(assignments, Mapping) else assignments
+        if value is not None:
+            body["value"] = value
+        if metrics is not None:
+            body["metrics"] = dict(metrics) if isinstance(metrics, Mapping) else metrics
+        return Observation.from_dict(await self._request("POST", _exp(id) + "/observations", body=body))
+
+    async def suggestions(self, id: str, state: str | None = None, tag: str | None = None) -> list[Suggestion]:
+        data = await self._request("GET", _exp(id) + "/suggestions", params={"state": state, "tag": tag})
+        return [Suggestion.from_dict(d) for d in data]
+
+    async def suggestion(self, id: str, sid: str) -> Suggestion:
+        return Suggestion.from_dict(await self._request("GET", _exp(id) + "/suggestions/" + _seg(sid)))
+
+    async def close_suggestion(self, id: str, sid: str) -> Suggestion:
+        return Suggestion.from_dict(await self._request("DELETE", _exp(id) + "/suggestions/" + _seg(sid)))
+
+    async def close_all_suggestions(self, id: str) -> int:
+        data = await self._request("DELETE", _exp(id) + "/suggestions")
+        return int(data["closed"])
+
+    async def observations(self, id: str) -> list[Observation]:
+        data = await self._request("GET", _exp(id) + "/observations")
+        return [Observation.from_dict(d) for d in data]
+
+    async def best(self, id: str) -> Observation | None:
+        data = await self._request("GET", _exp(id) + "/best")
+        return None if data is None else Observation.from_dict(data)
+
+
+def _seg(value: str) -> str:
+    return quote(str(value), safe="")
+
+
+def _exp(id: str) -> str:
+    return "/v1/experiments/" + _seg(id)
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def _as_dict(value: Any) -> Any:
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if isinstance(value, Mapping):
+        return {k: _as_dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
+    return value
+
+
+def _api_error(response: httpx.Response) -> ApiError:
+    """The ApiError a non-2xx answer stands for, with its headers and Retry-After."""
+    status = response.status_code
+    headers = dict(response.headers)
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    try:
+        payload = response.json()
+        err = payload["error"]
+        error_type, message = str(err["type"]), str(err["message"])
+        details = err.get("details") or {}
+        if not isinstance(details, dict):
+            details = {"details": details}
+    except (ValueError, KeyError, TypeError):
+        error_type = _TYPE_BY_STATUS.get(status, "internal")
+        snippet = response.text[:200].strip()
+        hint = " (redirects are not followed; check base_url)" if 300 <= status < 400 else ""
+        message = f"HTTP {status} from {response.request.method} {response.request.url}{hint}: {snippet!r}"
+        details = {}
+    return ApiError(status, error_type, message, details, headers=headers, retry_after=retry_after)
