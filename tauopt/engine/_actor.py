@@ -1,0 +1,546 @@
+"""ExperimentActor: the one owner of an experiment's state.
+
+Messages are handled one at a time (see tauopt.actors.serve), so asks,
+observations, closes and listings are serialized without locks. Every
+mutation is handed to the store as one batch; the reply is sent from the
+store's commit callback, so nothing is acknowledged before it is durable.
+A reply that changes nothing still waits behind this actor's uncommitted
+writes, so no caller sees state that could vanish in a crash.
+
+Strategies that run inline (random, sobol, grid) answer within the message.
+Pooled strategies (gp) never block the mailbox: a job task asks the pool and
+sends the result back as a `ProposalReady` message; asks that find no point
+computed ahead are parked and answered in arrival order when it lands.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import anyio
+import numpy as np
+from anyio.abc import TaskGroup, TaskStatus
+
+from ..actors import ActorRef, Request, fail, mailbox, reply, serve
+from ..errors import ApiError, api_error, invalid
+from ..models import Experiment, Observation, Parameter, Suggestion, Value
+from ..space import Key, Space
+from ..strategies import INLINE, SuggestRequest, propose, resolve
+from ._messages import (
+    ArchiveExperiment,
+    Best,
+    CloseAllSuggestions,
+    CloseSuggestion,
+    GetExperiment,
+    GetSuggestion,
+    Inspect,
+    ListObservations,
+    ListSuggestions,
+    Msg,
+    Observe,
+    ProposalReady,
+    Suggest,
+    UpdateExperiment,
+)
+from ._store import PutExperiment, PutObservation, PutSuggestion, Snapshot, Store, Write
+from ._validate import check_tag, check_update, check_value_and_metrics
+
+log = logging.getLogger("tauopt.engine")
+
+# A point computed ahead against history version v is served while at most this
+# many observations arrived since; past that it is dropped and recomputed.
+STALENESS_BOUND = 2
+_DUP_RETRIES = 8
+
+
+@dataclass
+class ActorStats:
+    max_open_seen: int = 0
+    proposals: int = 0
+    fallbacks: int = 0
+    last_fallback_reason: str | None = None
+
+
+class ExperimentActor:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        store: Store,
+        *,
+        clock: Callable[[], float] = time.time,
+        pool: Any = None,
+        passivate_after_s: float | None = 600.0,
+        mailbox_size: int = 1024,
+        ahead: int = 2,
+        fit_deadline_s: float | None = 30.0,
+    ) -> None:
+        exp = snapshot.experiment
+        self.id = exp.id
+        self._exp = exp
+        self._space = Space(exp.parameters)
+        self._store = store
+        self._clock = clock
+        self._pool = pool
+        self._passivate_after_s = passivate_after_s
+        self._mailbox_size = mailbox_size
+        self._ahead_target = ahead
+        self._fit_deadline_s = fit_deadline_s
+        self._drawn = snapshot.drawn
+        self._suggestions: dict[str, Suggestion] = {}
+        self._open: dict[str, Suggestion] = {}
+        self._observations: list[Observation] = list(snapshot.observations)
+        self._observed_keys: set[Key] = set()
+        self._open_keys: dict[Key, str] = {}
+        for s in snapshot.suggestions:
+            self._suggestions[s.id] = s
+            if s.state == "open":
+                self._open[s.id] = s
+                self._open_keys[self._space.key(s.assignments)] = s.id
+        for o in self._observations:
+            self._observed_keys.add(self._space.key(o.assignments))
+        self._next_sid = 1 + max((int(s) for s in self._suggestions if s.isdigit()), default=0)
+        self._next_oid = 1 + max((int(o.id) for o in self._observations if o.id.isdigit()), default=0)
+        self._uncommitted = 0
+        self._poisoned: BaseException | None = None
+        # pooled strategies
+        self._version = 0  # bumps on every observation
+        self._ahead: list[tuple[int, dict[str, Value]]] = []  # (version computed at, point)
+        self._waiters: deque[tuple[Request[Any], Suggest]] = deque()
+        self._job_running = False
+        self._tg: TaskGroup | None = None
+        self._self_ref: ActorRef | None = None
+        self._receive: Any = None
+        self.stats = ActorStats(max_open_seen=len(self._open))
+
+    # -- lifetime ----------------------------------------------------------
+
+    async def run(self, registry: dict[str, ActorRef], *, task_status: TaskStatus[ActorRef] = anyio.TASK_STATUS_IGNORED) -> None:
+        send, receive = mailbox(self._mailbox_size)
+        ref = ActorRef(send)
+        self._receive = receive
+        self._self_ref = ActorRef(send.clone())
+        self._registry = registry
+        registry[self.id] = ref
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                task_status.started(ref)
+                with receive:
+                    await serve(receive, self._handle, self._passivate_after_s, self._on_idle)
+                tg.cancel_scope.cancel()
+        finally:
+            if registry.get(self.id) is ref:
+                del registry[self.id]
+            send.close()
+            self._self_ref.close()
+            for request, _ in self._waiters:
+                fail(request, api_error("unavailable", "the engine is shutting down; retry against the restarted service"))
+
+    async def _on_idle(self) -> bool:
+        """Passivate: stop when idle with nothing in flight. The final check and the
+        unregistering happen without an await between them, so no message can slip in."""
+        if self._job_running or self._waiters:
+            return False
+        while self._uncommitted:
+            await self._barrier()
+        if self._receive.statistics().current_buffer_used or self._job_running or self._waiters:
+            return False
+        if self._registry.get(self.id) is not None:
+            del self._registry[self.id]
+        return True
+
+    async def _barrier(self) -> None:
+        event = anyio.Event()
+        self._store.submit((), lambda exc: event.set())
+        await event.wait()
+
+    # -- replies after commit ---------------------------------------------
+
+    def _commit(self, request: Request[Any] | None, writes: list[Write], outcome: Any) -> None:
+        """Queue writes (possibly none) and answer `request` once they, and every
+        earlier write of this actor, are committed. `outcome` is a value or an ApiError."""
+        if not writes and not self._uncommitted:
+            if request is not None:
+                self._answer(request, outcome)
+            return
+        if writes and not any(isinstance(w, PutExperiment) for w in writes):
+            writes.append(PutExperiment(self._header(), self._drawn))
+        self._uncommitted += 1
+
+        def done(exc: BaseException | None) -> None:
+            self._uncommitted -= 1
+            if exc is not None:
+                # memory is ahead of the store now: answer with an error and rebuild from the store
+                self._poisoned = exc
+                log.error("store commit failed for experiment %s: %r", self.id, exc)
+                if request is not None:
+                    fail(request, api_error("internal", f"the store failed to commit ({exc}); nothing of this request was kept, retry it"))
+                return
+            if request is not None:
+                self._answer(request, outcome)
+
+        self._store.submit(writes, done)
+
+    @staticmethod
+    def _answer(request: Request[Any], outcome: Any) -> None:
+        if isinstance(outcome, BaseException):
+            fail(request, outcome)
+        else:
+            reply(request, outcome)
+
+    def _header(self) -> Experiment:
+        return self._exp.evolve(open_suggestions=len(self._open), observations=len(self._observations))
+
+    # -- dispatch ------------------------------------------------------------
+
+    async def _handle(self, request: Request[Any]) -> None:
+        if self._poisoned is not None:
+            # Stop; the engine rebuilds this experiment from the store on the next message.
+            fail(request, api_error("internal", "the experiment is reloading after a storage failure; retry"))
+            self._receive.close()
+            return
+        msg = request.message
+        if isinstance(msg, ProposalReady):
+            reply(request, None)
+            self._on_proposal(msg)
+            return
+        if msg.owner is not None and msg.owner != self._exp.owner:
+            raise api_error("not_found", f"experiment {self.id!r} not found")
+        handler = getattr(self, "_on_" + type(msg).__name__)
+        handler(request, msg)
+
+    # -- experiment ---------------------------------------------------------
+
+    def _on_GetExperiment(self, request: Request[Any], msg: GetExperiment) -> None:
+        self._commit(request, [], self._header())
+
+    def _on_UpdateExperiment(self, request: Request[Any], msg: UpdateExperiment) -> None:
+        changes = check_update(msg.changes)
+        if "parameters" in changes:
+            space = _extended_space(self._space, changes.pop("parameters"))
+            changes["parameters"] = space.parameters
+            self._space = space
+            self._ahead.clear()
+        exp = self._exp.evolve(**changes)
+        self._exp = exp.evolve(state=self._state_for(exp))
+        self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
+
+    def _on_ArchiveExperiment(self, request: Request[Any], msg: ArchiveExperiment) -> None:
+        self._exp = self._exp.evolve(state="archived")
+        self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
+
+    def _state_for(self, exp: Experiment) -> str:
+        if exp.state == "archived":
+            return "archived"
+        budget = exp.observation_budget
+        return "completed" if budget is not None and len(self._observations) >= budget else "active"
+
+    # -- suggestions --------------------------------------------------------
+
+    def _expire(self, now: float) -> list[Write]:
+        ttl = self._exp.suggestion_ttl_s
+        if ttl is None:
+            return []
+        writes: list[Write] = []
+        for s in list(self._open.values()):
+            if now - s.created_at > ttl:
+                writes.append(PutSuggestion(self._leave_open(s, "expired")))
+        return writes
+
+    def _leave_open(self, s: Suggestion, state: str) -> Suggestion:
+        s = s.evolve(state=state)
+        self._suggestions[s.id] = s
+        del self._open[s.id]
+        key = self._space.key(s.assignments)
+        if self._open_keys.get(key) == s.id:
+            del self._open_keys[key]
+        return s
+
+    def _on_Suggest(self, request: Request[Any], msg: Suggest) -> None:
+        tag = check_tag(msg.tag)
+        writes = self._expire(self._clock())
+        try:
+            self._check_can_suggest()
+            strategy = resolve(self._exp.strategy, self._request(0))
+            if strategy in INLINE:
+                point = self._inline_point(strategy)
+            else:
+                point = self._take_ahead()
+                if point is None:
+                    self._commit(None, writes, None)
+                    self._waiters.append((request, msg))
+                    self._ensure_job()
+                    return
+                self._ensure_job()  # keep a point computed ahead
+        except ApiError as exc:
+            self._commit(request, writes, exc)
+            return
+        suggestion = self._open_suggestion(point, tag)
+        writes.append(PutSuggestion(suggestion))
+        self._commit(request, writes, suggestion)
+
+    def _check_can_suggest(self) -> None:
+        state = self._exp.state
+        if state == "archived":
+            raise api_error("experiment_archived", f"experiment {self.id!r} is archived; create a new experiment to keep searching")
+        if state == "completed":
+            raise api_error(
+                "experiment_completed",
+                f"experiment {self.id!r} reached its observation_budget={self._exp.observation_budget}; "
+                "raise observation_budget to continue",
+            )
+        n, bw = len(self._open) + len(self._waiters), self._exp.parallel_bandwidth
+        if n >= bw:
+            raise api_error("bandwidth_full", f"{n} open suggestions >= parallel_bandwidth={bw}; observe or close one first")
+        size = self._space.finite_size
+        if size is not None and len(self._used_keys()) >= size:
+            raise api_error(
+                "space_exhausted",
+                f"all {size} points of this finite space are observed or open; close a suggestion or widen the space",
+            )
+
+    def _used_keys(self) -> set[Key]:
+        return self._observed_keys | self._open_keys.keys()
+
+    def _is_used(self, key: Key) -> bool:
+        return key in self._observed_keys or key in self._open_keys
+
+    def _open_suggestion(self, point: dict[str, Value], tag: str | None) -> Suggestion:
+        sid = str(self._next_sid)
+        self._next_sid += 1
+        s = Suggestion(sid, self.id, point, "open", tag, self._clock())
+        self._suggestions[sid] = s
+        self._open[sid] = s
+        self._open_keys[self._space.key(point)] = sid
+        self.stats.max_open_seen = max(self.stats.max_open_seen, len(self._open))
+        return s
+
+    def _request(self, n: int, extra_pending: tuple[dict[str, Value], ...] = ()) -> SuggestRequest:
+        return SuggestRequest(
+            space=self._space,
+            metric=self._exp.metric,
+            history=tuple(self._observations),
+            pending=tuple(s.assignments for s in self._open.values()) + extra_pending,
+            n=n,
+            seed=self._seed,
+            drawn=self._drawn,
+            options=self._exp.strategy_options,
+        )
+
+    @property
+    def _seed(self) -> int:
+        seed = self._exp.strategy_options.seed
+        return seed if seed is not None else int.from_bytes(self.id.encode()[-8:].rjust(8, b"\0"), "big") % (2**32)
+
+    def _inline_point(self, strategy: str) -> dict[str, Value]:
+        """A fresh point from an inline strategy; duplicates are redrawn, then a finite
+        space is searched exhaustively; space_exhausted only when nothing is left."""
+        n = 1
+        for _ in range(_DUP_RETRIES):
+            rng = np.random.default_rng([self._seed, self._drawn])
+            request = self._request(n)
+            candidates = propose(strategy if strategy in INLINE else "sobol", request, rng)
+            self._drawn += n
+            for c in candidates:
+                if not self._is_used(self._space.key(c)):
+                    return c
+            n *= 4
+        return self._leftover_point()
+
+    def _leftover_point(self) -> dict[str, Value]:
+        grid_size = self._exp.strategy_options.grid_size
+        if self._space.size(grid_size) is not None:
+            free = [p for p in self._space.grid(grid_size) if not self._is_used(self._space.key(p))]
+            if free:
+                rng = np.random.default_rng([self._seed, self._drawn])
+                return free[int(rng.integers(len(free)))]
+        raise api_error(
+            "space_exhausted",
+            "no unused point left in this space; close a suggestion, widen the space or create a new experiment",
+        )
+
+    # -- pooled strategies: compute ahead, park, answer in order -------------
+
+    def _take_ahead(self) -> dict[str, Value] | None:
+        while self._ahead:
+            version, point = self._ahead.pop(0)
+            if self._version - version <= STALENESS_BOUND and not self._is_used(self._space.key(point)):
+                return point
+        return None
+
+    def _ensure_job(self) -> None:
+        if self._job_running or self._tg is None:
+            return
+        fresh = [p for v, p in self._ahead if self._version - v <= STALENESS_BOUND]
+        want = len(self._waiters) + self._ahead_target - len(fresh)
+        room = self._exp.parallel_bandwidth - len(self._open)
+        want = min(want, max(room, len(self._waiters)))
+        if want <= 0:
+            return
+        self._job_running = True
+        request = self._request(want, extra_pending=tuple(fresh))
+        self._tg.start_soon(self._job, request, self._version)
+
+    async def _job(self, request: SuggestRequest, version: int) -> None:
+        result, error = None, None
+        try:
+            if self._pool is not None:
+                result = await self._pool.propose(self.id, "gp", request, deadline_s=self._fit_deadline_s)
+            else:
+                from ..strategies._pool_types import ProposeResult
+
+                rng = np.random.default_rng([request.seed, request.drawn, len(request.history)])
+                cands = await anyio.to_thread.run_sync(propose, "gp", request, rng)
+                result = ProposeResult(tuple(cands), "gp")
+        except Exception as exc:  # the fallback below answers the asks anyway
+            error = exc
+        assert self._self_ref is not None
+        try:
+            await self._self_ref.ask(ProposalReady(version=version, result=result, error=error))
+        except Exception:
+            pass  # the actor is stopping
+
+    def _on_proposal(self, msg: ProposalReady) -> None:
+        self._job_running = False
+        self.stats.proposals += 1
+        reason = None
+        if msg.error is not None:
+            reason = f"strategy failed: {msg.error!r}"
+        elif msg.result is not None and msg.result.fallback_reason:
+            reason = msg.result.fallback_reason
+        if reason:
+            self.stats.fallbacks += 1
+            self.stats.last_fallback_reason = reason
+            log.warning("experiment %s: GP fell back to Sobol: %s", self.id, reason)
+        if msg.result is not None:
+            self._ahead.extend((msg.version, dict(c)) for c in msg.result.candidates)
+        while self._waiters:
+            request, ask = self._waiters.popleft()
+            try:
+                point = self._take_ahead() or self._inline_point("sobol")
+            except ApiError as exc:
+                fail(request, exc)
+                continue
+            suggestion = self._open_suggestion(point, check_tag(ask.tag))
+            self._commit(request, [PutSuggestion(suggestion)], suggestion)
+        self._ensure_job()
+
+    # -- observations ---------------------------------------------------------
+
+    def _on_Observe(self, request: Request[Any], msg: Observe) -> None:
+        value, failed, metrics = check_value_and_metrics(msg.value, msg.failed, msg.metrics)
+        writes: list[Write] = []
+        if msg.suggestion_id is not None and msg.assignments is not None:
+            raise invalid("give suggestion_id or assignments, not both")
+        if msg.suggestion_id is not None:
+            s = self._suggestion(msg.suggestion_id)
+            if s.state == "open":
+                ttl = self._exp.suggestion_ttl_s
+                if ttl is not None and self._clock() - s.created_at > ttl:
+                    s = self._leave_open(s, "expired")
+                    writes.append(PutSuggestion(s))
+            if s.state != "open":
+                self._commit(request, writes, _not_open_error(s))
+                return
+            s = self._leave_open(s, "observed")
+            writes.append(PutSuggestion(s))
+            assignments, sid = s.assignments, s.id
+        elif msg.assignments is not None:
+            assignments, sid = self._space.validate(msg.assignments), None
+        else:
+            raise invalid("give suggestion_id (an open suggestion) or assignments (an unsolicited observation)")
+        obs = Observation(str(self._next_oid), self.id, sid, assignments, value, failed, self._clock(), metrics)
+        self._next_oid += 1
+        self._observations.append(obs)
+        self._observed_keys.add(self._space.key(assignments))
+        self._version += 1
+        self._exp = self._exp.evolve(state=self._state_for(self._exp))
+        writes.append(PutObservation(obs))
+        self._commit(request, writes, obs)
+        if self._ahead and self._version - self._ahead[0][0] > STALENESS_BOUND:
+            self._ahead = [(v, p) for v, p in self._ahead if self._version - v <= STALENESS_BOUND]
+            self._ensure_job()
+
+    def _suggestion(self, sid: Any) -> Suggestion:
+        s = self._suggestions.get(str(sid))
+        if s is None:
+            raise api_error("not_found", f"suggestion {sid!r} not found in experiment {self.id!r}")
+        return s
+
+    def _on_GetSuggestion(self, request: Request[Any], msg: GetSuggestion) -> None:
+        self._commit(request, [], self._suggestion(msg.suggestion_id))
+
+    def _on_ListSuggestions(self, request: Request[Any], msg: ListSuggestions) -> None:
+        if msg.state is not None and msg.state not in ("open", "observed", "closed", "expired"):
+            raise invalid(f"state: {msg.state!r} is not one of ['open', 'observed', 'closed', 'expired']")
+        source = self._open.values() if msg.state == "open" else self._suggestions.values()
+        out = [
+            s
+            for s in source
+            if (msg.state is None or s.state == msg.state) and (msg.tag is None or s.tag == msg.tag)
+        ]
+        if msg.state == "open":
+            out.sort(key=lambda s: int(s.id) if s.id.isdigit() else 0)
+        self._commit(request, [], out)
+
+    def _on_CloseSuggestion(self, request: Request[Any], msg: CloseSuggestion) -> None:
+        s = self._suggestion(msg.suggestion_id)
+        if s.state == "closed":
+            self._commit(request, [], s)
+            return
+        if s.state != "open":
+            raise _not_open_error(s)
+        s = self._leave_open(s, "closed")
+        self._commit(request, [PutSuggestion(s)], s)
+
+    def _on_CloseAllSuggestions(self, request: Request[Any], msg: CloseAllSuggestions) -> None:
+        writes: list[Write] = [PutSuggestion(self._leave_open(s, "closed")) for s in list(self._open.values())]
+        self._commit(request, writes, len(writes))
+
+    def _on_ListObservations(self, request: Request[Any], msg: ListObservations) -> None:
+        self._commit(request, [], list(self._observations))
+
+    def _on_Inspect(self, request: Request[Any], msg: Inspect) -> None:
+        stats = dict(vars(self.stats), open=len(self._open), waiters=len(self._waiters), ahead=len(self._ahead))
+        reply(request, stats)
+
+    def _on_Best(self, request: Request[Any], msg: Best) -> None:
+        sign = self._exp.metric.sign
+        scored = [o for o in self._observations if not o.failed and o.value is not None]
+        best = min(scored, key=lambda o: sign * o.value, default=None)  # first of equals wins
+        self._commit(request, [], best)
+
+
+def _not_open_error(s: Suggestion) -> ApiError:
+    if s.state == "expired":
+        return api_error(
+            "suggestion_expired",
+            f"suggestion {s.id!r} expired (older than suggestion_ttl_s); re-post its assignments "
+            "as an unsolicited observation",
+            assignments=dict(s.assignments),
+        )
+    if s.state == "observed":
+        return api_error("suggestion_observed", f"suggestion {s.id!r} already has an observation; ask for a new suggestion")
+    return api_error(
+        "suggestion_closed",
+        f"suggestion {s.id!r} was closed; re-post its assignments as an unsolicited observation if you evaluated it",
+        assignments=dict(s.assignments),
+    )
+
+
+def _extended_space(space: Space, raw: Any) -> Space:
+    """A space with new parameters added; existing ones must stay exactly as they are."""
+    new = Space.parse(raw)
+    old = space.by_name
+    for p in space.parameters:
+        if p.name not in new.by_name:
+            raise invalid(f"parameters: {p.name!r} is missing; parameters can be added, not removed")
+        if new.by_name[p.name] != p:
+            raise invalid(f"parameters: {p.name!r} differs from the stored definition; parameters cannot change")
+    added: list[Parameter] = [p for p in new.parameters if p.name not in old]
+    return Space(space.parameters + tuple(added))
+

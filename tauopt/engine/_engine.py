@@ -1,0 +1,303 @@
+"""Engine: the front door every transport calls. It owns the store, the
+strategy pool and one ExperimentActor per experiment, all inside its task group.
+
+Actors are started on an experiment's first message (rebuilt from the store)
+and passivate after `passivate_after_s` idle; the next message brings them
+back. The engine itself holds no experiment state.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from contextlib import AsyncExitStack
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..actors import ActorGone, ActorRef
+from ..errors import api_error, invalid
+from ..models import Experiment, Metric, Observation, StrategyOptions, Suggestion
+from ..space import Space
+from . import _messages as m
+from ._actor import ExperimentActor
+from ._store import MemoryStore, PutExperiment, Store, Write
+from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl
+
+__all__ = ["Engine", "UNSET", "open_store"]
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def open_store(store: Store | str | None, durability: str = "os") -> Store:
+    """A Store from a Store, None (memory), ":memory:", a path or a sqlite:/// URL."""
+    if store is None or store == ":memory:":
+        return MemoryStore()
+    if isinstance(store, Store):
+        return store
+    if isinstance(store, str):
+        path = store[len("sqlite:///"):] if store.startswith("sqlite:///") else store
+        if durability not in ("os", "fsync"):
+            raise invalid(f"durability: {durability!r} is not one of ['os', 'fsync']")
+        from ._sqlite import SqliteStore  # lazy: aiosqlite is not imported by `import tauopt`
+
+        return SqliteStore(path, durability=durability)
+    raise invalid(f"store: give a path, a sqlite:/// URL or a Store, not {type(store).__name__}")
+
+
+class Engine:
+    """`async with Engine() as engine:` — the embedded async API.
+
+    store: None (memory), a path / sqlite:/// URL (SQLite), or a Store.
+    pool: "thread" (default; GP fits on a thread of this process), "process"
+        (a pool of worker processes, the daemon's choice), None, or a StrategyPool.
+    """
+
+    def __init__(
+        self,
+        store: Store | str | None = None,
+        *,
+        durability: Literal["os", "fsync"] = "os",
+        passivate_after_s: float | None = 600.0,
+        pool: Any = "thread",
+        pool_size: int | None = None,
+        clock: Callable[[], float] = time.time,
+        mailbox_size: int = 1024,
+        fit_deadline_s: float | None = 30.0,
+    ) -> None:
+        self.store = open_store(store, durability)
+        self._pool_spec = pool
+        self._pool_size = pool_size
+        self.pool: Any = None
+        self._clock = clock
+        self._passivate_after_s = passivate_after_s
+        self._mailbox_size = mailbox_size
+        self._fit_deadline_s = fit_deadline_s
+        self._actors: dict[str, ActorRef] = {}
+        self._starting: dict[str, anyio.Event] = {}
+        self._tg: TaskGroup | None = None
+        self._stack: AsyncExitStack | None = None
+
+    # -- lifetime --------------------------------------------------------------
+
+    async def __aenter__(self) -> "Engine":
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            await self.store.start()
+            stack.push_async_callback(self._close_store)
+            self.pool = await self._open_pool(stack)
+            self._tg = await stack.enter_async_context(anyio.create_task_group())
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        assert self._stack is not None and self._tg is not None
+        self._tg.cancel_scope.cancel()  # actors stop; queued writes are flushed by the store's close
+        try:
+            return await self._stack.__aexit__(*exc_info)
+        finally:
+            self._tg = None
+            self._actors.clear()
+
+    async def _close_store(self) -> None:
+        with anyio.move_on_after(10, shield=True):
+            await self.store.aclose()
+
+    async def _open_pool(self, stack: AsyncExitStack) -> Any:
+        spec = self._pool_spec
+        if spec is None:
+            return None
+        if isinstance(spec, str):
+            try:
+                from ..strategies._pool import StrategyPool
+            except ImportError:
+                return None
+            spec = StrategyPool(kind=spec, size=self._pool_size)
+        return await stack.enter_async_context(spec)
+
+    # -- plumbing ----------------------------------------------------------------
+
+    async def _ask(self, experiment_id: str, message: m.Msg) -> Any:
+        if not isinstance(experiment_id, str) or not experiment_id:
+            raise invalid(f"experiment id: give a non-empty string, got {experiment_id!r}")
+        for _ in range(5):
+            ref = await self._ref(experiment_id)
+            try:
+                return await ref.ask(message)
+            except ActorGone:
+                continue  # passivated between lookup and send: start it again
+        raise api_error("internal", f"experiment {experiment_id!r} keeps stopping; retry later")
+
+    async def _ref(self, experiment_id: str) -> ActorRef:
+        while True:
+            ref = self._actors.get(experiment_id)
+            if ref is not None:
+                return ref
+            starting = self._starting.get(experiment_id)
+            if starting is None:
+                break
+            await starting.wait()
+        if self._tg is None:
+            raise api_error("unavailable", "the engine is not running; use `async with Engine() as engine`")
+        event = self._starting[experiment_id] = anyio.Event()
+        try:
+            snapshot = await self.store.load(experiment_id)
+            if snapshot is None:
+                raise api_error("not_found", f"experiment {experiment_id!r} not found")
+            actor = ExperimentActor(
+                snapshot,
+                self.store,
+                clock=self._clock,
+                pool=self.pool,
+                passivate_after_s=self._passivate_after_s,
+                mailbox_size=self._mailbox_size,
+                fit_deadline_s=self._fit_deadline_s,
+            )
+            return await self._tg.start(actor.run, self._actors)
+        finally:
+            del self._starting[experiment_id]
+            event.set()
+
+    async def _commit(self, writes: Sequence[Write]) -> None:
+        event = anyio.Event()
+        failure: list[BaseException] = []
+
+        def done(exc: BaseException | None) -> None:
+            if exc is not None:
+                failure.append(exc)
+            event.set()
+
+        self.store.submit(writes, done)
+        await event.wait()
+        if failure:
+            raise api_error("internal", f"the store failed to commit ({failure[0]}); nothing was kept, retry")
+
+    # -- experiments ---------------------------------------------------------------
+
+    async def create_experiment(
+        self,
+        name: str,
+        parameters: Sequence[Any],
+        metric: Mapping[str, Any] | Metric,
+        parallel_bandwidth: int = 1,
+        suggestion_ttl_s: float | None = None,
+        observation_budget: int | None = None,
+        strategy: str = "auto",
+        strategy_options: Mapping[str, Any] | StrategyOptions | None = None,
+        owner: str | None = None,
+    ) -> Experiment:
+        options = StrategyOptions.parse(strategy_options)
+        space = Space.parse(parameters)
+        strategy = check_strategy(strategy)
+        if strategy == "grid":
+            sum(1 for _ in zip(range(1), space.grid(options.grid_size)))  # raises when a grid size is missing
+        exp = Experiment(
+            id=secrets.token_hex(8),
+            name=check_name(name),
+            parameters=space.parameters,
+            metric=Metric.parse(metric),
+            parallel_bandwidth=check_bandwidth(parallel_bandwidth),
+            suggestion_ttl_s=check_ttl(suggestion_ttl_s),
+            observation_budget=check_budget(observation_budget),
+            strategy=strategy,
+            state="active",
+            created_at=self._clock(),
+            strategy_options=options,
+            owner=owner,
+        )
+        await self._commit([PutExperiment(exp, 0)])
+        return exp
+
+    async def experiment(self, experiment_id: str, owner: str | None = None) -> Experiment:
+        return await self._ask(experiment_id, m.GetExperiment(owner))
+
+    async def experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
+        if state is not None and state not in ("active", "completed", "archived"):
+            raise invalid(f"state: {state!r} is not one of ['active', 'completed', 'archived']")
+        found = await self.store.list_experiments(state, owner)
+        return sorted(found, key=lambda e: (e.created_at, e.id))
+
+    async def update_experiment(
+        self,
+        experiment_id: str,
+        *,
+        name: Any = UNSET,
+        parallel_bandwidth: Any = UNSET,
+        suggestion_ttl_s: Any = UNSET,
+        observation_budget: Any = UNSET,
+        parameters: Any = UNSET,
+        owner: str | None = None,
+    ) -> Experiment:
+        changes = {
+            k: v
+            for k, v in (
+                ("name", name),
+                ("parallel_bandwidth", parallel_bandwidth),
+                ("suggestion_ttl_s", suggestion_ttl_s),
+                ("observation_budget", observation_budget),
+                ("parameters", parameters),
+            )
+            if v is not UNSET
+        }
+        return await self._ask(experiment_id, m.UpdateExperiment(owner, changes))
+
+    async def archive_experiment(self, experiment_id: str, owner: str | None = None) -> Experiment:
+        return await self._ask(experiment_id, m.ArchiveExperiment(owner))
+
+    # -- suggestions and observations -------------------------------------------------
+
+    async def suggest(self, experiment_id: str, tag: str | None = None, owner: str | None = None) -> Suggestion:
+        return await self._ask(experiment_id, m.Suggest(owner, tag))
+
+    async def observe(
+        self,
+        experiment_id: str,
+        suggestion_id: str | None = None,
+        assignments: Mapping[str, Any] | None = None,
+        value: float | None = None,
+        failed: bool = False,
+        metrics: Mapping[str, float] | None = None,
+        owner: str | None = None,
+    ) -> Observation:
+        sid = None if suggestion_id is None else str(suggestion_id)
+        return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics))
+
+    async def suggestions(
+        self, experiment_id: str, state: str | None = None, tag: str | None = None, owner: str | None = None
+    ) -> list[Suggestion]:
+        return await self._ask(experiment_id, m.ListSuggestions(owner, state, tag))
+
+    async def suggestion(self, experiment_id: str, suggestion_id: str, owner: str | None = None) -> Suggestion:
+        return await self._ask(experiment_id, m.GetSuggestion(owner, str(suggestion_id)))
+
+    async def close_suggestion(self, experiment_id: str, suggestion_id: str, owner: str | None = None) -> Suggestion:
+        return await self._ask(experiment_id, m.CloseSuggestion(owner, str(suggestion_id)))
+
+    async def close_all_suggestions(self, experiment_id: str, owner: str | None = None) -> int:
+        return await self._ask(experiment_id, m.CloseAllSuggestions(owner))
+
+    async def observations(self, experiment_id: str, owner: str | None = None) -> list[Observation]:
+        return await self._ask(experiment_id, m.ListObservations(owner))
+
+    async def best(self, experiment_id: str, owner: str | None = None) -> Observation | None:
+        return await self._ask(experiment_id, m.Best(owner))
+
+    async def inspect(self, experiment_id: str) -> dict[str, Any]:
+        """Internal counters of a live experiment (max open suggestions ever seen, GP
+        proposals and fallbacks). For tests and benchmarks; not a stable API."""
+        return await self._ask(experiment_id, m.Inspect())
+
+    @property
+    def live_actors(self) -> int:
+        return len(self._actors)

@@ -1,0 +1,103 @@
+"""Checks of user input that are not about the space (the space checks itself)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from ..errors import invalid
+from ..models import STRATEGIES
+
+__all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_name", "check_strategy"]
+
+_UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters")
+
+
+def check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise invalid("name: give a non-empty string")
+    if len(name) > 256:
+        raise invalid("name: at most 256 characters")
+    return name
+
+
+def check_tag(tag: Any) -> str | None:
+    if tag is None:
+        return None
+    if not isinstance(tag, str) or not 1 <= len(tag) <= 128 or not tag.isprintable():
+        raise invalid(f"tag: give 1-128 printable characters, got {tag!r}")
+    return tag
+
+
+def check_bandwidth(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise invalid(f"parallel_bandwidth: give an integer >= 1, got {n!r}")
+    return n
+
+
+def check_ttl(ttl: Any) -> float | None:
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
+        raise invalid(f"suggestion_ttl_s: give a number of seconds > 0 (or null for none), got {ttl!r}")
+    return float(ttl)
+
+
+def check_budget(budget: Any) -> int | None:
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise invalid(f"observation_budget: give an integer >= 1 (or null for none), got {budget!r}")
+    return budget
+
+
+def check_strategy(strategy: Any) -> str:
+    if strategy not in STRATEGIES:
+        raise invalid(f"strategy: {strategy!r} is not one of {list(STRATEGIES)}")
+    return strategy
+
+
+def check_update(changes: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(changes) - set(_UPDATABLE))
+    if unknown:
+        raise invalid(f"unknown or read-only field(s) {unknown}; updatable fields are {list(_UPDATABLE)}")
+    out: dict[str, Any] = {}
+    for key, value in changes.items():
+        if key == "name":
+            out[key] = check_name(value)
+        elif key == "parallel_bandwidth":
+            out[key] = check_bandwidth(value)
+        elif key == "suggestion_ttl_s":
+            out[key] = check_ttl(value)
+        elif key == "observation_budget":
+            out[key] = check_budget(value)
+        else:
+            out[key] = value
+    return out
+
+
+def check_value_and_metrics(value: Any, failed: Any, metrics: Any) -> tuple[float | None, bool, dict[str, float]]:
+    if not isinstance(failed, bool):
+        raise invalid(f"failed: give true or false, got {failed!r}")
+    if failed:
+        if value is not None:
+            raise invalid("give value or failed=true, not both")
+    else:
+        if value is None:
+            raise invalid("value: give the metric's value (a finite number), or failed=true")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise invalid(f"value: give a finite number, got {value!r}")
+        if not math.isfinite(value):
+            raise invalid(f"value: {value!r} is not finite; report a failed evaluation with failed=true")
+        value = float(value)
+    out: dict[str, float] = {}
+    if metrics is not None:
+        if not isinstance(metrics, Mapping):
+            raise invalid("metrics: give a dict of metric name to finite number")
+        for k, v in metrics.items():
+            if not isinstance(k, str) or not k:
+                raise invalid(f"metrics: names must be non-empty strings, got {k!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise invalid(f"metrics.{k}: give a finite number, got {v!r}")
+            out[k] = float(v)
+    return value, failed, out
