@@ -9,13 +9,28 @@ so a reply never leaves before its writes are durable.
 
 Reads are used to rebuild an actor (`load`) and for listings across
 experiments; they see committed state only.
+
+Lifecycle: `await store.start(task_group)` opens it (a durable store starts its
+writer task in that group, so a bad file raises here); `await store.aclose()`
+flushes what is queued and releases it. `async with store:` does both with a
+task group of its own.
+
+Credentials (the HTTP door's bearer tokens) are written through the same queue
+(`PutCredential`, `RevokeCredential`, or the awaitable `put_credential` /
+`revoke_credential`) and read with `credentials()`, `credential_by_hash()`;
+`suggestion_times(owner, since)` feeds the rolling daily quota.
 """
 
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
-from typing import Callable, Sequence, Union
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence, Union
+
+import anyio
+from anyio.abc import TaskGroup
 
 from ..models import Experiment, Observation, Suggestion
 
@@ -25,6 +40,9 @@ __all__ = [
     "PutExperiment",
     "PutSuggestion",
     "PutObservation",
+    "PutCredential",
+    "RevokeCredential",
+    "CredentialRecord",
     "Write",
     "Snapshot",
     "Done",
@@ -52,7 +70,51 @@ class PutObservation:
     observation: Observation
 
 
-Write = Union[PutExperiment, PutSuggestion, PutObservation]
+@dataclass(frozen=True)
+class CredentialRecord:
+    """A bearer token as stored: only the token's hash is kept. Limits left as
+    None mean the server's defaults."""
+
+    id: str
+    name: str
+    token_hash: str
+    created_at: float
+    suggestions_per_day: int | None = None
+    max_active_experiments: int | None = None
+    revoked_at: float | None = None
+
+    @classmethod
+    def of(cls, credential: Any) -> "CredentialRecord":
+        """Accept any credential object with these field names (e.g. the door's own)."""
+        if isinstance(credential, CredentialRecord):
+            return credential
+        return cls(
+            id=credential.id,
+            name=credential.name,
+            token_hash=credential.token_hash,
+            created_at=float(credential.created_at),
+            suggestions_per_day=getattr(credential, "suggestions_per_day", None),
+            max_active_experiments=getattr(credential, "max_active_experiments", None),
+            revoked_at=getattr(credential, "revoked_at", None),
+        )
+
+
+@dataclass(frozen=True)
+class PutCredential:
+    """Insert or replace a credential (by id). Its token_hash must be unique."""
+
+    credential: CredentialRecord
+
+
+@dataclass(frozen=True)
+class RevokeCredential:
+    """Mark a credential revoked at `revoked_at`; an unknown id changes nothing."""
+
+    credential_id: str
+    revoked_at: float
+
+
+Write = Union[PutExperiment, PutSuggestion, PutObservation, PutCredential, RevokeCredential]
 Done = Callable[[BaseException | None], None]
 
 
@@ -72,12 +134,57 @@ class StoreError(Exception):
 
 class Store(abc.ABC):
     durable: bool = False
+    _exit_stack: AsyncExitStack | None = None
 
-    async def start(self) -> None:
-        """Open resources; for a durable store, start the writer task."""
+    async def start(self, task_group: TaskGroup | None = None) -> None:
+        """Open resources; a durable store starts its writer task in `task_group`
+        (required there) and raises StoreError here if the file cannot be used."""
 
     async def aclose(self) -> None:
         """Flush queued writes and release resources."""
+
+    async def __aenter__(self) -> "Store":
+        """Start with a task group of the store's own (for use outside an Engine)."""
+        stack = AsyncExitStack()
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        try:
+            await self.start(tg)
+        except BaseException:
+            tg.cancel_scope.cancel()
+            await stack.aclose()
+            raise
+        self._exit_stack = stack
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        stack, self._exit_stack = self._exit_stack, None
+        try:
+            await self.aclose()
+        finally:
+            if stack is not None:
+                await stack.__aexit__(*exc_info)
+
+    async def write(self, writes: Sequence[Write]) -> None:
+        """Submit a batch and wait until it is committed; raises what the commit raised."""
+        event = anyio.Event()
+        outcome: list[BaseException | None] = []
+
+        def done(exc: BaseException | None) -> None:
+            outcome.append(exc)
+            event.set()
+
+        self.submit(writes, done)
+        await event.wait()
+        if outcome[0] is not None:
+            raise outcome[0]
+
+    async def put_credential(self, credential: Any) -> CredentialRecord:
+        record = CredentialRecord.of(credential)
+        await self.write([PutCredential(record)])
+        return record
+
+    async def revoke_credential(self, credential_id: str, revoked_at: float | None = None) -> None:
+        await self.write([RevokeCredential(credential_id, time.time() if revoked_at is None else revoked_at)])
 
     @abc.abstractmethod
     def submit(self, writes: Sequence[Write], done: Done) -> None:
@@ -96,6 +203,19 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def has_experiment(self, experiment_id: str) -> bool: ...
 
+    @abc.abstractmethod
+    async def credentials(self) -> list[CredentialRecord]:
+        """Every credential, revoked ones included, in creation order."""
+
+    @abc.abstractmethod
+    async def credential_by_hash(self, token_hash: str) -> CredentialRecord | None:
+        """The credential with this token hash (revoked or not), or None."""
+
+    @abc.abstractmethod
+    async def suggestion_times(self, owner: str | None, since: float) -> list[float]:
+        """created_at of every suggestion (any state) made at or after `since` in
+        experiments owned by `owner`, ascending."""
+
 
 @dataclass
 class _Stored:
@@ -110,9 +230,23 @@ class MemoryStore(Store):
 
     def __init__(self) -> None:
         self._data: dict[str, _Stored] = {}
+        self._credentials: dict[str, CredentialRecord] = {}
 
     def submit(self, writes: Sequence[Write], done: Done) -> None:
+        try:
+            self._check_credentials(writes)
+        except StoreError as exc:
+            done(exc)  # nothing of the batch applied, like a rolled-back transaction
+            return
         for w in writes:
+            if isinstance(w, PutCredential):
+                self._credentials[w.credential.id] = w.credential
+                continue
+            if isinstance(w, RevokeCredential):
+                old = self._credentials.get(w.credential_id)
+                if old is not None:
+                    self._credentials[w.credential_id] = replace(old, revoked_at=w.revoked_at)
+                continue
             if isinstance(w, PutExperiment):
                 rec = self._data.get(w.experiment.id)
                 if rec is None:
@@ -121,9 +255,21 @@ class MemoryStore(Store):
                     rec.experiment, rec.drawn = w.experiment, w.drawn
             elif isinstance(w, PutSuggestion):
                 self._data[w.suggestion.experiment_id].suggestions[w.suggestion.id] = w.suggestion
-            else:
+            elif isinstance(w, PutObservation):
                 self._data[w.observation.experiment_id].observations.append(w.observation)
         done(None)
+
+    def _check_credentials(self, writes: Sequence[Write]) -> None:
+        """token_hash is unique, as the SQLite schema enforces."""
+        owners = {c.token_hash: c.id for c in self._credentials.values()}
+        for w in writes:
+            if isinstance(w, PutCredential):
+                c = w.credential
+                holder = owners.get(c.token_hash)
+                if holder is not None and holder != c.id:
+                    raise StoreError(f"token_hash of credential {c.id!r} is already used by {holder!r}")
+                owners = {h: i for h, i in owners.items() if i != c.id}
+                owners[c.token_hash] = c.id
 
     async def load(self, experiment_id: str) -> Snapshot | None:
         rec = self._data.get(experiment_id)
@@ -147,3 +293,18 @@ class MemoryStore(Store):
 
     async def has_experiment(self, experiment_id: str) -> bool:
         return experiment_id in self._data
+
+    async def credentials(self) -> list[CredentialRecord]:
+        return list(self._credentials.values())
+
+    async def credential_by_hash(self, token_hash: str) -> CredentialRecord | None:
+        return next((c for c in self._credentials.values() if c.token_hash == token_hash), None)
+
+    async def suggestion_times(self, owner: str | None, since: float) -> list[float]:
+        return sorted(
+            s.created_at
+            for r in self._data.values()
+            if r.experiment.owner == owner
+            for s in r.suggestions.values()
+            if s.created_at >= since
+        )

@@ -1,0 +1,568 @@
+"""SqliteStore: the durable Store, one SQLite file in WAL mode, written by one task.
+
+Write path (group commit). `submit` appends a batch to a queue and wakes the
+writer task; the writer takes *everything* queued, turns it into rows, runs
+them as ONE transaction, commits, then calls each batch's `done` in submission
+order. While a transaction commits, new batches pile up and become the next
+group, so the number of commits per second stays about constant while the
+number of writes per commit grows with load. A batch whose objects cannot be
+turned into rows fails alone (before the transaction); a transaction that fails
+rolls back and fails every batch of its group.
+
+Read path. A second connection, query-only, reads committed state (WAL lets it
+read while the writer writes). `load` reads in one read transaction so an
+experiment, its suggestions and its observations come from one snapshot.
+
+Durability: "os" (synchronous=NORMAL) survives a killed process; "fsync"
+(synchronous=FULL) also survives power loss.
+
+Opening refuses, with StoreError and without writing a byte: a file that is not
+a SQLite database, a SQLite database that is not a tauopt store, and a store of
+a newer schema version. A read-only location fails at `start`, not at the first
+write: start writes (migration, or a no-op update) before it returns.
+
+Import note: aiosqlite is imported here only; `tauopt.engine` imports this
+module lazily, so `import tauopt` stays free of it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+import aiosqlite
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from ..models import Experiment, Observation, Suggestion
+from ._store import (
+    CredentialRecord,
+    Done,
+    PutCredential,
+    PutExperiment,
+    PutObservation,
+    PutSuggestion,
+    RevokeCredential,
+    Snapshot,
+    Store,
+    StoreError,
+    Write,
+)
+
+__all__ = ["SqliteStore", "SCHEMA_VERSION", "MIGRATIONS"]
+
+log = logging.getLogger("tauopt.store")
+
+Durability = Literal["os", "fsync"]
+_SYNCHRONOUS = {"os": "NORMAL", "fsync": "FULL"}
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Forward migrations: MIGRATIONS[n] takes a store from version n to n+1, in one
+# transaction together with the version bump. Never edit a released step; append.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 0 -> 1: experiments, suggestions, observations
+    (
+        # seq columns are INTEGER PRIMARY KEY (the rowid): they keep creation order,
+        # survive VACUUM, and an upsert's DO UPDATE keeps them.
+        """CREATE TABLE experiments (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            owner TEXT,
+            state TEXT NOT NULL,
+            name TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            open_suggestions INTEGER NOT NULL,
+            observations INTEGER NOT NULL,
+            drawn INTEGER NOT NULL,
+            body TEXT NOT NULL
+        )""",
+        "CREATE INDEX experiments_by_owner_state ON experiments (owner, state)",
+        """CREATE TABLE suggestions (
+            seq INTEGER PRIMARY KEY,
+            experiment_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            tag TEXT,
+            created_at REAL NOT NULL,
+            assignments TEXT NOT NULL,
+            UNIQUE (experiment_id, id)
+        )""",
+        "CREATE INDEX suggestions_by_experiment ON suggestions (experiment_id, seq)",
+        "CREATE INDEX suggestions_open_by_tag ON suggestions (experiment_id, tag) WHERE state = 'open'",
+        "CREATE INDEX suggestions_by_time ON suggestions (experiment_id, created_at)",
+        """CREATE TABLE observations (
+            seq INTEGER PRIMARY KEY,
+            experiment_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            suggestion_id TEXT,
+            value REAL,
+            failed INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            assignments TEXT NOT NULL,
+            metrics TEXT NOT NULL,
+            UNIQUE (experiment_id, id)
+        )""",
+        "CREATE INDEX observations_by_experiment ON observations (experiment_id, seq)",
+    ),
+    # 1 -> 2: credentials of the HTTP door (bearer tokens, by hash) and their quotas
+    (
+        """CREATE TABLE credentials (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            token_hash TEXT NOT NULL UNIQUE,
+            created_at REAL NOT NULL,
+            revoked_at REAL,
+            suggestions_per_day INTEGER,
+            max_active_experiments INTEGER
+        )""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_UPSERT_EXPERIMENT = """
+INSERT INTO experiments (id, owner, state, name, created_at, open_suggestions, observations, drawn, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, state = excluded.state, name = excluded.name,
+    created_at = excluded.created_at, open_suggestions = excluded.open_suggestions,
+    observations = excluded.observations, drawn = excluded.drawn, body = excluded.body"""
+_UPSERT_SUGGESTION = """
+INSERT INTO suggestions (experiment_id, id, state, tag, created_at, assignments) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (experiment_id, id) DO UPDATE SET state = excluded.state, tag = excluded.tag,
+    created_at = excluded.created_at, assignments = excluded.assignments"""
+_UPSERT_OBSERVATION = """
+INSERT INTO observations (experiment_id, id, suggestion_id, value, failed, created_at, assignments, metrics)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (experiment_id, id) DO UPDATE SET suggestion_id = excluded.suggestion_id, value = excluded.value,
+    failed = excluded.failed, created_at = excluded.created_at, assignments = excluded.assignments,
+    metrics = excluded.metrics"""
+_UPSERT_CREDENTIAL = """
+INSERT INTO credentials (id, name, token_hash, created_at, revoked_at, suggestions_per_day, max_active_experiments)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_hash = excluded.token_hash,
+    created_at = excluded.created_at, revoked_at = excluded.revoked_at,
+    suggestions_per_day = excluded.suggestions_per_day, max_active_experiments = excluded.max_active_experiments"""
+_REVOKE_CREDENTIAL = "UPDATE credentials SET revoked_at = ? WHERE id = ?"
+_CREDENTIAL_COLUMNS = "id, name, token_hash, created_at, suggestions_per_day, max_active_experiments, revoked_at"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _text(value: str | None) -> str | None:
+    # A lone surrogate would make sqlite3 fail the whole transaction; fail the batch instead.
+    if value is not None:
+        value.encode("utf-8")
+    return value
+
+
+@dataclass
+class _Rows:
+    """One group's writes as rows; later writes of a key replace earlier ones."""
+
+    experiments: dict[str, tuple[Any, ...]]
+    suggestions: dict[tuple[str, str], tuple[Any, ...]]
+    observations: dict[tuple[str, str], tuple[Any, ...]]
+    credentials: dict[str, tuple[Any, ...]]
+    revokes: list[tuple[Any, ...]]
+
+    @classmethod
+    def empty(cls) -> "_Rows":
+        return cls({}, {}, {}, {}, [])
+
+    def add(self, writes: Sequence[Write]) -> None:
+        for w in writes:
+            if isinstance(w, PutExperiment):
+                e = w.experiment
+                self.experiments[e.id] = (
+                    _text(e.id), _text(e.owner), e.state, _text(e.name), float(e.created_at),
+                    int(e.open_suggestions), int(e.observations), int(w.drawn), _dumps(e.to_dict()),
+                )  # fmt: skip
+            elif isinstance(w, PutSuggestion):
+                s = w.suggestion
+                self.suggestions[(s.experiment_id, s.id)] = (
+                    _text(s.experiment_id), _text(s.id), s.state, _text(s.tag), float(s.created_at),
+                    _dumps(s.assignments),
+                )  # fmt: skip
+            elif isinstance(w, PutObservation):
+                o = w.observation
+                self.observations[(o.experiment_id, o.id)] = (
+                    _text(o.experiment_id), _text(o.id), _text(o.suggestion_id),
+                    None if o.value is None else float(o.value), int(bool(o.failed)), float(o.created_at),
+                    _dumps(o.assignments), _dumps(o.metrics),
+                )  # fmt: skip
+            elif isinstance(w, PutCredential):
+                c = w.credential
+                self.credentials[c.id] = (
+                    _text(c.id), _text(c.name), _text(c.token_hash), float(c.created_at), c.revoked_at,
+                    c.suggestions_per_day, c.max_active_experiments,
+                )  # fmt: skip
+            elif isinstance(w, RevokeCredential):
+                self.revokes.append((float(w.revoked_at), _text(w.credential_id)))
+            else:
+                raise TypeError(f"not a store write: {w!r}")
+
+    def merge(self, other: "_Rows") -> None:
+        self.experiments.update(other.experiments)
+        self.suggestions.update(other.suggestions)
+        self.observations.update(other.observations)
+        self.credentials.update(other.credentials)
+        self.revokes.extend(other.revokes)
+
+    def statements(self) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        plan = [
+            (_UPSERT_EXPERIMENT, list(self.experiments.values())),
+            (_UPSERT_SUGGESTION, list(self.suggestions.values())),
+            (_UPSERT_OBSERVATION, list(self.observations.values())),
+            (_UPSERT_CREDENTIAL, list(self.credentials.values())),
+            (_REVOKE_CREDENTIAL, self.revokes),
+        ]
+        return [(sql, rows) for sql, rows in plan if rows]
+
+
+def _inspect(path: Path) -> int | None:
+    """Schema version of an existing store (None: no file or an empty one, to be
+    created). Raises StoreError for anything we must not touch. Opens read-only."""
+    if not path.exists():
+        if not path.parent.is_dir():
+            raise StoreError(f"{path}: directory {path.parent} does not exist; create it first")
+        return None
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory; give the path of a database file (e.g. {path / 'tauopt.db'})")
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read it ({exc.strerror}); check its permissions") from exc
+    if not head:
+        return None  # an empty file is an empty database to SQLite
+    if head != _SQLITE_MAGIC:
+        raise StoreError(
+            f"{path} is not a SQLite database (it was left untouched); give a new path or the path of a tauopt store"
+        )
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "schema_version" not in tables:
+                if tables:
+                    raise StoreError(
+                        f"{path} is a SQLite database but not a tauopt store (tables: {', '.join(sorted(tables))}); "
+                        "it was left untouched; give a new path"
+                    )
+                return None
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot read it as a SQLite database ({exc}); it was left untouched") from exc
+    version = 0 if row is None else int(row[0])
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer tauopt (schema version {version}; this tauopt reads up to "
+            f"{SCHEMA_VERSION}); it was left untouched; upgrade tauopt to open it"
+        )
+    return version
+
+
+class SqliteStore(Store):
+    """The durable store: `SqliteStore("tauopt.db", durability="os"|"fsync")`.
+
+    `await store.start(task_group)` opens (or creates and migrates) the file and
+    starts the writer task in `task_group`; `await store.aclose()` commits what
+    is queued (within `close_timeout` seconds, shielded) and closes. `async with
+    SqliteStore(path) as store:` does both. `submit` must be called from the
+    event loop the store was started in.
+    """
+
+    durable = True
+
+    def __init__(self, path: str | os.PathLike[str], durability: Durability = "os", *, close_timeout: float = 10.0) -> None:
+        if durability not in _SYNCHRONOUS:
+            raise ValueError(f"durability must be 'os' or 'fsync', not {durability!r}")
+        text = os.fspath(path)
+        if text.startswith("sqlite:///"):
+            text = text[len("sqlite:///") :]
+        self.path = Path(text)
+        self.durability: Durability = durability
+        self.close_timeout = close_timeout
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._read_lock = anyio.Lock()
+        self._queue: list[tuple[Sequence[Write], Done]] = []
+        self._wake = anyio.Event()
+        self._writer_scope: anyio.CancelScope | None = None
+        self._writer_stopped = anyio.Event()
+        self._state: Literal["new", "open", "closing", "closed"] = "new"
+        # Counters, for tests and benchmarks: committed transactions and batches.
+        self.transactions = 0
+        self.batches = 0
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r}, durability={self.durability!r})"
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def start(self, task_group: TaskGroup | None = None) -> None:
+        if task_group is None:
+            raise TypeError("SqliteStore.start needs the task group that owns its writer task (or use `async with store`)")
+        if self._state != "new":
+            raise StoreError(f"{self!r} was already started")
+        version = await anyio.to_thread.run_sync(_inspect, self.path)
+        try:
+            self._writer = await self._connect(self.path)
+            await self._writer.execute("PRAGMA busy_timeout = 5000")
+            mode = await self._scalar(self._writer, "PRAGMA journal_mode = WAL")
+            if str(mode).lower() != "wal":
+                raise StoreError(f"{self.path}: cannot use WAL mode (journal_mode is {mode}); put the store on a local disk")
+            await self._writer.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self.durability]}")
+            # Write now, so a read-only location fails here and not at the first ask.
+            await _migrate(self._writer, version or 0)
+            self._reader = await self._connect(self.path)
+            await self._reader.execute("PRAGMA busy_timeout = 5000")
+            await self._reader.execute("PRAGMA query_only = 1")
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await self._close_connections()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(_explain(self.path, exc)) from exc
+            raise
+        self._state = "open"
+        await task_group.start(self._run_writer)
+
+    async def aclose(self) -> None:
+        if self._state in ("closing", "closed"):
+            return
+        if self._state == "new":
+            self._state = "closed"
+            return
+        self._state = "closing"
+        self._wake.set()
+        with anyio.move_on_after(self.close_timeout, shield=True):
+            await self._writer_stopped.wait()
+        if not self._writer_stopped.is_set() and self._writer_scope is not None:
+            log.error("store %s: queued writes not committed within %.1f s of close", self.path, self.close_timeout)
+            self._writer_scope.cancel()
+        self._fail_queued(StoreError(f"{self!r} closed before these writes were committed"))
+        with anyio.move_on_after(self.close_timeout, shield=True):
+            await self._close_connections()
+        self._state = "closed"
+
+    @staticmethod
+    async def _connect(path: Path) -> aiosqlite.Connection:
+        return await aiosqlite.connect(path, isolation_level=None)
+
+    async def _close_connections(self) -> None:
+        for name in ("_reader", "_writer"):
+            conn = getattr(self, name)
+            setattr(self, name, None)
+            if conn is not None:
+                try:
+                    await conn.close()
+                except sqlite3.Error as exc:  # closing must not hide the caller's error
+                    log.warning("store %s: closing a connection failed: %r", self.path, exc)
+
+    @staticmethod
+    async def _scalar(conn: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()) -> Any:
+        async with conn.execute(sql, params) as cur:
+            row = await cur.fetchone()
+        return None if row is None else row[0]
+
+    # -- writes ----------------------------------------------------------------
+
+    def submit(self, writes: Sequence[Write], done: Done) -> None:
+        if self._state not in ("open", "closing") or self._writer_stopped.is_set():
+            done(StoreError(f"{self!r} is not open; writes are refused"))
+            return
+        self._queue.append((writes, done))
+        self._wake.set()
+
+    async def _run_writer(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with anyio.CancelScope() as self._writer_scope:
+                task_status.started()
+                while True:
+                    if not self._queue:
+                        if self._state != "open":
+                            break
+                        # No await between the check and the new event: no submit can slip by.
+                        self._wake = anyio.Event()
+                        await self._wake.wait()
+                        continue
+                    group, self._queue = self._queue, []
+                    await self._commit(group)
+        finally:
+            self._writer_stopped.set()
+            self._fail_queued(StoreError(f"{self!r}: the writer stopped before these writes were committed"))
+
+    async def _commit(self, group: list[tuple[Sequence[Write], Done]]) -> None:
+        rows = _Rows.empty()
+        outcome: list[BaseException | None] = [None] * len(group)
+        for i, (writes, _) in enumerate(group):
+            trial = _Rows.empty()  # an empty batch is a barrier: answered with its group
+            try:
+                trial.add(writes)
+            except Exception as exc:  # this batch cannot be stored; the others can
+                outcome[i] = StoreError(f"cannot store this batch ({type(exc).__name__}: {exc})")
+                continue
+            rows.merge(trial)
+        plan = rows.statements()
+        conn = self._writer
+        assert conn is not None
+        try:
+            if plan:
+                await conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for sql, params in plan:
+                        await conn.executemany(sql, params)
+                    await conn.execute("COMMIT")
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        if conn.in_transaction:
+                            await conn.execute("ROLLBACK")
+                    raise
+                self.transactions += 1
+        except BaseException as exc:
+            # Every batch of the group shares the transaction's fate (cancellation included).
+            if isinstance(exc, sqlite3.Error):
+                log.error("store %s: a transaction of %d batches failed: %r", self.path, len(group), exc)
+                err: BaseException = StoreError(_explain(self.path, exc))
+                err.__cause__ = exc
+            else:
+                err = StoreError(f"{self!r}: the writer was stopped before committing these writes")
+            outcome = [err if o is None else o for o in outcome]
+            for (_, done), o in zip(group, outcome):
+                _call(done, o)
+            if not isinstance(exc, sqlite3.Error):
+                raise
+            return
+        self.batches += sum(1 for o in outcome if o is None)
+        for (_, done), o in zip(group, outcome):
+            _call(done, o)
+
+    def _fail_queued(self, exc: BaseException) -> None:
+        queued, self._queue = self._queue, []
+        for _, done in queued:
+            _call(done, exc)
+
+    # -- reads ------------------------------------------------------------------
+
+    def _conn(self) -> aiosqlite.Connection:
+        if self._reader is None:
+            raise StoreError(f"{self!r} is not open; call start() first")
+        return self._reader
+
+    async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        async with self._conn().execute(sql, params) as cur:
+            return list(await cur.fetchall())
+
+    async def load(self, experiment_id: str) -> Snapshot | None:
+        conn = self._conn()
+        async with self._read_lock:
+            await conn.execute("BEGIN")  # one snapshot for the three reads
+            try:
+                head = await self._all("SELECT owner, drawn, body FROM experiments WHERE id = ?", (experiment_id,))
+                if not head:
+                    return None
+                srows = await self._all(
+                    "SELECT id, state, tag, created_at, assignments FROM suggestions WHERE experiment_id = ? ORDER BY seq",
+                    (experiment_id,),
+                )
+                orows = await self._all(
+                    "SELECT id, suggestion_id, value, failed, created_at, assignments, metrics FROM observations "
+                    "WHERE experiment_id = ? ORDER BY seq",
+                    (experiment_id,),
+                )
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await conn.execute("COMMIT")
+        owner, drawn, body = head[0]
+        experiment = Experiment.from_dict(json.loads(body), owner=owner)
+        suggestions = tuple(
+            Suggestion(sid, experiment_id, json.loads(a), state, tag, created_at)
+            for sid, state, tag, created_at, a in srows
+        )
+        observations = tuple(
+            Observation(oid, experiment_id, sug, json.loads(a), value, bool(failed), created_at, json.loads(m))
+            for oid, sug, value, failed, created_at, a, m in orows
+        )
+        return Snapshot(experiment, suggestions, observations, int(drawn))
+
+    async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
+        rows = await self._all(
+            "SELECT owner, body FROM experiments WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR owner = ?2) "
+            "ORDER BY seq",
+            (state, owner),
+        )
+        return [Experiment.from_dict(json.loads(body), owner=o) for o, body in rows]
+
+    async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int:
+        rows = await self._all(
+            "SELECT count(*) FROM experiments WHERE state IS NOT ?1 AND (?2 IS NULL OR owner = ?2)",
+            (exclude_state, owner),
+        )
+        return int(rows[0][0])
+
+    async def has_experiment(self, experiment_id: str) -> bool:
+        return bool(await self._all("SELECT 1 FROM experiments WHERE id = ?", (experiment_id,)))
+
+    async def credentials(self) -> list[CredentialRecord]:
+        rows = await self._all(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials ORDER BY seq")
+        return [CredentialRecord(*r) for r in rows]
+
+    async def credential_by_hash(self, token_hash: str) -> CredentialRecord | None:
+        rows = await self._all(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials WHERE token_hash = ?", (token_hash,))
+        return CredentialRecord(*rows[0]) if rows else None
+
+    async def suggestion_times(self, owner: str | None, since: float) -> list[float]:
+        rows = await self._all(
+            "SELECT s.created_at FROM experiments e JOIN suggestions s ON s.experiment_id = e.id "
+            "WHERE e.owner IS ? AND s.created_at >= ? ORDER BY s.created_at",
+            (owner, since),
+        )
+        return [r[0] for r in rows]
+
+
+async def _migrate(conn: aiosqlite.Connection, version: int, target: int = SCHEMA_VERSION) -> None:
+    """Run MIGRATIONS[version:target] in one transaction. With nothing to migrate,
+    still write (a no-op update) so a read-only file or directory fails now."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        async with conn.execute("SELECT count(*) FROM schema_version") as cur:
+            row = await cur.fetchone()
+        if row is None or row[0] == 0:
+            await conn.execute("INSERT INTO schema_version (version) VALUES (0)")
+        for step in range(version, target):
+            for sql in MIGRATIONS[step]:
+                await conn.execute(sql)
+        await conn.execute("UPDATE schema_version SET version = ?", (max(version, target),))
+        await conn.execute("COMMIT")
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            if conn.in_transaction:
+                await conn.execute("ROLLBACK")
+        raise
+
+
+def _explain(path: Path, exc: sqlite3.Error) -> str:
+    text = str(exc)
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return (
+            f"{path}: cannot write the store ({text}); the file or its directory is read-only "
+            "(SQLite also needs to create -wal and -shm files next to it); choose a writable location"
+        )
+    return f"{path}: {text}"
+
+
+def _call(done: Done, exc: BaseException | None) -> None:
+    try:
+        done(exc)
+    except Exception:  # a broken callback must not stop the writer for everyone else
+        log.exception("store done-callback raised")

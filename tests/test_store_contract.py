@@ -1,0 +1,208 @@
+"""One contract, every Store: MemoryStore and SqliteStore must answer alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import AsyncIterator
+
+import anyio
+import pytest
+
+from tauopt.engine._store import (
+    CredentialRecord,
+    MemoryStore,
+    PutCredential,
+    PutExperiment,
+    PutObservation,
+    PutSuggestion,
+    RevokeCredential,
+    Store,
+    StoreError,
+)
+from tauopt.models import Experiment, Metric, Observation, Parameter, Suggestion
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # aiosqlite runs on asyncio only
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    if request.param == "memory":
+        s: Store = MemoryStore()
+    else:
+        from tauopt.engine._sqlite import SqliteStore
+
+        s = SqliteStore(tmp_path / "contract.db")
+    async with s:
+        yield s
+
+
+def experiment(eid: str = "e1", owner: str | None = "alice", state: str = "active", **kw: object) -> Experiment:
+    return Experiment(
+        id=eid,
+        name=f"name of {eid}",
+        parameters=(
+            Parameter.parse({"name": "lr", "type": "double", "bounds": [1e-5, 1.0], "scale": "log"}),
+            Parameter.parse({"name": "act", "type": "categorical", "values": ["relu", "tanh", 3, True]}),
+        ),
+        metric=Metric("loss"),
+        parallel_bandwidth=4,
+        suggestion_ttl_s=30.0,
+        state=state,  # type: ignore[arg-type]
+        created_at=1000.5,
+        owner=owner,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def suggestion(sid: str, eid: str = "e1", state: str = "open", tag: str | None = "w1", at: float = 1001.0) -> Suggestion:
+    return Suggestion(sid, eid, {"lr": 0.01, "act": True}, state, tag, at)  # type: ignore[arg-type]
+
+
+def cred(cid: str, token_hash: str, **kw: object) -> CredentialRecord:
+    return CredentialRecord(cid, f"{cid} name", token_hash, 50.0, **kw)  # type: ignore[arg-type]
+
+
+async def test_unknown_experiment_loads_as_none(store: Store) -> None:
+    assert await store.load("nope") is None
+    assert not await store.has_experiment("nope")
+
+
+async def test_load_returns_what_was_written(store: Store) -> None:
+    e = experiment()
+    s1, s2 = suggestion("s1"), suggestion("s2", tag=None)
+    o = Observation("o1", "e1", "s1", {"lr": 0.01, "act": True}, 0.25, False, 1002.0, {"acc": 0.9})
+    await store.write([PutExperiment(e, drawn=7), PutSuggestion(s1), PutSuggestion(s2)])
+    await store.write([PutObservation(o), PutSuggestion(s1.evolve(state="observed"))])
+    snap = await store.load("e1")
+    assert snap is not None
+    assert snap.experiment == e and snap.drawn == 7
+    assert snap.suggestions == (s1.evolve(state="observed"), s2)
+    assert snap.observations == (o,)
+    assert await store.has_experiment("e1")
+
+
+async def test_suggestions_keep_creation_order_across_state_changes(store: Store) -> None:
+    await store.write([PutExperiment(experiment())])
+    for i in range(5):
+        await store.write([PutSuggestion(suggestion(f"s{i}", at=1000.0 + i))])
+    await store.write([PutSuggestion(suggestion("s0", state="closed")), PutSuggestion(suggestion("s3", state="expired"))])
+    snap = await store.load("e1")
+    assert snap is not None
+    assert [s.id for s in snap.suggestions] == ["s0", "s1", "s2", "s3", "s4"]
+    assert [s.state for s in snap.suggestions] == ["closed", "open", "open", "expired", "open"]
+
+
+async def test_later_write_of_a_key_in_one_batch_wins(store: Store) -> None:
+    e = experiment()
+    await store.write([PutExperiment(e, 1), PutExperiment(e.evolve(observations=3), 2), PutSuggestion(suggestion("s1")),
+                       PutSuggestion(suggestion("s1", state="observed"))])  # fmt: skip
+    snap = await store.load("e1")
+    assert snap is not None
+    assert snap.experiment.observations == 3 and snap.drawn == 2
+    assert snap.suggestions == (suggestion("s1", state="observed"),)
+
+
+async def test_observations_keep_arrival_order(store: Store) -> None:
+    await store.write([PutExperiment(experiment())])
+    obs = [Observation(f"o{i}", "e1", None, {"lr": 0.1 * (i + 1), "act": "relu"}, float(10 - i), created_at=5.0) for i in range(6)]
+    obs.append(Observation("ofail", "e1", "s9", {"lr": 0.5, "act": 3}, None, True, 6.0))
+    for o in obs:
+        store.submit([PutObservation(o)], lambda exc: None)
+    await store.write([])  # barrier
+    snap = await store.load("e1")
+    assert snap is not None and list(snap.observations) == obs
+
+
+async def test_done_fires_in_submission_order_and_barrier_waits_for_earlier_batches(store: Store) -> None:
+    await store.write([PutExperiment(experiment())])
+    order: list[str] = []
+    for i in range(20):
+        store.submit([PutSuggestion(suggestion(f"s{i}"))], lambda exc, i=i: order.append(f"s{i}" if exc is None else "err"))
+    await store.write([])
+    assert order == [f"s{i}" for i in range(20)]
+    snap = await store.load("e1")
+    assert snap is not None and len(snap.suggestions) == 20
+
+
+async def test_listing_filters_by_state_and_owner_in_creation_order(store: Store) -> None:
+    await store.write([
+        PutExperiment(experiment("a", owner="alice")),
+        PutExperiment(experiment("b", owner="bob", state="archived")),
+        PutExperiment(experiment("c", owner="alice", state="completed")),
+        PutExperiment(experiment("d", owner=None)),
+    ])  # fmt: skip
+    await store.write([PutExperiment(experiment("a", owner="alice", state="archived"))])  # update keeps place
+    ids = lambda es: [e.id for e in es]  # noqa: E731
+    assert ids(await store.list_experiments()) == ["a", "b", "c", "d"]
+    assert ids(await store.list_experiments(state="archived")) == ["a", "b"]
+    assert ids(await store.list_experiments(owner="alice")) == ["a", "c"]
+    assert ids(await store.list_experiments(state="completed", owner="alice")) == ["c"]
+    assert (await store.list_experiments(owner="bob"))[0] == experiment("b", owner="bob", state="archived")
+    assert await store.count_experiments(None) == 2  # c, d
+    assert await store.count_experiments("alice") == 1
+    assert await store.count_experiments("alice", exclude_state="completed") == 1  # a (archived)
+    assert await store.count_experiments("bob") == 0
+
+
+async def test_credentials_put_revoke_and_lookup_by_hash(store: Store) -> None:
+    a = await store.put_credential(cred("c1", "h1", suggestions_per_day=10))
+    await store.put_credential(cred("c2", "h2", max_active_experiments=3))
+    assert a == cred("c1", "h1", suggestions_per_day=10)
+    await store.revoke_credential("c1", revoked_at=77.0)
+    await store.revoke_credential("unknown", revoked_at=78.0)  # changes nothing
+    assert await store.credentials() == [cred("c1", "h1", suggestions_per_day=10, revoked_at=77.0),
+                                         cred("c2", "h2", max_active_experiments=3)]  # fmt: skip
+    assert await store.credential_by_hash("h2") == cred("c2", "h2", max_active_experiments=3)
+    assert (await store.credential_by_hash("h1")).revoked_at == 77.0  # type: ignore[union-attr]
+    assert await store.credential_by_hash("h3") is None
+
+
+async def test_credential_accepts_any_object_with_the_fields(store: Store) -> None:
+    class DoorCredential:
+        id, name, token_hash, created_at = "c9", "ci", "h9", 12.0
+
+    rec = await store.put_credential(DoorCredential())
+    assert await store.credential_by_hash("h9") == rec == CredentialRecord("c9", "ci", "h9", 12.0)
+
+
+async def test_duplicate_token_hash_fails_the_batch_and_keeps_nothing_of_it(store: Store) -> None:
+    await store.put_credential(cred("c1", "same"))
+    with pytest.raises(StoreError):
+        await store.write([PutCredential(cred("c2", "other")), PutCredential(cred("c3", "same"))])
+    assert [c.id for c in await store.credentials()] == ["c1"]
+    await store.write([PutCredential(cred("c1", "rotated")), RevokeCredential("c1", 5.0)])  # same id may change hash
+    assert await store.credentials() == [cred("c1", "rotated", revoked_at=5.0)]
+
+
+async def test_suggestion_times_counts_every_state_for_the_owner_since_a_time(store: Store) -> None:
+    await store.write([PutExperiment(experiment("a", owner="alice")), PutExperiment(experiment("b", owner="bob")),
+                       PutExperiment(experiment("c", owner="alice"))])  # fmt: skip
+    await store.write([
+        PutSuggestion(suggestion("s1", "a", at=10.0)),
+        PutSuggestion(suggestion("s2", "a", state="observed", at=30.0)),
+        PutSuggestion(suggestion("s3", "b", at=40.0)),
+        PutSuggestion(suggestion("s4", "c", state="expired", at=20.0)),
+    ])  # fmt: skip
+    assert await store.suggestion_times("alice", 15.0) == [20.0, 30.0]
+    assert await store.suggestion_times("alice", 0.0) == [10.0, 20.0, 30.0]
+    assert await store.suggestion_times("bob", 0.0) == [40.0]
+    assert await store.suggestion_times("carol", 0.0) == []
+
+
+async def test_write_waits_for_commit_from_many_tasks(store: Store) -> None:
+    await store.write([PutExperiment(experiment())])
+
+    async def worker(n: int) -> None:
+        for i in range(10):
+            await store.write([PutSuggestion(suggestion(f"s{n}-{i}"))])
+
+    async with anyio.create_task_group() as tg:
+        for n in range(16):
+            tg.start_soon(worker, n)
+    snap = await store.load("e1")
+    assert snap is not None and len(snap.suggestions) == 160
