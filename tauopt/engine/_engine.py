@@ -91,7 +91,9 @@ class Engine:
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
-            await self.store.start()
+            # The store's writer task lives in its own group, left after the store's close.
+            store_group = await stack.enter_async_context(anyio.create_task_group())
+            await self.store.start(store_group)
             stack.push_async_callback(self._close_store)
             self.pool = await self._open_pool(stack)
             self._tg = await stack.enter_async_context(anyio.create_task_group())
