@@ -275,9 +275,10 @@ class SqliteStore(Store):
     """The durable store: `SqliteStore("tauopt.db", durability="os"|"fsync")`.
 
     `await store.start(task_group)` opens (or creates and migrates) the file and
-    starts the writer task in `task_group`; `await store.aclose()` commits what
-    is queued (within `close_timeout` seconds, shielded) and closes. `async with
-    SqliteStore(path) as store:` does both. `submit` must be called from the
+    starts the writer task in `task_group`, which must outlive the store's
+    users; `await store.aclose()` commits what is queued (within
+    `close_timeout` seconds, shielded), stops the writer and closes. `async
+    with SqliteStore(path) as store:` does both in a task group of its own. `submit` must be called from the
     event loop the store was started in.
     """
 
@@ -311,7 +312,10 @@ class SqliteStore(Store):
 
     async def start(self, task_group: TaskGroup | None = None) -> None:
         if task_group is None:
-            raise TypeError("SqliteStore.start needs the task group that owns its writer task (or use `async with store`)")
+            raise TypeError(
+                "SqliteStore.start(task_group): give the task group that owns the writer task "
+                "(one that outlives the store's users), or use `async with SqliteStore(path) as store`"
+            )
         if self._state != "new":
             raise StoreError(f"{self!r} was already started")
         version = await anyio.to_thread.run_sync(_inspect, self.path)

@@ -12,8 +12,9 @@ experiments; they see committed state only.
 
 Lifecycle: `await store.start(task_group)` opens it (a durable store starts its
 writer task in that group, so a bad file raises here); `await store.aclose()`
-flushes what is queued and releases it. `async with store:` does both with a
-task group of its own.
+flushes what is queued, stops the writer and releases it; so the group must
+outlive the store's users, and `aclose` comes before the group exits.
+`async with store:` does both with a task group of its own.
 
 Credentials (the HTTP door's bearer tokens) are written through the same queue
 (`PutCredential`, `RevokeCredential`, or the awaitable `put_credential` /
@@ -134,30 +135,31 @@ class StoreError(Exception):
 
 class Store(abc.ABC):
     durable: bool = False
-    _exit_stack: AsyncExitStack | None = None
+    _own_group: AsyncExitStack | None = None
 
     async def start(self, task_group: TaskGroup | None = None) -> None:
-        """Open resources; a durable store starts its writer task in `task_group`
-        (required there) and raises StoreError here if the file cannot be used."""
+        """Open resources. A durable store starts its writer task in `task_group`
+        (required there; it must outlive the store's users) and raises StoreError
+        here if the file cannot be used."""
 
     async def aclose(self) -> None:
-        """Flush queued writes and release resources."""
+        """Flush queued writes, stop the writer task, release resources."""
 
     async def __aenter__(self) -> "Store":
-        """Start with a task group of the store's own (for use outside an Engine)."""
+        """`async with store:` runs it in a task group of its own."""
         stack = AsyncExitStack()
-        tg = await stack.enter_async_context(anyio.create_task_group())
+        group = await stack.enter_async_context(anyio.create_task_group())
         try:
-            await self.start(tg)
+            await self.start(group)
         except BaseException:
-            tg.cancel_scope.cancel()
+            group.cancel_scope.cancel()
             await stack.aclose()
             raise
-        self._exit_stack = stack
+        self._own_group = stack
         return self
 
     async def __aexit__(self, *exc_info: Any) -> None:
-        stack, self._exit_stack = self._exit_stack, None
+        stack, self._own_group = self._own_group, None
         try:
             await self.aclose()
         finally:
