@@ -138,8 +138,9 @@ class TokenBucket:
     def take(self) -> float | None:
         """Take one token: None on success, else seconds until one is available."""
         now = self.clock()
-        self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.rate)
-        self._at = now
+        if now > self._at:  # a wall clock may step back: never refill negatively
+            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.rate)
+            self._at = now
         if self._tokens >= 1.0:
             self._tokens -= 1.0
             return None

@@ -1,0 +1,372 @@
+"""The REST API against a real uvicorn server on an ephemeral 127.0.0.1 port:
+every endpoint, every error type a client can cause, auth isolation, quota and
+rate-limit windows (injectable clock), and the 409 re-post recipe."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+import anyio
+import httpx
+import pytest
+
+from tauopt import ApiError, Client
+from tauopt.engine._auth import DAY_S, Limits, new_credential
+from tauopt.engine._store import MemoryStore
+from tauopt.models import Experiment, Observation, Suggestion
+from tauopt.transport.http._server import create_app, render_error
+from tauopt.errors import api_error
+from test_http_support import ServerThread
+
+X = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}]
+METRIC = {"name": "y", "objective": "minimize"}
+
+
+class FakeClock:
+    """The quotas' clock: frozen at the start, moved only by the test."""
+
+    def __init__(self) -> None:
+        self.start = time.time()
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return self.start + self.offset
+
+
+class Api:
+    def __init__(self, url: str, tokens: dict[str, str], store: MemoryStore, clock: FakeClock) -> None:
+        self.url, self.tokens, self.store, self.clock = url, tokens, store, clock
+        self._http: dict[str | None, httpx.Client] = {}
+
+    def http(self, who: str | None = "alice") -> httpx.Client:
+        if who not in self._http:
+            headers = {} if who is None else {"Authorization": f"Bearer {self.tokens[who]}"}
+            self._http[who] = httpx.Client(base_url=self.url, headers=headers, timeout=10)
+        return self._http[who]
+
+    def close(self) -> None:
+        for http in self._http.values():
+            http.close()
+
+    def client(self, who: str = "alice") -> Client:
+        async def no_sleep(_: float) -> None:
+            return None
+
+        return Client(driver="http", base_url=self.url, token=self.tokens[who], sleep=no_sleep)
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[Api]:
+    store = MemoryStore()
+    tokens: dict[str, str] = {}
+
+    async def seed() -> None:
+        for name, per_day, cap in (("alice", None, None), ("bob", None, None), ("quota", 3, 2), ("rate", None, None), ("gone", None, None)):
+            cred, tokens[name] = new_credential(name, suggestions_per_day=per_day, max_active_experiments=cap)
+            await store.put_credential(cred)
+
+    anyio.run(seed)
+    clock = FakeClock()
+    app = create_app(db=store, clock=clock, limits=Limits(heavy_read_rate=15.0, heavy_read_burst=30))
+    with ServerThread(app) as server:
+        api = Api(server.url, tokens, store, clock)
+        yield api
+        api.close()
+
+
+def create(http: httpx.Client, **extra: Any) -> dict[str, Any]:
+    r = http.post("/v1/experiments", json={"name": "e", "parameters": X, "metric": METRIC, **extra})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def error_of(r: httpx.Response) -> tuple[int, str]:
+    body = r.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"type", "message", "details"}
+    return r.status_code, body["error"]["type"]
+
+
+# -- every endpoint ---------------------------------------------------------------
+
+
+def test_health_needs_no_token(api: Api) -> None:
+    r = api.http(None).get("/v1/health")
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+
+
+def test_every_operation_round_trips_through_the_http_client(api: Api) -> None:
+    with api.client() as c:
+        exp = c.create_experiment("round-trip", X, METRIC, parallel_bandwidth=2, observation_budget=10)
+        assert isinstance(exp, Experiment) and exp.parallel_bandwidth == 2
+        assert c.experiment(exp.id).name == "round-trip"
+        assert exp.id in [e.id for e in c.experiments()]
+        assert exp.id in [e.id for e in c.experiments(state="active")]
+        assert exp.id not in [e.id for e in c.experiments(state="archived")]
+        updated = c.update_experiment(exp.id, name="renamed", suggestion_ttl_s=60.0)
+        assert (updated.name, updated.suggestion_ttl_s, updated.observation_budget) == ("renamed", 60.0, 10)
+        assert c.update_experiment(exp.id, observation_budget=None).observation_budget is None
+        s1 = c.suggest(exp.id, tag="worker-1")
+        s2 = c.suggest(exp.id)
+        assert isinstance(s1, Suggestion) and s1.tag == "worker-1" and s1.state == "open"
+        assert [s.id for s in c.suggestions(exp.id, state="open", tag="worker-1")] == [s1.id]
+        assert c.suggestion(exp.id, s2.id).assignments == s2.assignments
+        o = c.observe(exp.id, suggestion_id=s1.id, value=0.25, metrics={"acc": 0.9})
+        assert isinstance(o, Observation) and o.suggestion_id == s1.id and o.metrics == {"acc": 0.9}
+        assert c.close_suggestion(exp.id, s2.id).state == "closed"
+        c.suggest(exp.id)
+        c.suggest(exp.id)
+        assert c.close_all_suggestions(exp.id) == 2
+        failed = c.observe(exp.id, assignments={"x": 0.5}, failed=True)
+        assert failed.failed and failed.value is None and failed.suggestion_id is None
+        assert [ob.id for ob in c.observations(exp.id)] == [o.id, failed.id]
+        assert c.best(exp.id) == o
+        archived = c.archive_experiment(exp.id)
+        assert archived.state == "archived"
+
+
+def test_best_is_null_before_any_observation(api: Api) -> None:
+    http = api.http()
+    exp = create(http)
+    r = http.get(f"/v1/experiments/{exp['id']}/best")
+    assert r.status_code == 200 and r.json() is None
+
+
+def test_suggest_accepts_no_body_and_an_empty_object(api: Api) -> None:
+    http = api.http()
+    exp = create(http, parallel_bandwidth=2)
+    assert http.post(f"/v1/experiments/{exp['id']}/suggestions").status_code == 201
+    assert http.post(f"/v1/experiments/{exp['id']}/suggestions", json={}).status_code == 201
+
+
+def test_openapi_and_docs_are_served(api: Api) -> None:
+    http = api.http(None)
+    schema = http.get("/openapi.json").json()
+    assert "/v1/experiments/{id}/suggestions" in schema["paths"]
+    assert all("422" not in op["responses"] for path in schema["paths"].values() for op in path.values())
+    assert http.get("/docs").status_code == 200
+
+
+# -- errors -----------------------------------------------------------------------
+
+
+def test_missing_wrong_or_revoked_tokens_answer_401(api: Api) -> None:
+    anonymous = api.http(None)
+    for r in (
+        anonymous.get("/v1/experiments"),
+        anonymous.get("/v1/experiments", headers={"Authorization": "Bearer nope"}),
+        anonymous.get("/v1/experiments", headers={"Authorization": "Basic abc"}),
+    ):
+        assert error_of(r) == (401, "unauthorized")
+        assert r.headers["www-authenticate"].startswith("Bearer")
+    gone = api.http("gone")
+    assert gone.get("/v1/experiments").status_code == 200
+
+    async def revoke() -> None:
+        cred = next(c for c in await api.store.credentials() if c.name == "gone")
+        await api.store.revoke_credential(cred.id)
+
+    anyio.run(revoke)
+    api.clock.offset += 5  # past the credential cache
+    assert error_of(gone.get("/v1/experiments")) == (401, "unauthorized")
+
+
+def test_another_credential_gets_404_never_403(api: Api) -> None:
+    alice, bob = api.http("alice"), api.http("bob")
+    exp = create(alice, parallel_bandwidth=2)
+    eid = exp["id"]
+    sid = alice.post(f"/v1/experiments/{eid}/suggestions").json()["id"]
+    attempts = [
+        bob.get(f"/v1/experiments/{eid}"),
+        bob.patch(f"/v1/experiments/{eid}", json={"name": "mine"}),
+        bob.post(f"/v1/experiments/{eid}/archive"),
+        bob.post(f"/v1/experiments/{eid}/suggestions"),
+        bob.get(f"/v1/experiments/{eid}/suggestions"),
+        bob.get(f"/v1/experiments/{eid}/suggestions/{sid}"),
+        bob.delete(f"/v1/experiments/{eid}/suggestions/{sid}"),
+        bob.delete(f"/v1/experiments/{eid}/suggestions"),
+        bob.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": sid, "value": 1.0}),
+        bob.get(f"/v1/experiments/{eid}/observations"),
+        bob.get(f"/v1/experiments/{eid}/best"),
+    ]
+    assert [error_of(r) for r in attempts] == [(404, "not_found")] * len(attempts)
+    assert eid not in [e["id"] for e in bob.get("/v1/experiments").json()]
+    # and nothing of alice's changed
+    assert alice.get(f"/v1/experiments/{eid}/suggestions/{sid}").json()["state"] == "open"
+    assert alice.get(f"/v1/experiments/{eid}").json()["state"] == "active"
+
+
+def test_bad_input_answers_400_invalid_request_never_500(api: Api) -> None:
+    http = api.http()
+    eid = create(http)["id"]
+    raw = {"Content-Type": "application/json"}
+    cases = [
+        http.post("/v1/experiments", json={"name": "e", "parameters": [{"name": "x", "type": "double", "bounds": [1, 0]}], "metric": METRIC}),
+        http.post("/v1/experiments", json={"name": "e", "parameters": X, "metric": METRIC, "parallel_bandwidth": "2"}),
+        http.post("/v1/experiments", json={"name": "e", "parameters": X, "metric": METRIC, "surprise": 1}),
+        http.post("/v1/experiments", json=[1, 2]),
+        http.post("/v1/experiments", content=b"{not json", headers=raw),
+        http.post(f"/v1/experiments/{eid}/observations", content=b'{"assignments": {"x": 0.5}, "value": NaN}', headers=raw),
+        http.post(f"/v1/experiments/{eid}/observations", json={"assignments": {"x": 7.0}, "value": 1.0}),
+        http.post(f"/v1/experiments/{eid}/suggestions", json={"tag": "x" * 129}),
+        http.get("/v1/experiments", params={"state": "sleeping"}),
+        http.patch(f"/v1/experiments/{eid}", json={"parallel_bandwidth": 0}),
+    ]
+    for r in cases:
+        assert error_of(r) == (400, "invalid_request"), r.text
+        assert r.json()["error"]["message"]
+
+
+def test_unknown_routes_and_methods_use_the_catalogue(api: Api) -> None:
+    http = api.http()
+    assert error_of(http.get("/v1/nothing")) == (404, "not_found")
+    assert error_of(http.put("/v1/experiments")) == (405, "method_not_allowed")
+    assert error_of(http.get("/v1/experiments/nope")) == (404, "not_found")
+
+
+def test_bodies_over_one_mib_answer_413_declared_or_chunked(api: Api) -> None:
+    http = api.http()
+    big = b'{"name": "' + b"x" * (1 << 20) + b'"}'
+    assert error_of(http.post("/v1/experiments", content=big, headers={"Content-Type": "application/json"})) == (
+        413,
+        "payload_too_large",
+    )
+
+    def chunks() -> Iterator[bytes]:
+        for i in range(0, len(big), 65536):
+            yield big[i : i + 65536]
+
+    r = http.post("/v1/experiments", content=chunks(), headers={"Content-Type": "application/json"})
+    assert error_of(r) == (413, "payload_too_large")
+
+
+def test_bandwidth_full_is_429_with_retry_after_1_and_the_exact_message(api: Api) -> None:
+    http = api.http()
+    eid = create(http)["id"]
+    assert http.post(f"/v1/experiments/{eid}/suggestions").status_code == 201
+    r = http.post(f"/v1/experiments/{eid}/suggestions")
+    assert error_of(r) == (429, "bandwidth_full")
+    assert r.headers["retry-after"] == "1"
+    assert r.json()["error"]["message"] == "1 open suggestions >= parallel_bandwidth=1; observe or close one first"
+
+
+def test_the_client_raises_the_final_429_with_headers_and_retry_after(api: Api) -> None:
+    with api.client() as c:
+        exp = c.create_experiment("full", X, METRIC)
+        c.suggest(exp.id)
+        with pytest.raises(ApiError) as info:
+            c.suggest(exp.id)
+    e = info.value
+    assert (e.status_code, e.error_type, e.retry_after) == (429, "bandwidth_full", 1.0)
+    assert e.headers["retry-after"] == "1"
+
+
+def test_409s_for_observed_closed_completed_archived_and_exhausted(api: Api) -> None:
+    http = api.http()
+    eid = create(http, parallel_bandwidth=3, observation_budget=2)["id"]
+    s1, s2, s3 = (http.post(f"/v1/experiments/{eid}/suggestions").json()["id"] for _ in range(3))
+    assert http.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": s1, "value": 1.0}).status_code == 201
+    again = http.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": s1, "value": 1.0})
+    assert error_of(again) == (409, "suggestion_observed")
+    assert http.delete(f"/v1/experiments/{eid}/suggestions/{s2}").status_code == 200
+    closed = http.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": s2, "value": 1.0})
+    assert error_of(closed) == (409, "suggestion_closed")
+    assert http.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": s3, "value": 2.0}).status_code == 201
+    assert error_of(http.post(f"/v1/experiments/{eid}/suggestions")) == (409, "experiment_completed")
+
+    eid = create(http)["id"]
+    http.post(f"/v1/experiments/{eid}/archive")
+    assert error_of(http.post(f"/v1/experiments/{eid}/suggestions")) == (409, "experiment_archived")
+
+    flag = [{"name": "flag", "type": "categorical", "values": ["a", "b"]}]
+    r = http.post("/v1/experiments", json={"name": "tiny", "parameters": flag, "metric": METRIC, "parallel_bandwidth": 3})
+    eid = r.json()["id"]
+    assert http.post(f"/v1/experiments/{eid}/suggestions").status_code == 201
+    assert http.post(f"/v1/experiments/{eid}/suggestions").status_code == 201
+    assert error_of(http.post(f"/v1/experiments/{eid}/suggestions")) == (409, "space_exhausted")
+
+
+def test_expired_suggestion_409_then_repost_as_unsolicited_observation(api: Api) -> None:
+    with api.client() as c:
+        exp = c.create_experiment("ttl", X, METRIC, parallel_bandwidth=2, suggestion_ttl_s=0.2)
+        lost = c.suggest(exp.id, tag="job-1/rank-0")
+        time.sleep(0.3)
+        with pytest.raises(ApiError) as info:
+            c.observe(exp.id, suggestion_id=lost.id, value=0.7)
+        e = info.value
+        assert (e.status_code, e.error_type) == (409, "suggestion_expired")
+        assert e.details["assignments"] == lost.assignments
+        reposted = c.observe(exp.id, assignments=e.details["assignments"], value=0.7)
+        assert reposted.suggestion_id is None and reposted.assignments == lost.assignments
+        assert c.suggestion(exp.id, lost.id).state == "expired"
+        assert [o.value for o in c.observations(exp.id)] == [0.7]
+
+
+# -- quotas and rate limits, per credential -----------------------------------------
+
+
+def test_daily_suggestion_quota_is_a_rolling_24h_window(api: Api) -> None:
+    http = api.http("quota")
+    eid = create(http, parallel_bandwidth=10)["id"]
+    for _ in range(3):
+        assert http.post(f"/v1/experiments/{eid}/suggestions").status_code == 201
+    r = http.post(f"/v1/experiments/{eid}/suggestions")
+    assert error_of(r) == (429, "quota_exceeded")
+    assert DAY_S - 60 <= int(r.headers["retry-after"]) <= DAY_S
+    # other credentials are not affected
+    other = create(api.http("bob"))["id"]
+    assert api.http("bob").post(f"/v1/experiments/{other}/suggestions").status_code == 201
+    api.clock.offset += DAY_S + 1
+    assert http.post(f"/v1/experiments/{eid}/suggestions").status_code == 201
+
+
+def test_refused_asks_do_not_use_the_quota(api: Api) -> None:
+    http = api.http("quota")
+    eid = create(http, parallel_bandwidth=1)["id"]
+    api.clock.offset += DAY_S + 1  # a fresh window
+    assert http.post(f"/v1/experiments/{eid}/suggestions").status_code == 201
+    for _ in range(5):
+        assert error_of(http.post(f"/v1/experiments/{eid}/suggestions")) == (429, "bandwidth_full")
+    assert error_of(http.post("/v1/experiments/nope/suggestions")) == (404, "not_found")
+    http.delete(f"/v1/experiments/{eid}/suggestions")
+    assert http.post(f"/v1/experiments/{eid}/suggestions").status_code == 201  # 2 of 3 used
+
+
+def test_active_experiment_cap_is_429_without_retry_after_and_archiving_helps(api: Api) -> None:
+    http = api.http("quota")
+    for e in http.get("/v1/experiments").json():
+        http.post(f"/v1/experiments/{e['id']}/archive")
+    first = create(http)["id"]
+    create(http)
+    r = http.post("/v1/experiments", json={"name": "e", "parameters": X, "metric": METRIC})
+    assert error_of(r) == (429, "active_experiment_cap")
+    assert "retry-after" not in r.headers
+    http.post(f"/v1/experiments/{first}/archive")
+    create(http)
+
+
+def test_heavy_reads_are_rate_limited_15_per_second_burst_30(api: Api) -> None:
+    http = api.http("rate")
+    eid = create(http)["id"]
+    codes = []
+    for i in range(31):
+        path = "suggestions" if i % 2 else "observations"
+        codes.append(http.get(f"/v1/experiments/{eid}/{path}").status_code)
+    assert codes[:30] == [200] * 30
+    assert codes[30] == 429
+    r = http.get(f"/v1/experiments/{eid}/observations")
+    assert error_of(r) == (429, "rate_limited") and r.headers["retry-after"] == "1"
+    # single reads are not heavy
+    assert http.get(f"/v1/experiments/{eid}").status_code == 200
+    api.clock.offset += 1.0
+    ok = 0
+    for _ in range(20):
+        ok += http.get(f"/v1/experiments/{eid}/observations").status_code == 200
+    assert ok == 15
+
+
+def test_internal_errors_render_from_the_catalogue() -> None:
+    r = render_error(api_error("internal", "boom"))
+    assert r.status_code == 500 and b'"type":"internal"' in r.body
+    r = render_error(api_error("unavailable", "shutting down"))
+    assert r.status_code == 503
