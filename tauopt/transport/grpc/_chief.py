@@ -1,0 +1,197 @@
+"""`tauopt kerastuner chief`: serve keras_tuner.Oracle from a tauopt experiment.
+
+Binds exactly KERASTUNER_ORACLE_IP:KERASTUNER_ORACLE_PORT (like KerasTuner's
+chief), runs until the search is done and the workers were told, then exits:
+0 when the search completed, 1 when it ended in failures, 2 on bad
+configuration. One JSON line on stdout says where it listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import anyio
+
+from ...errors import ApiError
+from ...models import Parameter
+from ...space import Space
+from ._env import check_env
+from ._oracle import ChiefConfig, KerasTunerOracle
+
+__all__ = ["ChiefOptions", "serve_chief", "run_chief_from_args", "load_space"]
+
+log = logging.getLogger("tauopt.kerastuner")
+
+TICK_S = 0.1  # expiry and exit checks; the exit is at most this late
+
+
+@dataclass(frozen=True)
+class ChiefOptions:
+    config: ChiefConfig
+    ip: str
+    port: int
+    db: str | None = None
+    http_port: int | None = None
+
+
+def load_space(path: str) -> tuple[Parameter, ...]:
+    from ._convert import check_kerastuner_space
+
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ApiError(400, "invalid_request", f"--space {path}: cannot read a JSON list of parameters ({exc})") from exc
+    if isinstance(raw, dict) and "parameters" in raw:
+        raw = raw["parameters"]
+    space = Space.parse(raw)
+    check_kerastuner_space(space)
+    return space.parameters
+
+
+async def serve_chief(options: ChiefOptions, on_ready: Callable[[dict[str, Any]], None] | None = None) -> int:
+    import grpc
+
+    from ...engine import Engine
+    from ._generated import service_pb2_grpc as pb_grpc
+    from ._servicer import MAX_MESSAGE_BYTES, OracleServicer
+
+    stop = anyio.Event()
+    async with Engine(store=options.db) as engine:
+        oracle = KerasTunerOracle(engine, options.config)
+        exp = await oracle.start()
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        pb_grpc.add_OracleServicer_to_server(OracleServicer(oracle), server)
+        target = f"{options.ip}:{options.port}"
+        try:
+            bound = server.add_insecure_port(target)
+        except RuntimeError as exc:
+            raise ApiError(400, "invalid_request", f"cannot bind {target}: {exc}; is the port in use?") from exc
+        if not bound:
+            raise ApiError(400, "invalid_request", f"cannot bind {target}; is the port in use?")
+        await server.start()
+        try:
+            async with anyio.create_task_group() as tg:
+                http = None
+                if options.http_port is not None:
+                    http = await _start_http(tg, engine, options.ip, options.http_port)
+                ready = {
+                    "event": "ready",
+                    "endpoint": f"{options.ip}:{bound}",
+                    "port": bound,
+                    "experiment_id": exp.id,
+                    "project": exp.name,
+                    "http_port": options.http_port,
+                }
+                if on_ready is not None:
+                    on_ready(ready)
+                _install_signal_handlers(stop)
+                while not stop.is_set() and not oracle.should_exit():
+                    await oracle.maintain()
+                    with anyio.move_on_after(TICK_S):
+                        await stop.wait()
+                if http is not None:
+                    http.should_exit = True
+        finally:
+            with anyio.move_on_after(5, shield=True):
+                await server.stop(grace=1.0)
+        summary = oracle.summary()
+        best = await engine.best(exp.id)
+        summary["best"] = None if best is None else {"value": best.value, "assignments": best.assignments}
+        summary["event"] = "exit"
+        summary["exit_code"] = oracle.exit_code if not stop.is_set() else 130
+        print(json.dumps(summary), flush=True)
+        if oracle.failure:
+            print(oracle.failure, file=sys.stderr, flush=True)
+        return summary["exit_code"]
+
+
+def _install_signal_handlers(stop: anyio.Event) -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+            pass
+
+
+async def _start_http(tg: Any, engine: Any, ip: str, port: int) -> Any:
+    try:
+        import uvicorn
+
+        from ..http import create_app
+    except ImportError as exc:
+        raise ApiError(400, "invalid_request", f"--http-port needs the server extra (pip install 'tauopt[server]'): {exc}") from exc
+    host = ip[1:-1] if ip.startswith("[") else ip
+    config = uvicorn.Config(create_app(engine), host=host, port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # older uvicorn
+    tg.start_soon(server.serve)
+    while not server.started:
+        await anyio.sleep(0.02)
+    return server
+
+
+def options_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ChiefOptions:
+    env = check_env(environ)
+    if not env.valid or env.mode != "distributed":
+        reason = env.describe() if not env.valid else "local mode: the chief needs KERASTUNER_ORACLE_IP, KERASTUNER_ORACLE_PORT and KERASTUNER_TUNER_ID"
+        raise ApiError(400, "invalid_request", reason)
+    if env.role != "chief":
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"KERASTUNER_TUNER_ID={env.tuner_id!r} is a worker id; the chief's id must contain 'chief' (e.g. chief)",
+        )
+    space = load_space(args.space) if args.space else None
+    config = ChiefConfig(
+        objective=args.objective,
+        direction=args.direction,
+        max_trials=args.max_trials,
+        project=args.project,
+        strategy=args.strategy,
+        trial_ttl_s=args.trial_ttl_s,
+        max_retries_per_trial=args.max_retries_per_trial,
+        max_consecutive_failures=args.max_consecutive_failures,
+        parallel_bandwidth=args.parallel_bandwidth,
+        workers=args.workers,
+        linger_s=args.linger_s,
+        hold_s=args.hold_s,
+        seed=args.seed,
+        space=space,
+    )
+    assert env.ip is not None and env.port is not None
+    return ChiefOptions(config, env.ip, env.port, args.db, args.http_port)
+
+
+def run_chief_from_args(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    try:
+        options = options_from_args(args, os.environ)
+    except ApiError as exc:
+        print(f"tauopt kerastuner chief: {exc.message}", file=sys.stderr)
+        return 2
+
+    def ready(info: dict[str, Any]) -> None:
+        print(json.dumps(info), flush=True)
+
+    try:
+        return anyio.run(serve_chief, options, ready, backend="asyncio")
+    except ApiError as exc:
+        print(f"tauopt kerastuner chief: {exc.message}", file=sys.stderr)
+        return 2

@@ -1,0 +1,520 @@
+"""The chief's search logic over a tauopt Engine: KerasTuner trials as suggestions.
+
+A trial is a suggestion (trial id = suggestion id, tuner id = its tag), except
+the *baseline*: while no space is known, one worker gets a trial without values
+(it runs its defaults) and its EndTrial teaches us the space. What the engine
+does not keep lives here, in memory, and is rebuilt from the engine on restart
+(open suggestions become trials to hand out again):
+
+- which tuner runs which trial now, when it got it, and the retry queue;
+- run and expiry counts (reset by a restart);
+- the metric history reported by UpdateTrial until EndTrial stores it on the
+  observation (`Observation.metrics`), and the step of the best value.
+
+Differences from KerasTuner's reference chief: CreateTrial is held open
+instead of answering IDLE (no hot loop); a trial whose worker died is handed
+out again after `trial_ttl_s`; a failed or expired trial frees its place;
+late workers get STOPPED while the chief lingers; consecutive failures end the
+search with an error every worker sees, and the chief exits instead of hanging.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping
+
+import anyio
+
+from ...errors import ApiError, api_error, invalid
+from ...models import Experiment, Observation, Parameter, Suggestion, Value
+from ...space import Space
+from ._convert import Learned, assignments_for, merge_space
+
+__all__ = ["ChiefConfig", "TrialView", "SearchFailed", "KerasTunerOracle"]
+
+log = logging.getLogger("tauopt.kerastuner")
+
+Status = Literal["RUNNING", "IDLE", "STOPPED", "COMPLETED", "FAILED", "INVALID"]
+
+
+@dataclass(frozen=True)
+class ChiefConfig:
+    objective: str
+    direction: Literal["min", "max"]
+    max_trials: int
+    project: str = "kerastuner"
+    strategy: str = "auto"
+    trial_ttl_s: float = 3600.0
+    max_retries_per_trial: int = 0
+    max_consecutive_failures: int = 3
+    parallel_bandwidth: int | None = None
+    workers: int | None = None
+    linger_s: float = 30.0
+    hold_s: float = 300.0
+    seed: int | None = None
+    space: tuple[Parameter, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_trials < 1:
+            raise invalid(f"max_trials: give an integer >= 1, got {self.max_trials}")
+        if self.direction not in ("min", "max"):
+            raise invalid(f"direction: give min or max, got {self.direction!r}")
+        for name in ("trial_ttl_s", "hold_s"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise invalid(f"{name}: give a number of seconds > 0, got {v!r}")
+        if self.hold_s >= 3000:
+            raise invalid("hold_s: keep it well under the worker's 3600 s deadline (at most 3000)")
+        if self.max_retries_per_trial < 0 or self.max_consecutive_failures < 1 or self.linger_s < 0:
+            raise invalid("max_retries_per_trial >= 0, max_consecutive_failures >= 1 and linger_s >= 0 are required")
+
+
+@dataclass(frozen=True)
+class TrialView:
+    """A trial as a worker sees it; `metrics` is name -> ((step, (values...)), ...)."""
+
+    trial_id: str
+    status: Status
+    values: dict[str, Value] = field(default_factory=dict)
+    metrics: dict[str, tuple[tuple[int, tuple[float, ...]], ...]] = field(default_factory=dict)
+    score: float | None = None
+    best_step: int = 0
+
+
+class SearchFailed(Exception):
+    """The search ended in failures; every worker is told this message."""
+
+
+@dataclass
+class _Trial:
+    trial_id: str
+    suggestion_id: str | None  # None: the baseline, or an unsolicited observation
+    values: dict[str, Value]
+    state: Literal["running", "queued", "completed", "failed"]
+    tuner_id: str | None = None
+    handed_at: float = 0.0
+    runs: int = 0
+    expiries: int = 0
+    history: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    score: float | None = None
+    best_step: int = 0
+
+
+class KerasTunerOracle:
+    def __init__(self, engine: Any, config: ChiefConfig, clock: Callable[[], float] = time.monotonic) -> None:
+        self.engine = engine
+        self.config = config
+        self._clock = clock
+        self._lock = anyio.Lock()
+        self._changed = anyio.Event()
+        self.experiment: Experiment | None = None
+        self._space = Space(())
+        self._space_known = False
+        self._trials: dict[str, _Trial] = {}
+        self._queue: deque[str] = deque()
+        self._completed = 0
+        self._consecutive_failures = 0
+        self._baselines = 0
+        self.known: set[str] = set()
+        self.stopped: set[str] = set()
+        self.done_at: float | None = None
+        self.failure: str | None = None
+        self.exhausted = False
+        self._abandon: list[_Trial] = []
+
+    # -- set-up ------------------------------------------------------------------
+
+    @property
+    def maximize(self) -> bool:
+        return self.config.direction == "max"
+
+    @property
+    def space(self) -> Space:
+        return self._space
+
+    async def start(self) -> Experiment:
+        """Create the project's experiment, or resume the active one of that name."""
+        cfg = self.config
+        objective = "maximize" if self.maximize else "minimize"
+        found = [e for e in await self.engine.experiments(state="active") if e.name == cfg.project]
+        if found:
+            exp = found[-1]
+            if exp.metric.name != cfg.objective or exp.metric.objective != objective:
+                raise invalid(
+                    f"project {cfg.project!r} optimizes {exp.metric.name!r} ({exp.metric.objective}); "
+                    f"use the same --objective/--direction or another --project"
+                )
+            if cfg.space:
+                merged, skipped = merge_space(Space(exp.parameters), cfg.space)
+                if skipped:
+                    raise invalid(f"--space does not extend project {cfg.project!r}: {'; '.join(skipped)}")
+                if len(merged.parameters) > len(exp.parameters):
+                    exp = await self.engine.update_experiment(exp.id, parameters=[p.to_dict() for p in merged.parameters])
+        else:
+            exp = await self.engine.create_experiment(
+                cfg.project,
+                [p.to_dict() for p in cfg.space or ()],
+                {"name": cfg.objective, "objective": objective},
+                parallel_bandwidth=cfg.parallel_bandwidth or cfg.max_trials,
+                strategy=cfg.strategy,
+                strategy_options={"seed": cfg.seed} if cfg.seed is not None else None,
+            )
+        self.experiment = exp
+        self._space = Space(exp.parameters)
+        await self._rebuild(exp)
+        return exp
+
+    async def _rebuild(self, exp: Experiment) -> None:
+        observations = await self.engine.observations(exp.id)
+        self._space_known = bool(exp.parameters) or bool(observations) or self.config.space is not None
+        for o in observations:
+            tid = o.suggestion_id if o.suggestion_id is not None else f"o{o.id}"
+            t = _Trial(tid, o.suggestion_id, dict(o.assignments), "failed" if o.failed else "completed")
+            if not o.failed and o.value is not None:
+                t.score = o.value
+                t.history = {self.config.objective: {0: [o.value]}}
+                for k, v in o.metrics.items():
+                    t.history.setdefault(k, {0: [v]})
+                self._completed += 1
+            self._trials[tid] = t
+        now = self._clock()
+        for s in await self.engine.suggestions(exp.id, state="open"):
+            # A trial that was running when the chief stopped: its worker may resume it
+            # (same tuner id), otherwise anyone gets it.
+            t = _Trial(s.id, s.id, dict(s.assignments), "queued", tuner_id=s.tag, handed_at=now)
+            self._trials[s.id] = t
+            self._queue.appendleft(s.id)
+        self._check_done()
+
+    # -- bookkeeping helpers --------------------------------------------------------
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _in_progress(self) -> int:
+        return sum(1 for t in self._trials.values() if t.state in ("running", "queued"))
+
+    def _running(self) -> int:
+        return sum(1 for t in self._trials.values() if t.state == "running")
+
+    @property
+    def done(self) -> bool:
+        return self.done_at is not None
+
+    def _finish(self, failure: str | None = None) -> None:
+        if self.done_at is None:
+            self.done_at = self._clock()
+            self.failure = failure
+            if failure:
+                log.error("search failed: %s", failure)
+            else:
+                log.info("search done: %d completed trials", self._completed)
+        self._notify()
+
+    def _check_done(self) -> None:
+        if self.done:
+            return
+        if self._completed >= self.config.max_trials:
+            self._finish()
+        elif self.exhausted and self._in_progress() == 0:
+            self._finish()
+
+    def _ongoing(self, tuner_id: str) -> _Trial | None:
+        for t in self._trials.values():
+            if t.state == "running" and t.tuner_id == tuner_id:
+                return t
+        return None
+
+    def _hand_out(self, t: _Trial, tuner_id: str) -> TrialView:
+        t.state, t.tuner_id, t.handed_at = "running", tuner_id, self._clock()
+        t.runs += 1
+        t.history = {}  # a rerun must not show the objective before it reports (the worker would skip UpdateTrial)
+        return self._view(t)
+
+    def _view(self, t: _Trial) -> TrialView:
+        status: Status = {"running": "RUNNING", "queued": "RUNNING", "completed": "COMPLETED", "failed": "FAILED"}[t.state]  # type: ignore[assignment]
+        metrics = {name: tuple((step, tuple(vals)) for step, vals in sorted(h.items())) for name, h in t.history.items()}
+        return TrialView(t.trial_id, status, dict(t.values), metrics, t.score, t.best_step)
+
+    def _trial(self, trial_id: str) -> _Trial:
+        t = self._trials.get(trial_id)
+        if t is None:
+            raise api_error("not_found", f"trial {trial_id!r} is unknown to this chief; use a trial id from CreateTrial")
+        return t
+
+    # -- maintenance: expiry and exit --------------------------------------------------
+
+    def expire(self) -> list[str]:
+        """Trials whose worker went silent for trial_ttl_s: hand them out again
+        (up to max(1, max_retries_per_trial) times), else give their place back."""
+        now = self._clock()
+        expired = []
+        for t in self._trials.values():
+            if t.state == "running" and now - t.handed_at > self.config.trial_ttl_s:
+                expired.append(t)
+        for t in expired:
+            t.expiries += 1
+            log.warning("trial %s expired: no EndTrial from %s within %.0f s", t.trial_id, t.tuner_id, self.config.trial_ttl_s)
+            if not self.done and t.expiries <= max(1, self.config.max_retries_per_trial):
+                t.state = "queued"
+                self._queue.append(t.trial_id)
+            else:
+                t.state = "failed"
+                self._abandon.append(t)
+        if expired:
+            self._notify()
+        return [t.trial_id for t in expired]
+
+    async def maintain(self) -> None:
+        """Called periodically by the chief: expire silent trials, release abandoned ones."""
+        async with self._lock:
+            self._abandon = []
+            self.expire()
+            for t in self._abandon:
+                await self._close(t)
+                self._count_failure(f"trial {t.trial_id} expired {t.expiries} time(s) without an EndTrial")
+            self._check_done()
+
+    def should_exit(self) -> bool:
+        """Done, every trial ended and every known worker told; or the linger is over."""
+        if self.done_at is None:
+            return False
+        if self._clock() - self.done_at >= self.config.linger_s:
+            return True
+        if self._running():
+            return False
+        if not self.known <= self.stopped:
+            return False
+        return self.config.workers is None or len(self.stopped) >= self.config.workers
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failure else 0
+
+    # -- CreateTrial ---------------------------------------------------------------
+
+    async def create_trial(self, tuner_id: str) -> TrialView:
+        if not isinstance(tuner_id, str) or not 1 <= len(tuner_id) <= 128 or not tuner_id.isprintable():
+            raise invalid(f"tuner_id: give 1-128 printable characters, got {tuner_id[:40]!r}")
+        deadline = self._clock() + self.config.hold_s
+        while True:
+            async with self._lock:
+                self.known.add(tuner_id)
+                view = await self._try_create(tuner_id)
+                changed = self._changed
+            if view is not None:
+                if view.status == "STOPPED":
+                    self.stopped.add(tuner_id)
+                return view
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                return TrialView("", "IDLE")
+            with anyio.move_on_after(min(remaining, 1.0)):
+                await changed.wait()
+
+    async def _try_create(self, tuner_id: str) -> TrialView | None:
+        """A trial, STOPPED, or None to hold the call."""
+        ongoing = self._ongoing(tuner_id)
+        if ongoing is not None:
+            return self._view(ongoing)  # a restarted worker resumes its trial
+        if self.done:
+            if self.failure:
+                self.stopped.add(tuner_id)
+                raise SearchFailed(self.failure)
+            return TrialView("", "STOPPED")
+        for tid in list(self._queue):  # a trial this tuner held before a chief restart goes back to it
+            t = self._trials[tid]
+            if t.tuner_id == tuner_id and t.runs == 0:
+                self._queue.remove(tid)
+                return self._hand_out(t, tuner_id)
+        if self._queue:
+            return self._hand_out(self._trials[self._queue.pop()], tuner_id)  # LIFO, like the reference
+        if self._completed + self._in_progress() >= self.config.max_trials:
+            return None  # every place is taken; one may fail and free up
+        if not self._space_known:
+            if any(t.suggestion_id is None and t.state in ("running", "queued") for t in self._trials.values()):
+                return None  # the baseline is running; its EndTrial brings the space
+            self._baselines += 1
+            t = _Trial(f"b{self._baselines}", None, {}, "queued")
+            self._trials[t.trial_id] = t
+            return self._hand_out(t, tuner_id)
+        assert self.experiment is not None
+        try:
+            s: Suggestion = await self.engine.suggest(self.experiment.id, tag=tuner_id)
+        except ApiError as exc:
+            if exc.error_type == "bandwidth_full":
+                return None
+            if exc.error_type in ("space_exhausted", "experiment_completed", "experiment_archived"):
+                self.exhausted = True
+                log.info("no more trials: %s", exc.message)
+                self._check_done()
+                if self.done:
+                    return await self._try_create(tuner_id)
+                return None
+            raise
+        t = _Trial(s.id, s.id, dict(s.assignments), "queued")
+        self._trials[s.id] = t
+        return self._hand_out(t, tuner_id)
+
+    # -- UpdateTrial / EndTrial ------------------------------------------------------------
+
+    async def update_trial(self, trial_id: str, metrics: Mapping[str, float], step: int) -> TrialView:
+        if self.config.objective not in metrics:
+            raise invalid(
+                f"metrics: the objective {self.config.objective!r} is missing (got {sorted(metrics)[:10]}); "
+                "the worker's objective and the chief's --objective must agree"
+            )
+        async with self._lock:
+            t = self._trial(trial_id)
+            if t.state not in ("running", "queued"):
+                raise api_error("invalid_request", f"trial {trial_id!r} has already ended ({t.state}); it takes no more metrics")
+            for name, value in metrics.items():
+                t.history.setdefault(name, {}).setdefault(int(step), []).append(float(value))
+            return self._view(t)
+
+    def _best(self, t: _Trial) -> tuple[float | None, int]:
+        h = t.history.get(self.config.objective)
+        if not h:
+            return None, 0
+        means = [(step, sum(v) / len(v)) for step, v in h.items() if v and not any(math.isnan(x) for x in v)]
+        if not means:
+            return math.nan, 0
+        step, best = (max if self.maximize else min)(means, key=lambda sv: (sv[1], -sv[0]) if self.maximize else (sv[1], sv[0]))
+        return best, step
+
+    def _metrics_at(self, t: _Trial, step: int) -> dict[str, float]:
+        out = {}
+        for name, h in t.history.items():
+            if name == self.config.objective:
+                continue
+            vals = h.get(step) or h[max(h)]
+            mean = sum(vals) / len(vals)
+            if math.isfinite(mean):
+                out[name] = mean
+        return out
+
+    async def end_trial(self, trial_id: str, status: str, values: Mapping[str, Value], learned: Learned | None) -> None:
+        if status not in ("COMPLETED", "INVALID", "FAILED"):
+            raise invalid(f"trial.status: {status} is not an end status; send COMPLETED, INVALID or FAILED")
+        async with self._lock:
+            t = self._trial(trial_id)
+            if learned is not None:
+                await self._learn(learned)
+            if t.state in ("completed", "failed"):
+                log.info("EndTrial for trial %s, which already ended (%s): ignored", trial_id, t.state)
+                return
+            if t.trial_id in self._queue:
+                self._queue.remove(t.trial_id)
+            score, step = self._best(t)
+            if status == "COMPLETED" and (score is None or math.isnan(score)):
+                log.warning("trial %s: COMPLETED without a finite %r: counted as INVALID", trial_id, self.config.objective)
+                status = "INVALID"
+            if status == "COMPLETED":
+                await self._observe(t, values, score, step)
+                t.state, t.score, t.best_step = "completed", score, step
+                self._completed += 1
+                self._consecutive_failures = 0
+            elif status == "INVALID" and t.runs <= self.config.max_retries_per_trial:
+                t.state = "queued"
+                self._queue.append(t.trial_id)
+                log.info("trial %s INVALID: retry %d of %d", trial_id, t.runs, self.config.max_retries_per_trial)
+            else:
+                await self._observe(t, values, None, 0)
+                t.state = "failed"
+                self._count_failure(f"trial {trial_id} ended {status}")
+            self._check_done()
+            self._notify()
+
+    def _count_failure(self, what: str) -> None:
+        self._consecutive_failures += 1
+        limit = self.config.max_consecutive_failures
+        if self._consecutive_failures >= limit and not self.done:
+            self._finish(
+                f"tauopt chief: the search stopped after {limit} consecutive failed trials (last: {what}); "
+                "fix the model code or the space, then restart the chief and the workers"
+            )
+
+    async def _observe(self, t: _Trial, values: Mapping[str, Value], score: float | None, step: int) -> None:
+        assert self.experiment is not None
+        exp_id = self.experiment.id
+        failed = score is None
+        metrics = self._metrics_at(t, step) if not failed else {}
+        point = assignments_for(self._space, {**values, **t.values}) if self._space.parameters or values else {}
+        if t.suggestion_id is not None:
+            if point == t.values:
+                try:
+                    await self.engine.observe(exp_id, suggestion_id=t.suggestion_id, value=score, failed=failed, metrics=metrics)
+                    return
+                except ApiError as exc:
+                    if exc.error_type not in ("suggestion_expired", "suggestion_closed"):
+                        raise
+            else:
+                # The space grew since this suggestion: store a point valid in today's space.
+                await self._close(t)
+        await self.engine.observe(exp_id, assignments=point, value=score, failed=failed, metrics=metrics)
+
+    async def _close(self, t: _Trial) -> None:
+        if t.suggestion_id is None or self.experiment is None:
+            return
+        try:
+            await self.engine.close_suggestion(self.experiment.id, t.suggestion_id)
+        except ApiError as exc:
+            if exc.error_type not in ("suggestion_closed", "suggestion_expired", "suggestion_observed"):
+                raise
+
+    # -- space ------------------------------------------------------------------------------
+
+    async def _learn(self, learned: Learned) -> None:
+        for reason in learned.skipped:
+            log.warning("space: skipped %s", reason)
+        merged, skipped = merge_space(self._space, learned.parameters)
+        for reason in skipped:
+            log.warning("space: skipped %s", reason)
+        if len(merged.parameters) > len(self._space.parameters):
+            assert self.experiment is not None
+            exp = await self.engine.update_experiment(self.experiment.id, parameters=[p.to_dict() for p in merged.parameters])
+            self.experiment = exp
+            self._space = Space(exp.parameters)
+            log.info("space: now %d parameters (%s)", len(self._space.parameters), ", ".join(p.name for p in self._space.parameters))
+        if not self._space_known:
+            self._space_known = True
+            self._notify()
+
+    async def update_space(self, learned: Learned) -> None:
+        async with self._lock:
+            await self._learn(learned)
+
+    def default_values(self) -> dict[str, Value]:
+        return assignments_for(self._space, {}) if self._space.parameters else {}
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def get_trial(self, trial_id: str) -> TrialView:
+        return self._view(self._trial(trial_id))
+
+    async def best_trials(self, n: int) -> list[TrialView]:
+        """Completed trials by score, padded with the others like the reference chief."""
+        if n <= 0:
+            return []
+        done = [t for t in self._trials.values() if t.state == "completed" and t.score is not None]
+        done.sort(key=lambda t: t.score, reverse=self.maximize)  # type: ignore[arg-type, return-value]
+        rest = [t for t in self._trials.values() if not (t.state == "completed" and t.score is not None)]
+        return [self._view(t) for t in (done + rest)[:n]]
+
+    def summary(self) -> dict[str, Any]:
+        states: dict[str, int] = {}
+        for t in self._trials.values():
+            states[t.state] = states.get(t.state, 0) + 1
+        return {
+            "experiment": self.experiment.id if self.experiment else None,
+            "completed": self._completed,
+            "trials": states,
+            "workers_known": sorted(self.known),
+            "workers_stopped": sorted(self.stopped),
+            "failure": self.failure,
+        }
