@@ -284,16 +284,14 @@ def value_at(p: Parameter, u: float, closed: bool = False) -> Value:
         vals = p.values or ()
         return vals[min(int(u * len(vals)), len(vals) - 1)]
     lo, hi = p.bounds  # type: ignore[misc]
-    if p.scale == "linear" and (p.type == "int" or p.step is not None):
-        vals = _stepped_values(p)
-        return vals[min(int(u * len(vals)), len(vals) - 1)]
-    x = _scaled(p, u)
     if p.type == "int" or p.step is not None:
         step = p.step if p.step is not None else 1
-        k = round((x - lo) / step)
         kmax = int(math.floor((hi - lo) / step + 1e-9))
-        k = min(max(k, 0), kmax)
+        if p.scale == "linear":  # equal cells per grid value
+            k = min(int(u * (kmax + 1)), kmax)
+        else:
+            k = min(max(round((_scaled(p, u) - lo) / step), 0), kmax)
         if p.type == "int":
             return int(lo + k * step)
         return round(lo + k * step, 12)
-    return min(max(x, lo), hi)
+    return min(max(_scaled(p, u), lo), hi)

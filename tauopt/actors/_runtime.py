@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ..errors import ApiError, api_error
@@ -94,11 +95,17 @@ async def serve(
     (called after `idle_s` without a message) returns True."""
     while True:
         request: Request[Any] | None = None
-        with anyio.move_on_after(idle_s if idle_s is not None else float("inf")):
-            try:
-                request = await receive.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                return
+        try:
+            request = receive.receive_nowait()  # busy mailbox: skip the timeout scope
+            await anyio.lowlevel.checkpoint()
+        except anyio.WouldBlock:
+            with anyio.move_on_after(idle_s if idle_s is not None else float("inf")):
+                try:
+                    request = await receive.receive()
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    return
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return
         if request is None:
             if on_idle is not None and await on_idle():
                 return

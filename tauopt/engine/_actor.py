@@ -29,7 +29,7 @@ from ..actors import ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Observation, Parameter, Suggestion, Value
 from ..space import Key, Space
-from ..strategies import INLINE, SuggestRequest, propose, resolve
+from ..strategies import INLINE, SuggestRequest, propose, resolve_for
 from ._messages import (
     ArchiveExperiment,
     Best,
@@ -114,6 +114,7 @@ class ExperimentActor:
         self._tg: TaskGroup | None = None
         self._self_ref: ActorRef | None = None
         self._receive: Any = None
+        self._grid_size_cache: tuple[Space, int | None] | None = None
         self.stats = ActorStats(max_open_seen=len(self._open))
 
     # -- lifetime ----------------------------------------------------------
@@ -265,7 +266,9 @@ class ExperimentActor:
         writes = self._expire(self._clock())
         try:
             self._check_can_suggest()
-            strategy = resolve(self._exp.strategy, self._request(0))
+            strategy = resolve_for(
+                self._exp.strategy, self._space, len(self._observations) + len(self._open), self._exp.strategy_options
+            )
             if strategy in INLINE:
                 point = self._inline_point(strategy)
             else:
@@ -293,15 +296,23 @@ class ExperimentActor:
                 f"experiment {self.id!r} reached its observation_budget={self._exp.observation_budget}; "
                 "raise observation_budget to continue",
             )
-        n, bw = len(self._open) + len(self._waiters), self._exp.parallel_bandwidth
-        if n >= bw:
-            raise api_error("bandwidth_full", f"{n} open suggestions >= parallel_bandwidth={bw}; observe or close one first")
-        size = self._space.finite_size
+        size = self._finite_size()
         if size is not None and len(self._used_keys()) >= size:
             raise api_error(
                 "space_exhausted",
                 f"all {size} points of this finite space are observed or open; close a suggestion or widen the space",
             )
+        n, bw = len(self._open) + len(self._waiters), self._exp.parallel_bandwidth
+        if n >= bw:
+            raise api_error("bandwidth_full", f"{n} open suggestions >= parallel_bandwidth={bw}; observe or close one first")
+
+    def _finite_size(self) -> int | None:
+        """Points in the space (grid points for `grid`), None when unbounded."""
+        if self._exp.strategy != "grid":
+            return self._space.finite_size
+        if self._grid_size_cache is None or self._grid_size_cache[0] is not self._space:
+            self._grid_size_cache = (self._space, self._space.size(self._exp.strategy_options.grid_size))
+        return self._grid_size_cache[1]
 
     def _used_keys(self) -> set[Key]:
         return self._observed_keys | self._open_keys.keys()
@@ -341,9 +352,8 @@ class ExperimentActor:
         space is searched exhaustively; space_exhausted only when nothing is left."""
         n = 1
         for _ in range(_DUP_RETRIES):
-            rng = np.random.default_rng([self._seed, self._drawn])
             request = self._request(n)
-            candidates = propose(strategy if strategy in INLINE else "sobol", request, rng)
+            candidates = propose(strategy if strategy in INLINE else "sobol", request, self._rng())
             self._drawn += n
             for c in candidates:
                 if not self._is_used(self._space.key(c)):
@@ -351,13 +361,16 @@ class ExperimentActor:
             n *= 4
         return self._leftover_point()
 
+    def _rng(self) -> np.random.Generator:
+        """Reproducible from (seed, drawn), so a restarted experiment draws what it would have."""
+        return np.random.default_rng([self._seed, self._drawn])
+
     def _leftover_point(self) -> dict[str, Value]:
         grid_size = self._exp.strategy_options.grid_size
         if self._space.size(grid_size) is not None:
             free = [p for p in self._space.grid(grid_size) if not self._is_used(self._space.key(p))]
             if free:
-                rng = np.random.default_rng([self._seed, self._drawn])
-                return free[int(rng.integers(len(free)))]
+                return free[int(self._rng().integers(len(free)))]
         raise api_error(
             "space_exhausted",
             "no unused point left in this space; close a suggestion, widen the space or create a new experiment",

@@ -9,14 +9,16 @@ Nothing here imports torch at module level.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
-from ..models import Value
+from ..models import StrategyOptions, Value
+from ..space import Space
 from ._request import SuggestRequest
 
-__all__ = ["SuggestRequest", "propose", "resolve", "INLINE"]
+__all__ = ["SuggestRequest", "propose", "resolve", "resolve_for", "INLINE"]
 
 Propose = Callable[[SuggestRequest, np.random.Generator], list[dict[str, Value]]]
 INLINE = ("random", "sobol", "grid")
@@ -24,14 +26,20 @@ INLINE = ("random", "sobol", "grid")
 
 def resolve(strategy: str, request: SuggestRequest) -> str:
     """The concrete strategy `auto` stands for at this point of the experiment."""
+    return resolve_for(strategy, request.space, len(request.history) + len(request.pending), request.options)
+
+
+def resolve_for(strategy: str, space: Space, seen: int, options: StrategyOptions) -> str:
+    """`auto` is Sobol for the first `initial_points` (default max(5, 2*d)) points, then gp."""
     if strategy != "auto":
         return strategy
-    initial = request.options.initial_points or max(5, 2 * len(request.space.dims))
-    if len(request.history) + len(request.pending) < initial or not _gp_available():
+    initial = options.initial_points or max(5, 2 * len(space.dims))
+    if seen < initial or not _gp_available():
         return "sobol"
     return "gp"
 
 
+@functools.cache
 def _gp_available() -> bool:
     try:
         from . import gp  # noqa: F401  (lazy: torch is imported inside gp's functions)
