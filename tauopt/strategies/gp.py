@@ -1,0 +1,248 @@
+"""The Gaussian-process strategy: pending-aware log-EI over a gpytorch exact GP.
+
+    propose(request, rng) -> candidates                  (the pure strategy interface)
+    propose_gp(request, rng, warm, deadline_s) -> GPResult  (warm start in and out)
+
+Choices (see the README `gp` section):
+- Encoding: `_gp_encode` (unit cube, log scales in log space, integers relaxed
+  then rounded, categoricals one-hot, inactive conditionals at a neutral value).
+- Outputs: value * metric.sign (so smaller is better), standardized.
+- Failed observations are kept, imputed with the worst finite value seen, so
+  the model steers away from regions that crash; never a crash here.
+- Pending points (open suggestions, and points already chosen in this call)
+  enter by *kriging believer*: each is added to the posterior at its predicted
+  mean with a near-zero noise, and the incumbent becomes min(best, believed
+  values). The variance at and around a pending point collapses, so N parallel
+  workers get N different points.
+- Acquisition: log expected improvement, maximized over 256-2,048 scrambled
+  Sobol candidates plus perturbations of the best observed points, then a
+  local hill-climb of the best few over the continuous coordinates; the winners
+  are projected to the space and re-scored, and the best unused one is taken.
+- Bounded cost: hyperparameters come from at most COLD_ITERS Adam steps
+  (WARM_ITERS when warm-started), on at most SUBSET_FIT points; the posterior
+  conditions on at most SUBSET_POSTERIOR points. Beyond those sizes a subset is
+  used: the best fifth (by value) plus a uniform random draw of the rest, so
+  the incumbent region is always represented and cost stops growing cubically.
+- Any failure (Cholesky, NaN, a fit past its deadline, anything else) falls
+  back to the experiment's Sobol sequence and says why in GPInfo.fallback_reason.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..models import Value
+from ._gp_encode import Encoder
+from ._gp_model import GPState, Posterior, fit, log_ei
+from ._request import SuggestRequest
+
+__all__ = ["available", "propose", "propose_gp", "GPResult", "GPInfo", "GPState"]
+
+SUBSET_FIT = 300
+SUBSET_POSTERIOR = 1000
+PENDING_NOISE = 1e-6  # in standardized units: a pending point is "known" to the model
+_TOP_K = 5
+_ROUNDS = (0.1, 0.03, 0.01)
+_PER_ROUND = 32
+
+
+@dataclass(frozen=True)
+class GPInfo:
+    fallback_reason: str | None
+    fit_seconds: float
+    iterations: int = 0
+    n_train: int = 0
+    subset: bool = False  # True when the history was larger than SUBSET_POSTERIOR/SUBSET_FIT
+
+
+@dataclass(frozen=True)
+class GPResult:
+    candidates: list[dict[str, Value]]
+    state: GPState | None  # hand this back as `warm` on the next call for the same experiment
+    info: GPInfo
+
+
+@lru_cache(maxsize=1)
+def available() -> bool:
+    """True when torch and gpytorch are installed. Checked without importing them,
+    so asking does not load torch into the engine's process."""
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "gpytorch"))
+
+
+def propose(request: SuggestRequest, rng: np.random.Generator) -> list[dict[str, Value]]:
+    return propose_gp(request, rng).candidates
+
+
+class _NoModel(Exception):
+    """Nothing to model yet (not a failure, but the answer is still Sobol)."""
+
+
+def propose_gp(
+    request: SuggestRequest,
+    rng: np.random.Generator,
+    warm: GPState | None = None,
+    deadline_s: float | None = None,
+) -> GPResult:
+    t0 = time.monotonic()
+    deadline = None if deadline_s is None else t0 + deadline_s
+    try:
+        cands, state, info = _propose(request, rng, warm, deadline)
+        return GPResult(cands, state, GPInfo(None, time.monotonic() - t0, *info))
+    except _NoModel as exc:
+        reason = str(exc)
+    except Exception as exc:  # noqa: BLE001 - an ask never fails because the model did
+        reason = f"{type(exc).__name__}: {exc}"[:300]
+    return GPResult(sobol_fallback(request, rng), warm, GPInfo(reason, time.monotonic() - t0))
+
+
+def sobol_fallback(request: SuggestRequest, rng: np.random.Generator) -> list[dict[str, Value]]:
+    """The experiment's own Sobol sequence (continuing from `drawn`)."""
+    from ._sobol_strategy import propose as sobol
+
+    return sobol(request, rng)
+
+
+def _subset(y: np.ndarray, cap: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices: all when len(y) <= cap, else the best cap//5 plus a random draw of the rest."""
+    if len(y) <= cap:
+        return np.arange(len(y))
+    order = np.argsort(y, kind="stable")
+    best = order[: cap // 5]
+    rest = rng.choice(order[cap // 5 :], size=cap - len(best), replace=False)
+    return np.sort(np.concatenate([best, rest]))
+
+
+def _n_candidates(n_train: int) -> int:
+    # The variance solve costs n_train^2 per candidate: keep it near 4e8 flops.
+    raw = 4e5 / max(n_train, 1)
+    return int(min(2048, max(256, 2 ** round(math.log2(max(raw, 1.0))))))
+
+
+def _sobol_unit(d: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    try:
+        from ._sobol import sobol_points
+    except ImportError:  # pragma: no cover - the module ships with tauopt
+        return rng.random((n, d))
+    return np.asarray(sobol_points(d, start=0, n=n, seed=int(rng.integers(2**31 - 1))), dtype=float)
+
+
+def _propose(
+    request: SuggestRequest, rng: np.random.Generator, warm: GPState | None, deadline: float | None
+) -> tuple[list[dict[str, Value]], GPState, tuple[int, int, bool]]:
+    space = request.space
+    enc = Encoder(space)
+    if enc.n_features == 0:
+        raise _NoModel("no tunable parameter: nothing to model")
+    finite = [o for o in request.history if not o.failed and o.value is not None and math.isfinite(o.value)]
+    if not finite:
+        raise _NoModel("no successful observation yet")
+
+    sign = request.metric.sign
+    points = [o.assignments for o in request.history]
+    raw = np.array(
+        [np.nan if (o.failed or o.value is None) else sign * float(o.value) for o in request.history], dtype=float
+    )
+    raw[~np.isfinite(raw)] = np.nanmax(raw)  # failures: the worst value seen
+    mean, std = float(raw.mean()), float(raw.std())
+    if not (math.isfinite(mean) and math.isfinite(std)):
+        raise FloatingPointError("observed values overflow when standardized")
+    y = (raw - mean) / (std if std > 0 else 1.0)
+
+    x = enc.features(enc.latent(points))
+    keep = _subset(y, SUBSET_POSTERIOR, rng)
+    x, y = x[keep], y[keep]
+    fit_idx = _subset(y, SUBSET_FIT, rng)
+    hyper, iters = fit(x[fit_idx], y[fit_idx], warm, deadline)
+    state = GPState(enc.n_features, hyper, len(fit_idx))
+    post = Posterior(x, y, np.full(len(y), hyper.noise), hyper)
+    best = float(y.min())
+
+    used = {space.key(a) for a in points}
+    if request.pending:
+        xp = enc.features(enc.latent(list(request.pending)))
+        mu_p, _ = post.predict(xp)
+        post = post.with_points(xp, mu_p, PENDING_NOISE)
+        best = min(best, float(mu_p.min()))
+        used.update(space.key(a) for a in request.pending)
+
+    z_cand = _initial_candidates(enc, points, raw, len(y), rng)
+    out: list[dict[str, Value]] = []
+    for _ in range(request.n):
+        if deadline is not None and time.monotonic() > deadline:
+            if out:
+                break  # return what is ready rather than nothing
+            raise TimeoutError("acquisition passed the deadline")
+
+        def score(z: np.ndarray, project: bool) -> np.ndarray:
+            mu, sd = post.predict(enc.features(z, project=project))
+            return log_ei(mu, sd, best)
+
+        s = score(z_cand, False)
+        refined = _refine(enc, z_cand, s, score, rng)
+        z_all = np.vstack([z_cand, refined])
+        s_proj = score(z_all, True)
+        if not np.all(np.isfinite(s_proj)):
+            s_proj = np.where(np.isfinite(s_proj), s_proj, -np.inf)
+            if not np.any(np.isfinite(s_proj)):
+                raise FloatingPointError("acquisition is not finite anywhere")
+        pick = None
+        for j in np.argsort(-s_proj, kind="stable"):
+            a = enc.assignments(z_all[j : j + 1])[0]
+            k = space.key(a)
+            if k not in used:
+                pick = (j, a, k)
+                break
+        if pick is None:
+            break  # every candidate is used: the engine answers from what it has
+        j, a, k = pick
+        out.append(a)
+        used.add(k)
+        if len(out) < request.n:
+            xj = enc.features(z_all[j : j + 1])
+            mu_j, _ = post.predict(xj)
+            post = post.with_points(xj, mu_j, PENDING_NOISE)
+            best = min(best, float(mu_j[0]))
+    return out, state, (iters, len(fit_idx), len(request.history) > SUBSET_FIT)
+
+
+def _initial_candidates(
+    enc: Encoder, points: list, raw: np.ndarray, n_train: int, rng: np.random.Generator
+) -> np.ndarray:
+    d = len(enc.dims)
+    m = _n_candidates(n_train)
+    z = _sobol_unit(d, m, rng)
+    # Local candidates around the best observed points (exploitation the Sobol set
+    # would only hit by luck), perturbing continuous coordinates.
+    num = enc.numeric_latent
+    order = np.argsort(raw, kind="stable")[:_TOP_K]
+    if len(num) and len(order):
+        base = enc.latent([points[i] for i in order])
+        local = np.repeat(base, 16, axis=0)
+        local[:, num] += rng.normal(0.0, 0.05, size=(len(local), len(num)))
+        z = np.vstack([z, np.clip(local, 0.0, 1.0)])
+    return z
+
+
+def _refine(enc: Encoder, z: np.ndarray, s: np.ndarray, score, rng: np.random.Generator) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Hill-climb the best few candidates over the continuous (relaxed) coordinates."""
+    num = enc.numeric_latent
+    if len(num) == 0:
+        return z[:0]
+    cur = z[np.argsort(-s, kind="stable")[:_TOP_K]].copy()
+    cur_s = score(cur, False)
+    k = len(cur)
+    for sigma in _ROUNDS:
+        trial = np.repeat(cur, _PER_ROUND, axis=0)
+        trial[:, num] = np.clip(trial[:, num] + rng.normal(0.0, sigma, size=(len(trial), len(num))), 0.0, 1.0)
+        ts = score(trial, False).reshape(k, _PER_ROUND)
+        j = ts.argmax(1)
+        better = ts[np.arange(k), j] > cur_s
+        cur[better] = trial.reshape(k, _PER_ROUND, -1)[np.arange(k), j][better]
+        cur_s = np.where(better, ts[np.arange(k), j], cur_s)
+    return cur
