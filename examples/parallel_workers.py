@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10, help="suggestions per worker")
     parser.add_argument("--experiment-id", default=None, help="join this experiment (job arrays) instead of creating one")
     parser.add_argument("--bandwidth", type=int, default=None, help="parallel_bandwidth of a new experiment (default --workers)")
+    parser.add_argument("--strategy", default="auto", help="strategy of a new experiment: auto, sobol, random, gp")
     parser.add_argument("--deadline-s", type=float, default=120.0)
     parser.add_argument("--tag-prefix", default=os.environ.get("SLURM_ARRAY_TASK_ID") and f"job-{os.environ['SLURM_ARRAY_TASK_ID']}" or socket.gethostname())
     args = parser.parse_args(argv)
@@ -114,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                 parameters=PARAMETERS,
                 metric={"name": "loss", "objective": "minimize"},
                 parallel_bandwidth=args.bandwidth or args.workers,
+                strategy=args.strategy,
             )
         else:
             exp = client.experiment(args.experiment_id)

@@ -118,17 +118,18 @@ def run_example(daemon: Daemon, script: str, *args: str) -> dict:
 
 
 def test_parallel_workers_example_with_4_workers(daemon: Daemon) -> None:
-    report = run_example(daemon, "parallel_workers.py", "--workers", "4", "--rounds", "8", "--deadline-s", "60")
+    report = run_example(daemon, "parallel_workers.py", "--workers", "4", "--rounds", "8", "--deadline-s", "60",
+                         "--strategy", "sobol")
     assert report["repeats"] == 0 and report["errors"] == []
     assert report["suggestions"] == report["observations"] == 32
     assert 1 <= report["max_open"] <= 4
 
 
 def test_parallel_workers_example_joins_an_experiment_like_a_job_array(daemon: Daemon) -> None:
-    first = run_example(daemon, "parallel_workers.py", "--workers", "2", "--rounds", "3", "--bandwidth", "4")
+    first = run_example(daemon, "parallel_workers.py", "--workers", "2", "--rounds", "3", "--bandwidth", "4", "--strategy", "sobol")
     again = run_example(
         daemon, "parallel_workers.py", "--workers", "4", "--rounds", "3", "--experiment-id", first["experiment_id"],
-        "--tag-prefix", "job-7",
+        "--tag-prefix", "job-7", "--strategy", "sobol",
     )
     assert again["experiment_id"] == first["experiment_id"] and again["repeats"] == 0
     r = httpx.get(
