@@ -370,3 +370,37 @@ def test_internal_errors_render_from_the_catalogue() -> None:
     assert r.status_code == 500 and b'"type":"internal"' in r.body
     r = render_error(api_error("unavailable", "shutting down"))
     assert r.status_code == 503
+
+
+@pytest.mark.anyio
+async def test_create_app_serves_an_engine_the_caller_owns() -> None:
+    """An embedding service enters the engine itself; the app neither opens nor closes it."""
+    import socket
+
+    import uvicorn
+
+    from tauopt.engine import Engine
+    from tauopt.transport.http import HttpDriver
+    from tauopt.transport.http import create_app as lazy_create_app
+
+    async with Engine() as engine:
+        cred, token = new_credential("embedded")
+        await engine.store.put_credential(cred)
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(lazy_create_app(engine), log_level="warning", lifespan="on"))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [sock])
+            while not server.started:
+                await anyio.sleep(0.01)
+            async with HttpDriver(f"http://127.0.0.1:{sock.getsockname()[1]}", token) as d:
+                exp = await d.create_experiment("embedded", X, METRIC, parallel_bandwidth=8)
+                # many concurrent tasks share one driver
+                async with anyio.create_task_group() as workers:
+                    for _ in range(8):
+                        workers.start_soon(d.suggest, exp.id)
+                assert (await d.experiment(exp.id)).open_suggestions == 8
+            server.should_exit = True
+        sock.close()
+        # the engine outlived the app and still serves its owner
+        assert len(await engine.suggestions(exp.id, owner=cred.id)) == 8
