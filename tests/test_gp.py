@@ -19,6 +19,17 @@ from tauopt.strategies._gp_encode import Encoder  # noqa: E402
 from tauopt.strategies._request import SuggestRequest  # noqa: E402
 from tauopt.strategies.gp import propose_gp, sobol_fallback  # noqa: E402
 
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():  # type: ignore[no-untyped-def]
+    """As in the pool's workers: on a shared 2-core machine, 2 torch threads are 10x slower."""
+    from tauopt.strategies._pool import _torch_pinned
+
+    with _torch_pinned():
+        yield
+
+
 BRANIN_MIN = 0.397887
 BRANIN = Space.parse(
     [{"name": "x1", "type": "double", "bounds": [-5, 10]}, {"name": "x2", "type": "double", "bounds": [0, 15]}]

@@ -43,7 +43,7 @@ from ..models import Value
 from ._pool_types import ProposeResult
 from ._request import SuggestRequest
 
-__all__ = ["StrategyPool", "ProposeResult", "run_job", "torch_threads"]
+__all__ = ["StrategyPool", "PoolStats", "ProposeResult", "run_job", "torch_threads"]
 
 PoolKind = Literal["process", "thread"]
 _DEADLINE_GRACE_S = 1.0  # past deadline_s + this, the caller gets a Sobol point without the worker
@@ -234,6 +234,16 @@ class _ThreadWorker:
 # -- the pool ------------------------------------------------------------------
 
 
+@dataclass
+class PoolStats:
+    """Counters over pooled proposals (benchmarks and `inspect`)."""
+
+    jobs: int = 0
+    candidates: int = 0
+    fit_seconds: float = 0.0
+    fallbacks: int = 0
+
+
 @dataclass(eq=False)
 class _Pending:
     fn: Callable[..., Any]
@@ -259,6 +269,7 @@ class StrategyPool:
         self._warm: dict[str, Any] = {}
         self._cond: anyio.Condition | None = None
         self._tg: Any = None
+        self.stats = PoolStats()
 
     async def __aenter__(self) -> "StrategyPool":
         self._cond = anyio.Condition()
@@ -307,8 +318,14 @@ class StrategyPool:
         status, value = await self._submit(key, run_job, (job,), deadline_s, wait)
         if status == "ok":
             out: _Outcome = value
-            return ProposeResult(out.candidates, out.strategy_used, out.fallback_reason, out.fit_seconds)
-        return self._fallback(request, value)
+            result = ProposeResult(out.candidates, out.strategy_used, out.fallback_reason, out.fit_seconds)
+        else:
+            result = self._fallback(request, value)
+        self.stats.jobs += 1
+        self.stats.candidates += len(result.candidates)
+        self.stats.fit_seconds += result.fit_seconds
+        self.stats.fallbacks += result.fallback_reason is not None
+        return result
 
     async def call(self, key: str, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a picklable module-level function on a worker under the same
