@@ -36,7 +36,14 @@ def _stepped_values(p: Parameter) -> list[Value]:
     n = int(math.floor((hi - lo) / step + 1e-9)) + 1
     if p.type == "int":
         return [int(lo + k * step) for k in range(n)]
-    return [round(lo + k * step, 12) for k in range(n)]
+    return [_grid_value(lo, hi, k, step) for k in range(n)]
+
+
+def _grid_value(lo: float, hi: float, k: int, step: float) -> float:
+    """lo + k*step, rounded to 12 decimals for readability when that stays in bounds."""
+    v = lo + k * step
+    r = round(v, 12)
+    return min(max(r if lo <= r <= hi else v, lo), hi)
 
 
 @dataclass(frozen=True)
@@ -226,8 +233,10 @@ def _describe_conditions(p: Parameter) -> str:
 def _on_step(p: Parameter, x: float) -> bool:
     if p.step is None:
         return True
-    k = (x - p.bounds[0]) / p.step  # type: ignore[index]
-    return abs(k - round(k)) <= 1e-6
+    lo = p.bounds[0]  # type: ignore[index]
+    k = round((x - lo) / p.step)
+    # tolerance for float error: relative to the step and to the magnitude of the values
+    return abs(x - (lo + k * p.step)) <= max(1e-6 * p.step, 1e-12 * max(1.0, abs(x), abs(lo)))
 
 
 def _canonical(p: Parameter, v: Any, where: str) -> Value:
@@ -293,5 +302,5 @@ def value_at(p: Parameter, u: float, closed: bool = False) -> Value:
             k = min(max(round((_scaled(p, u) - lo) / step), 0), kmax)
         if p.type == "int":
             return int(lo + k * step)
-        return round(lo + k * step, 12)
+        return _grid_value(lo, hi, k, step)
     return min(max(_scaled(p, u), lo), hi)

@@ -1,0 +1,132 @@
+"""Actor lifetimes: a failing handler does not kill its actor; passivation
+frees an idle experiment and revives it unchanged; the sync client never
+holds up interpreter exit; the two issue examples print exactly their text."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import anyio
+import pytest
+
+from tauopt import ApiError, Engine
+from tauopt.actors import ActorRef, mailbox, reply, serve
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+X = [{"name": "x", "type": "double", "bounds": (0.0, 1.0)}, {"name": "c", "type": "categorical", "values": ["a", "b"]}]
+Y = {"name": "y", "objective": "maximize"}
+
+
+@pytest.mark.anyio
+async def test_a_failing_handler_answers_internal_and_the_actor_goes_on():
+    async def handle(request):
+        if request.message == "boom":
+            raise ZeroDivisionError("bad message")
+        reply(request, request.message * 2)
+
+    send, receive = mailbox(8)
+    ref = ActorRef(send)
+    with receive:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve, receive, handle)
+            assert await ref.ask(21) == 42
+            with pytest.raises(ApiError) as info:
+                await ref.ask("boom")
+            assert info.value.error_type == "internal" and info.value.status_code == 500
+            assert await ref.ask(4) == 8
+            ref.close()
+
+
+@pytest.mark.anyio
+async def test_passivated_experiment_revives_and_answers_exactly_as_before():
+    async with Engine(passivate_after_s=0.05) as engine:
+        exp = await engine.create_experiment("p", X, Y, parallel_bandwidth=3, suggestion_ttl_s=3600)
+        a = await engine.suggest(exp.id, tag="w1")
+        b = await engine.suggest(exp.id, tag="w2")
+        await engine.observe(exp.id, suggestion_id=a.id, value=3.0)
+        await engine.observe(exp.id, assignments={"x": 0.25, "c": "b"}, failed=True)
+        before = (
+            await engine.experiment(exp.id),
+            await engine.suggestions(exp.id),
+            await engine.observations(exp.id),
+            await engine.best(exp.id),
+        )
+        with anyio.fail_after(5):
+            while engine.live_actors:
+                await anyio.sleep(0.02)
+        after = (
+            await engine.experiment(exp.id),
+            await engine.suggestions(exp.id),
+            await engine.observations(exp.id),
+            await engine.best(exp.id),
+        )
+        assert after == before
+        assert engine.live_actors == 1
+        # the revived actor keeps the sequence and the dedup set
+        c = await engine.suggest(exp.id)
+        assert int(c.id) == 3 and c.assignments not in (a.assignments, b.assignments)
+        assert [s.id for s in await engine.suggestions(exp.id, state="open", tag="w2")] == [b.id]
+
+
+@pytest.mark.anyio
+async def test_messages_racing_passivation_are_all_answered():
+    async with Engine(passivate_after_s=0.001) as engine:
+        exp = await engine.create_experiment("race", X, Y, parallel_bandwidth=1000)
+        got = []
+
+        async def worker():
+            for _ in range(30):
+                got.append(await engine.suggest(exp.id))
+                await anyio.sleep(0.002)
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for _ in range(8):
+                    tg.start_soon(worker)
+        assert len({s.id for s in got}) == 240
+        assert (await engine.experiment(exp.id)).open_suggestions == 240
+
+
+def run_example(name: str) -> str:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name)], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_tagged_workers_example_prints_exactly():
+    assert run_example("tagged_workers.py") == "worker-1 1\n"
+
+
+def test_backoff_example_prints_exactly():
+    assert run_example("backoff.py") == textwrap.dedent(
+        """\
+        429 bandwidth_full - 1 open suggestions >= parallel_bandwidth=1; observe or close one first
+        retry_after: None headers: {}
+        gave up on bandwidth_full after 1.0 s | cause: bandwidth_full
+        after observe: open
+        """
+    )
+
+
+def test_an_unclosed_sync_client_does_not_hold_up_exit():
+    code = "from tauopt import Client\nc = Client(driver='local')\nc.create_experiment('e', [{'name':'x','type':'double','bounds':(0,1)}], {'name':'y'})\nprint('bye')\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and out.stdout == "bye\n", out.stderr
+
+
+def test_import_tauopt_loads_no_heavy_dependency():
+    code = (
+        "import sys, tauopt\n"
+        "from tauopt import Client, AsyncClient, Engine\n"
+        "heavy = [m for m in ('torch', 'gpytorch', 'grpc', 'aiosqlite', 'fastapi') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
