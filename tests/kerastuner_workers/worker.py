@@ -6,10 +6,12 @@ Its tuner is a `RandomSearch` whose `run_trial` computes `score` from the
 hyperparameters: Int, log Float, Choice, Boolean, Fixed and a conditional
 one. Each run appends {tuner_id, trial_id, values, score} to RESULTS.jsonl.
 MODE: `normal`; `invalid_once` (each trial raises a plain error on its first
-run: INVALID); `fail_all` (FailedTrialError: FAILED); `fail_odd` (FAILED for
-odd `units`); `hang` (sleeps forever inside its first trial, to be killed);
+run: INVALID); `fail_all` (FailedTrialError: FAILED); `invalid_fail` (INVALID on
+a trial's first run, then FAILED when units/4 is odd); `hang` (sleeps forever inside its first trial, to be killed);
 `keras` (fits a tiny real Keras model). The environment carries
-KERASTUNER_ORACLE_IP/PORT/TUNER_ID and KERAS_BACKEND=torch.
+KERASTUNER_ORACLE_IP/PORT/TUNER_ID and KERAS_BACKEND=torch; WORKER_GO_FILE
+makes the worker wait for that file before searching, WORKER_TRIAL_S makes
+each normal trial take that long.
 """
 
 from __future__ import annotations
@@ -68,12 +70,16 @@ class Search(kt.RandomSearch):
         if MODE == "invalid_once" and first_run:
             record(trial.trial_id, values, None, "INVALID")
             raise RuntimeError("a transient error")
-        if MODE == "fail_all" or (MODE == "fail_odd" and (values["units"] // 4) % 2 == 1):
+        if MODE == "invalid_fail" and first_run:
+            record(trial.trial_id, values, None, "INVALID")
+            raise RuntimeError("a transient error")
+        if MODE == "fail_all" or (MODE == "invalid_fail" and (values["units"] // 4) % 2 == 1):
             record(trial.trial_id, values, None, "FAILED")
             raise kt.errors.FailedTrialError("this configuration cannot work")
         if MODE == "keras":
             return self._fit(trial, values)
         score = score_of(hp)
+        time.sleep(float(os.environ.get("WORKER_TRIAL_S", "0")))
         record(trial.trial_id, values, score, "COMPLETED")
         return {"score": score, "aux": score * 2}
 
@@ -100,6 +106,11 @@ def main() -> int:
         project_name="p",
         overwrite=True,
     )
+    go = os.environ.get("WORKER_GO_FILE")
+    if go:  # the test starts every worker's search at once, after the slow imports
+        open(RESULTS + ".ready", "w").close()
+        while not os.path.exists(go):
+            time.sleep(0.05)
     tuner.search(verbose=0)
     return 0
 

@@ -53,7 +53,7 @@ class ChiefConfig:
     max_consecutive_failures: int = 3
     parallel_bandwidth: int | None = None
     workers: int | None = None
-    linger_s: float = 30.0
+    linger_s: float = 10.0
     hold_s: float = 300.0
     seed: int | None = None
     space: tuple[Parameter, ...] | None = None
@@ -281,16 +281,17 @@ class KerasTunerOracle:
             self._check_done()
 
     def should_exit(self) -> bool:
-        """Done, every trial ended and every known worker told; or the linger is over."""
+        """Exit at once when the search is done, no trial runs, every known worker was
+        told and the `workers` expected have all been told; otherwise linger (answering
+        STOPPED to late joiners) for `linger_s` after the search is done. Without
+        `workers` the chief cannot know that nobody is still starting up, so it lingers."""
         if self.done_at is None:
             return False
         if self._clock() - self.done_at >= self.config.linger_s:
             return True
-        if self._running():
+        if self._running() or not self.known <= self.stopped:
             return False
-        if not self.known <= self.stopped:
-            return False
-        return self.config.workers is None or len(self.stopped) >= self.config.workers
+        return self.config.workers is not None and len(self.stopped) >= self.config.workers
 
     @property
     def exit_code(self) -> int:

@@ -1,0 +1,258 @@
+"""Interop with real, unmodified KerasTuner workers (keras-tuner 1.4.8, KERAS_BACKEND=torch).
+
+The chief runs as `python -m tauopt.cli kerastuner chief` and the workers as
+`tests/kerastuner_workers/worker.py`, each its own process: keras-tuner is
+never imported here (its `keras_tuner.*` protos would clash with ours).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytestmark = pytest.mark.slow
+
+WORKER = Path(__file__).parent / "kerastuner_workers" / "worker.py"
+pytest.importorskip("grpc")
+if __import__("importlib").util.find_spec("keras_tuner") is None:
+    pytest.skip("keras-tuner is not installed", allow_module_level=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Chief:
+    proc: subprocess.Popen[str]
+    port: int
+    db: Path
+    ready: dict[str, Any]
+    stderr: Path
+
+    def wait(self, timeout: float) -> tuple[int, dict[str, Any]]:
+        out, _ = self.proc.communicate(timeout=timeout)
+        lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        exits = [x for x in lines if x.get("event") == "exit"]
+        return self.proc.returncode, (exits[-1] if exits else {})
+
+    def log(self) -> str:
+        return self.stderr.read_text()
+
+
+def start_chief(tmp_path: Path, *args: str, max_trials: int, objective: str = "score") -> Chief:
+    db = tmp_path / "chief.db"
+    for _ in range(3):  # a free port can be taken between probe and bind
+        port = free_port()
+        env = {**os.environ, "KERASTUNER_ORACLE_IP": "127.0.0.1", "KERASTUNER_ORACLE_PORT": str(port), "KERASTUNER_TUNER_ID": "chief"}
+        stderr = tmp_path / "chief.err"
+        with stderr.open("w") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tauopt.cli", "kerastuner", "chief", "--objective", objective, "--direction", "min",
+                 "--max-trials", str(max_trials), "--db", str(db), "--seed", "7", *args],
+                env=env, stdout=subprocess.PIPE, stderr=err, text=True,
+            )
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        if line:
+            return Chief(proc, port, db, json.loads(line), stderr)
+        proc.wait(10)
+    raise AssertionError(f"the chief did not start: {stderr.read_text()}")
+
+
+def start_worker(chief: Chief, tmp_path: Path, tuner_id: str, mode: str = "normal", **extra_env: str) -> tuple[subprocess.Popen[str], Path]:
+    results = tmp_path / f"{tuner_id}.jsonl"
+    env = {
+        **os.environ,
+        **extra_env,
+        "KERAS_BACKEND": "torch",
+        "KERASTUNER_ORACLE_IP": "127.0.0.1",
+        "KERASTUNER_ORACLE_PORT": str(chief.port),
+        "KERASTUNER_TUNER_ID": tuner_id,
+        "KERAS_HOME": str(tmp_path / "keras-home"),
+        "OMP_NUM_THREADS": "1",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, str(WORKER), str(results), mode], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    return proc, results
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[int, str]:
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(f"worker still running after {timeout} s:\n{out[-3000:]}") from None
+    return proc.returncode, out
+
+
+def start_together(chief: Chief, tmp_path: Path, tuner_ids: list[str], mode: str = "normal", trial_s: str = "0") -> list[tuple[subprocess.Popen[str], Path]]:
+    """Workers whose searches begin at the same moment (keras imports take seconds)."""
+    go = tmp_path / "go"
+    workers = [start_worker(chief, tmp_path, t, mode, WORKER_GO_FILE=str(go), WORKER_TRIAL_S=trial_s) for t in tuner_ids]
+    deadline = time.monotonic() + 90
+    while not all(Path(str(r) + ".ready").exists() for _, r in workers):
+        assert time.monotonic() < deadline, "workers did not start"
+        assert all(p.poll() is None for p, _ in workers), [finish(p)[1][-2000:] for p, _ in workers if p.poll() is not None]
+        time.sleep(0.1)
+    go.touch()
+    return workers
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def stored(db: Path) -> tuple[Any, list[Any], list[Any]]:
+    """The experiment, its observations and suggestions as the chief left them in SQLite."""
+    from tauopt.engine import Engine
+
+    async def read() -> tuple[Any, list[Any], list[Any]]:
+        async with Engine(store=str(db), pool=None) as engine:
+            (exp,) = await engine.experiments()
+            return exp, await engine.observations(exp.id), await engine.suggestions(exp.id)
+
+    return anyio.run(read)
+
+
+def assert_in_space(values: dict[str, Any]) -> None:
+    assert set(values) >= {"units", "lr", "optimizer", "batchnorm", "epochs"}
+    assert isinstance(values["units"], int) and 4 <= values["units"] <= 64 and values["units"] % 4 == 0
+    assert isinstance(values["lr"], float) and 1e-4 <= values["lr"] <= 1e-1
+    assert values["optimizer"] in ("adam", "sgd")
+    assert isinstance(values["batchnorm"], bool)
+    assert values["epochs"] == 1
+    if values["optimizer"] == "sgd":  # the conditional child is active exactly when its parent says so
+        m = values["momentum"]
+        assert isinstance(m, float) and 0.0 <= m <= 0.9 + 1e-9 and abs(m * 10 - round(m * 10)) < 1e-6
+    else:
+        assert "momentum" not in values
+
+
+def test_two_real_workers_run_ten_trials_to_stopped_and_the_chief_exits(tmp_path: Path) -> None:
+    chief = start_chief(tmp_path, "--workers", "2", max_trials=10)
+    workers = start_together(chief, tmp_path, ["tuner0", "tuner1"], trial_s="0.2")
+    started = time.monotonic()
+    codes = [finish(p) for p, _ in workers]
+    workers_done = time.monotonic()
+    assert [c for c, _ in codes] == [0, 0], [out[-2000:] for _, out in codes]
+    code, summary = chief.wait(timeout=30)
+    chief_lag = time.monotonic() - workers_done
+    assert code == 0, chief.log()
+
+    runs = [records(r) for _, r in workers]
+    ids = [{r["trial_id"] for r in rs} for rs in runs]
+    assert ids[0] and ids[1], "both workers ran trials"
+    assert not ids[0] & ids[1], "trial ids are disjoint"
+    everything = runs[0] + runs[1]
+    assert len(everything) == 10 and all(r["status"] == "COMPLETED" for r in everything)
+    for r in everything:
+        assert_in_space(r["values"])
+
+    exp, observations, _ = stored(chief.db)
+    assert len([o for o in observations if not o.failed]) == 10
+    best_seen = min(r["score"] for r in everything)
+    best_stored = min(o.value for o in observations)
+    assert math.isclose(best_stored, best_seen, rel_tol=1e-12)
+    assert math.isclose(summary["best"]["value"], best_seen, rel_tol=1e-12)
+    assert {p.name for p in exp.parameters} == {"units", "lr", "optimizer", "batchnorm", "epochs", "momentum"}
+    assert all("aux" in o.metrics for o in observations), "every reported metric is kept"
+    assert chief_lag < 5, f"the chief exited {chief_lag:.1f} s after the last worker"
+    print(f"two workers, 10 trials: {workers_done - started:.1f} s; chief exit lag {chief_lag:.2f} s")
+
+
+def test_a_tiny_real_keras_model_fit_over_the_chief(tmp_path: Path) -> None:
+    chief = start_chief(tmp_path, "--workers", "1", max_trials=2, objective="val_loss")
+    proc, results = start_worker(chief, tmp_path, "tuner0", mode="keras")
+    code, out = finish(proc, timeout=120)
+    assert code == 0, out[-3000:]
+    assert chief.wait(timeout=30)[0] == 0, chief.log()
+    runs = records(results)
+    assert len(runs) == 2
+    _, observations, _ = stored(chief.db)
+    assert sorted(o.value for o in observations) == pytest.approx(sorted(r["score"] for r in runs), rel=1e-6)
+
+
+def test_a_worker_killed_mid_trial_has_its_trial_expire_and_another_finishes_the_search(tmp_path: Path) -> None:
+    chief = start_chief(tmp_path, "--trial-ttl-s", "2", "--linger-s", "3", max_trials=4)
+    dying, dying_results = start_worker(chief, tmp_path, "tuner-dies", mode="hang")
+    deadline = time.monotonic() + 60
+    while not records(dying_results) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    (started,) = records(dying_results)
+    os.kill(dying.pid, signal.SIGKILL)
+    dying.communicate(timeout=10)
+
+    survivor, survivor_results = start_worker(chief, tmp_path, "tuner-lives")
+    code, out = finish(survivor)
+    assert code == 0, out[-2000:]
+    code, summary = chief.wait(timeout=30)
+    assert code == 0, chief.log()
+    runs = records(survivor_results)
+    assert started["trial_id"] in {r["trial_id"] for r in runs}, "the expired trial was handed out again"
+    assert len(runs) == 4 and all(r["status"] == "COMPLETED" for r in runs)
+    assert "expired" in chief.log()
+    assert summary["workers_stopped"] == ["tuner-lives"]
+
+
+def test_a_late_joining_worker_gets_stopped_at_once(tmp_path: Path) -> None:
+    chief = start_chief(tmp_path, "--workers", "2", "--linger-s", "60", max_trials=3)
+    first, _ = start_worker(chief, tmp_path, "early")
+    assert finish(first)[0] == 0
+    assert chief.proc.poll() is None, "the chief waits for the expected second worker"
+    late, late_results = start_worker(chief, tmp_path, "late")
+    t0 = time.monotonic()
+    code, out = finish(late)
+    assert code == 0, out[-2000:]
+    assert records(late_results) == [], "the late worker ran nothing"
+    code, summary = chief.wait(timeout=10)
+    assert code == 0 and summary["workers_stopped"] == ["early", "late"]
+    assert time.monotonic() - t0 < 30
+
+
+def test_invalid_trials_are_retried_with_the_same_id_and_failed_ones_free_their_place(tmp_path: Path) -> None:
+    chief = start_chief(tmp_path, "--max-retries-per-trial", "1", "--max-consecutive-failures", "50", "--workers", "1", max_trials=4)
+    proc, results = start_worker(chief, tmp_path, "tuner0", mode="invalid_fail")
+    code, out = finish(proc)
+    assert code == 0, out[-2000:]
+    code, _ = chief.wait(timeout=30)
+    assert code == 0, chief.log()
+    runs = records(results)
+    by_trial: dict[str, list[str]] = {}
+    for r in runs:
+        by_trial.setdefault(r["trial_id"], []).append(r["status"])
+    assert all(statuses[0] == "INVALID" and len(statuses) == 2 for statuses in by_trial.values()), by_trial
+    completed = [t for t, s in by_trial.items() if s[1] == "COMPLETED"]
+    failed = [t for t, s in by_trial.items() if s[1] == "FAILED"]
+    assert len(completed) == 4, "failed trials freed their place for replacements"
+    _, observations, _ = stored(chief.db)
+    assert len([o for o in observations if o.failed]) == len(failed)
+    assert len([o for o in observations if not o.failed]) == 4
+
+
+def test_consecutive_failures_end_the_search_with_a_message_to_every_worker(tmp_path: Path) -> None:
+    chief = start_chief(tmp_path, "--max-consecutive-failures", "2", "--workers", "2", max_trials=10)
+    workers = start_together(chief, tmp_path, ["tuner0", "tuner1"], mode="fail_all")
+    outs = [finish(p) for p, _ in workers]
+    for code, out in outs:
+        assert code != 0
+        assert "consecutive failed trials" in out
+    code, summary = chief.wait(timeout=15)
+    assert code == 1 and "consecutive failed trials" in summary["failure"]
+    assert summary["workers_stopped"] == ["tuner0", "tuner1"]
