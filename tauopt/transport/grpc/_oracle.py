@@ -4,7 +4,7 @@ A trial is a suggestion (trial id = suggestion id, tuner id = its tag), except
 the *baseline*: while no space is known, one worker gets a trial without values
 (it runs its defaults) and its EndTrial teaches us the space. What the engine
 does not keep lives here, in memory, and is rebuilt from the engine on restart
-(open suggestions become trials to hand out again):
+(open suggestions become trials still running on the worker named by their tag):
 
 - which tuner runs which trial now, when it got it, and the retry queue;
 - run and expiry counts (reset by a restart);
@@ -183,11 +183,10 @@ class KerasTunerOracle:
             self._trials[tid] = t
         now = self._clock()
         for s in await self.engine.suggestions(exp.id, state="open"):
-            # A trial that was running when the chief stopped: its worker may resume it
-            # (same tuner id), otherwise anyone gets it.
-            t = _Trial(s.id, s.id, dict(s.assignments), "queued", tuner_id=s.tag, handed_at=now)
+            # A trial that was running when the chief stopped is still its worker's: the worker
+            # may end it, or (restarted) ask for it again; if it stays silent it expires.
+            t = _Trial(s.id, s.id, dict(s.assignments), "running", tuner_id=s.tag, handed_at=now, runs=1)
             self._trials[s.id] = t
-            self._queue.appendleft(s.id)
         self._check_done()
 
     # -- bookkeeping helpers --------------------------------------------------------
@@ -328,11 +327,6 @@ class KerasTunerOracle:
                 self.stopped.add(tuner_id)
                 raise SearchFailed(self.failure)
             return TrialView("", "STOPPED")
-        for tid in list(self._queue):  # a trial this tuner held before a chief restart goes back to it
-            t = self._trials[tid]
-            if t.tuner_id == tuner_id and t.runs == 0:
-                self._queue.remove(tid)
-                return self._hand_out(t, tuner_id)
         if self._queue:
             return self._hand_out(self._trials[self._queue.pop()], tuner_id)  # LIFO, like the reference
         if self._completed + self._in_progress() >= self.config.max_trials:

@@ -1,0 +1,258 @@
+"""The chief's gRPC service on a real grpc.aio server (127.0.0.1) over a real Engine,
+called through our own stub the way a KerasTuner worker calls it."""
+
+from __future__ import annotations
+
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import anyio
+import grpc
+import pytest
+
+from tauopt.engine import Engine
+from tauopt.transport.grpc._generated import keras_tuner_pb2 as kt
+from tauopt.transport.grpc._generated import service_pb2 as pb
+from tauopt.transport.grpc._generated import service_pb2_grpc as pb_grpc
+from tauopt.transport.grpc._oracle import ChiefConfig, KerasTunerOracle
+from tauopt.transport.grpc._servicer import OracleServicer
+
+SPACE = [
+    {"name": "units", "type": "int", "bounds": [4, 64], "step": 4},
+    {"name": "optimizer", "type": "categorical", "values": ["adam", "sgd"]},
+    {"name": "momentum", "type": "double", "bounds": [0.0, 0.9], "conditions": [{"parent": "optimizer", "values": ["sgd"]}]},
+]
+
+
+@asynccontextmanager
+async def chief(db: Path | None = None, **config: Any) -> AsyncIterator[tuple[pb_grpc.OracleStub, KerasTunerOracle]]:
+    from tauopt.models import Parameter
+
+    config.setdefault("space", tuple(Parameter.parse(p) for p in SPACE))
+    async with Engine(store=str(db) if db else None, pool=None) as engine:
+        oracle = KerasTunerOracle(engine, ChiefConfig(objective="score", direction="min", **config))
+        await oracle.start()
+        server = grpc.aio.server()
+        pb_grpc.add_OracleServicer_to_server(OracleServicer(oracle), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                yield pb_grpc.OracleStub(channel), oracle
+        finally:
+            await server.stop(grace=None)
+
+
+def run(fn: Any) -> Any:
+    return anyio.run(fn, backend="asyncio")
+
+
+def end(trial_id: str, status: int, values: kt.HyperParameters.Values | None = None) -> pb.EndTrialRequest:
+    trial = kt.Trial(trial_id=trial_id, status=status)
+    if values is not None:
+        trial.hyperparameters.values.CopyFrom(values)
+    return pb.EndTrialRequest(trial=trial)
+
+
+def test_a_trial_lists_a_value_for_every_active_parameter_in_its_oneof() -> None:
+    async def main() -> None:
+        async with chief(max_trials=5) as (stub, _):
+            for i in range(5):
+                trial = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id=f"t{i}"))).trial
+                assert trial.status == kt.RUNNING
+                v = trial.hyperparameters.values.values
+                assert v["units"].WhichOneof("kind") == "int_value" and v["units"].int_value % 4 == 0
+                assert v["optimizer"].WhichOneof("kind") == "string_value"
+                assert ("momentum" in v) == (v["optimizer"].string_value == "sgd")
+                if "momentum" in v:
+                    assert v["momentum"].WhichOneof("kind") == "float_value"
+
+    run(main)
+
+
+def test_the_same_tuner_gets_its_ongoing_trial_back() -> None:
+    async def main() -> None:
+        async with chief(max_trials=5) as (stub, _):
+            a = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial
+            b = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial
+            assert a.trial_id == b.trial_id
+
+    run(main)
+
+
+def test_get_trial_hides_the_objective_until_reported_and_update_requires_it() -> None:
+    async def main() -> None:
+        async with chief(max_trials=5) as (stub, _):
+            t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial
+            got = (await stub.GetTrial(pb.GetTrialRequest(trial_id=t.trial_id))).trial
+            assert "score" not in got.metrics.metrics
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"loss": 1.0}))
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "score" in err.value.details()
+            up = (await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 0.1610269409738878, "acc": 0.5}, step=3))).trial
+            assert up.metrics.metrics["score"].observations[0].step == 3
+            assert up.metrics.metrics["acc"].maximize and not up.metrics.metrics["score"].maximize
+            await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+            best = (await stub.GetBestTrials(pb.GetBestTrialsRequest(num_trials=1))).trials[0]
+            assert best.trial_id == t.trial_id and best.status == kt.COMPLETED
+            assert best.score.value == pytest.approx(0.1610269409738878, rel=1e-7) and best.score.step == 3
+
+    run(main)
+
+
+def test_best_trials_are_sorted_by_score_and_padded_like_the_reference() -> None:
+    async def main() -> None:
+        async with chief(max_trials=5, max_consecutive_failures=5) as (stub, _):
+            scores = {}
+            for i, s in enumerate([3.0, 1.0, 2.0]):
+                t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id=f"w{i}"))).trial
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": s}))
+                await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+                scores[t.trial_id] = s
+            f = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="wf"))).trial
+            await stub.EndTrial(end(f.trial_id, kt.FAILED))
+            best = (await stub.GetBestTrials(pb.GetBestTrialsRequest(num_trials=10))).trials
+            assert [scores.get(t.trial_id) for t in best[:3]] == [1.0, 2.0, 3.0]
+            assert best[3].trial_id == f.trial_id and best[3].status == kt.FAILED and not best[3].HasField("score")
+
+    run(main)
+
+
+def test_create_trial_is_held_instead_of_answering_idle_when_all_places_are_taken() -> None:
+    async def main() -> None:
+        async with chief(max_trials=1, hold_s=0.6) as (stub, oracle):
+            t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="a"))).trial
+            t0 = time.monotonic()
+            idle = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="b"))).trial
+            assert idle.status == kt.IDLE and time.monotonic() - t0 >= 0.55  # held, not a hot loop
+
+            async def finish_soon() -> None:
+                await anyio.sleep(0.2)
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 1.0}))
+                await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(finish_soon)
+                stopped = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="b"))).trial
+            assert stopped.status == kt.STOPPED  # released by the EndTrial, not by the timeout
+            assert oracle.done
+
+    run(main)
+
+
+def test_an_invalid_trial_is_retried_with_the_same_id_without_its_old_metrics() -> None:
+    async def main() -> None:
+        async with chief(max_trials=2, max_retries_per_trial=1) as (stub, _):
+            t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="a"))).trial
+            await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 1.0}))
+            await stub.EndTrial(end(t.trial_id, kt.INVALID))
+            again = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="b"))).trial
+            assert again.trial_id == t.trial_id and again.hyperparameters.values == t.hyperparameters.values
+            got = (await stub.GetTrial(pb.GetTrialRequest(trial_id=t.trial_id))).trial
+            assert "score" not in got.metrics.metrics
+
+    run(main)
+
+
+def test_bad_input_gets_a_status_and_changes_nothing(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with chief(tmp_path / "c.db", max_trials=3) as (stub, oracle):
+            t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="a"))).trial
+            await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 1.0}))
+            cases = [
+                (stub.GetTrial(pb.GetTrialRequest(trial_id="nope")), grpc.StatusCode.NOT_FOUND),
+                (stub.GetTrial(pb.GetTrialRequest(trial_id="../etc")), grpc.StatusCode.INVALID_ARGUMENT),
+                (stub.EndTrial(end("nope", kt.COMPLETED)), grpc.StatusCode.NOT_FOUND),
+                (stub.EndTrial(end(t.trial_id, kt.RUNNING)), grpc.StatusCode.INVALID_ARGUMENT),
+                (stub.EndTrial(end(t.trial_id, kt.COMPLETED, kt.HyperParameters.Values(values={"units": kt.Value()}))), grpc.StatusCode.INVALID_ARGUMENT),
+                (stub.CreateTrial(pb.CreateTrialRequest(tuner_id="")), grpc.StatusCode.INVALID_ARGUMENT),
+                (stub.UpdateSpace(pb.UpdateSpaceRequest(hyperparameters=kt.HyperParameters(space=kt.HyperParameters.Space(
+                    int_space=[kt.Int(name="z", min_value=0, max_value=3, sampling=kt.NONE)])))), grpc.StatusCode.INVALID_ARGUMENT),
+            ]
+            bad_space = kt.Trial(trial_id=t.trial_id, status=kt.COMPLETED)
+            bad_space.hyperparameters.space.fixed_space.add(name="x")  # a Fixed without its value
+            cases.append((stub.EndTrial(pb.EndTrialRequest(trial=bad_space)), grpc.StatusCode.INVALID_ARGUMENT))
+            for call, code in cases:
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await call
+                assert err.value.code() == code and err.value.details()
+            huge = pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 1.0, "x" * (5 * 1024 * 1024): 1.0})
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.UpdateTrial(huge)
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            engine, exp_id = oracle.engine, oracle.experiment.id
+            assert await engine.observations(exp_id) == []
+            assert [p.name for p in (await engine.experiment(exp_id)).parameters] == ["units", "optimizer", "momentum"]
+            # The trial is intact: it still completes.
+            await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+            assert len(await engine.observations(exp_id)) == 1
+
+    run(main)
+
+
+def test_get_space_obeys_the_parsing_traps() -> None:
+    async def main() -> None:
+        async with chief(max_trials=3) as (stub, _):
+            hp = (await stub.GetSpace(pb.GetSpaceRequest())).hyperparameters
+            assert [i.sampling for i in hp.space.int_space] == [kt.LINEAR]
+            assert all(c.HasField("default") for c in hp.space.choice_space)
+            assert set(hp.values.values) == {"units", "optimizer"}  # the active ones, at their defaults
+
+    run(main)
+
+
+def test_without_a_space_one_baseline_runs_and_the_others_wait_for_its_space() -> None:
+    async def main() -> None:
+        async with chief(max_trials=3, space=None, hold_s=0.3) as (stub, oracle):
+            base = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="a"))).trial
+            assert base.status == kt.RUNNING and len(base.hyperparameters.values.values) == 0
+            held = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="b"))).trial
+            assert held.status == kt.IDLE  # after the hold
+            await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=base.trial_id, metrics={"score": 2.0}))
+            done = kt.Trial(trial_id=base.trial_id, status=kt.COMPLETED)
+            done.hyperparameters.space.boolean_space.add(name="flag")
+            done.hyperparameters.space.int_space.add(name="n", min_value=1, max_value=9, step=1, sampling=kt.LINEAR, default=1)
+            done.hyperparameters.values.values["flag"].boolean_value = False
+            done.hyperparameters.values.values["n"].int_value = 1
+            await stub.EndTrial(pb.EndTrialRequest(trial=done))
+            nxt = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="b"))).trial
+            assert set(nxt.hyperparameters.values.values) == {"flag", "n"}
+            (obs,) = await oracle.engine.observations(oracle.experiment.id)
+            assert obs.assignments == {"flag": False, "n": 1} and obs.value == 2.0
+
+    run(main)
+
+
+def test_a_silent_trial_expires_and_is_handed_out_again() -> None:
+    async def main() -> None:
+        async with chief(max_trials=1, trial_ttl_s=0.2, hold_s=2.0) as (stub, oracle):
+            t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="dead"))).trial
+
+            async def tick() -> None:
+                while True:
+                    await anyio.sleep(0.05)
+                    await oracle.maintain()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(tick)
+                again = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="alive"))).trial
+                tg.cancel_scope.cancel()
+            assert again.trial_id == t.trial_id
+
+    run(main)
+
+
+def test_a_restarted_chief_gives_a_running_trial_back_to_its_worker(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with chief(tmp_path / "c.db", max_trials=3) as (stub, _):
+            t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial
+        async with chief(tmp_path / "c.db", max_trials=3) as (stub, _):
+            other = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="x"))).trial
+            mine = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial
+            assert mine.trial_id == t.trial_id and other.trial_id != t.trial_id
+            await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 1.0}))
+            await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+
+    run(main)
