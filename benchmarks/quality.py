@@ -222,20 +222,25 @@ def plot(curves: dict[tuple[str, int, str], np.ndarray], out: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = sorted({(p, w) for p, w, _ in curves}, key=lambda t: (list(PROBLEMS).index(t[0]), t[1]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False)
-    for ax, (p, w) in zip(axes[0], panels):
-        for (pp, ww, m), c in curves.items():
-            if (pp, ww) != (p, w):
-                continue
-            x = np.arange(1, c.shape[1] + 1)
-            q1, med, q3 = np.quantile(c, [0.25, 0.5, 0.75], axis=0)
-            ax.plot(x, med, label=m)
-            ax.fill_between(x, q1, q3, alpha=0.15)
-        ax.set_yscale("log")
-        ax.set_title(f"{p}, {w} worker{'s' if w > 1 else ''}")
-        ax.set_xlabel("evaluations")
-    axes[0][0].set_ylabel("simple regret (median, IQR)")
+    problems = [p for p in PROBLEMS if any(k[0] == p for k in curves)]
+    workers = sorted({w for _, w, _ in curves})
+    fig, axes = plt.subplots(len(workers), len(problems), figsize=(4.2 * len(problems), 3.3 * len(workers)), squeeze=False)
+    for r, w in enumerate(workers):
+        for c, p in enumerate(problems):
+            ax = axes[r][c]
+            for (pp, ww, m), curve in curves.items():
+                if (pp, ww) != (p, w):
+                    continue
+                x = np.arange(1, curve.shape[1] + 1)
+                q1, med, q3 = np.quantile(curve, [0.25, 0.5, 0.75], axis=0)
+                ax.plot(x, med, label=m)
+                ax.fill_between(x, q1, q3, alpha=0.15)
+            ax.set_yscale("log")
+            ax.set_title(f"{p}, {w} worker{'s' if w > 1 else ''}", fontsize=9)
+            if r == len(workers) - 1:
+                ax.set_xlabel("evaluations")
+            if c == 0:
+                ax.set_ylabel("simple regret (median, IQR)")
     axes[0][-1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)

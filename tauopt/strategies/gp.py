@@ -48,7 +48,7 @@ SUBSET_FIT = 300
 SUBSET_POSTERIOR = 1000
 PENDING_NOISE = 1e-6  # in standardized units: a pending point is "known" to the model
 _TOP_K = 5
-_ROUNDS = (0.1, 0.03, 0.01)
+_ROUNDS = (0.1, 0.03, 0.01, 0.003, 0.001)
 _PER_ROUND = 32
 
 
@@ -223,8 +223,9 @@ def _initial_candidates(
     order = np.argsort(raw, kind="stable")[:_TOP_K]
     if len(num) and len(order):
         base = enc.latent([points[i] for i in order])
-        local = np.repeat(base, 16, axis=0)
-        local[:, num] += rng.normal(0.0, 0.05, size=(len(local), len(num)))
+        local = np.repeat(base, 32, axis=0)
+        scale = np.repeat([0.05, 0.005], 16)[np.arange(len(local)) % 32][:, None]  # two radii
+        local[:, num] += scale * rng.normal(0.0, 1.0, size=(len(local), len(num)))
         z = np.vstack([z, np.clip(local, 0.0, 1.0)])
     return z
 
