@@ -151,8 +151,7 @@ _REVOKE_CREDENTIAL = "UPDATE credentials SET revoked_at = ? WHERE id = ?"
 _CREDENTIAL_COLUMNS = "id, name, token_hash, created_at, suggestions_per_day, max_active_experiments, revoked_at"
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+_dumps = json.JSONEncoder(separators=(",", ":")).encode  # one encoder, not one per call
 
 
 def _text(value: str | None) -> str | None:
@@ -162,66 +161,71 @@ def _text(value: str | None) -> str | None:
     return value
 
 
+def _experiment_row(w: PutExperiment) -> tuple[Any, ...]:
+    e = w.experiment
+    return (
+        _text(e.id), _text(e.owner), e.state, _text(e.name), float(e.created_at),
+        int(e.open_suggestions), int(e.observations), int(w.drawn), _dumps(e.to_dict()),
+    )  # fmt: skip
+
+
+def _suggestion_row(s: Suggestion) -> tuple[Any, ...]:
+    return (_text(s.experiment_id), _text(s.id), s.state, _text(s.tag), float(s.created_at), _dumps(s.assignments))
+
+
+def _observation_row(o: Observation) -> tuple[Any, ...]:
+    return (
+        _text(o.experiment_id), _text(o.id), _text(o.suggestion_id), None if o.value is None else float(o.value),
+        int(bool(o.failed)), float(o.created_at), _dumps(o.assignments), _dumps(o.metrics),
+    )  # fmt: skip
+
+
+def _credential_row(c: CredentialRecord) -> tuple[Any, ...]:
+    return (
+        _text(c.id), _text(c.name), _text(c.token_hash), float(c.created_at), c.revoked_at,
+        c.suggestions_per_day, c.max_active_experiments,
+    )  # fmt: skip
+
+
 @dataclass
 class _Rows:
-    """One group's writes as rows; later writes of a key replace earlier ones."""
+    """One group's writes by key; a later write of a key replaces an earlier one
+    (keeping the key's first position), so an experiment header rewritten by 64
+    batches of a group is turned into a row once."""
 
-    experiments: dict[str, tuple[Any, ...]]
-    suggestions: dict[tuple[str, str], tuple[Any, ...]]
-    observations: dict[tuple[str, str], tuple[Any, ...]]
-    credentials: dict[str, tuple[Any, ...]]
-    revokes: list[tuple[Any, ...]]
+    experiments: dict[str, PutExperiment]
+    suggestions: dict[tuple[str, str], Suggestion]
+    observations: dict[tuple[str, str], Observation]
+    credentials: dict[str, CredentialRecord]
+    revokes: list[RevokeCredential]
 
     @classmethod
-    def empty(cls) -> "_Rows":
-        return cls({}, {}, {}, {}, [])
-
-    def add(self, writes: Sequence[Write]) -> None:
-        for w in writes:
-            if isinstance(w, PutExperiment):
-                e = w.experiment
-                self.experiments[e.id] = (
-                    _text(e.id), _text(e.owner), e.state, _text(e.name), float(e.created_at),
-                    int(e.open_suggestions), int(e.observations), int(w.drawn), _dumps(e.to_dict()),
-                )  # fmt: skip
-            elif isinstance(w, PutSuggestion):
-                s = w.suggestion
-                self.suggestions[(s.experiment_id, s.id)] = (
-                    _text(s.experiment_id), _text(s.id), s.state, _text(s.tag), float(s.created_at),
-                    _dumps(s.assignments),
-                )  # fmt: skip
-            elif isinstance(w, PutObservation):
-                o = w.observation
-                self.observations[(o.experiment_id, o.id)] = (
-                    _text(o.experiment_id), _text(o.id), _text(o.suggestion_id),
-                    None if o.value is None else float(o.value), int(bool(o.failed)), float(o.created_at),
-                    _dumps(o.assignments), _dumps(o.metrics),
-                )  # fmt: skip
-            elif isinstance(w, PutCredential):
-                c = w.credential
-                self.credentials[c.id] = (
-                    _text(c.id), _text(c.name), _text(c.token_hash), float(c.created_at), c.revoked_at,
-                    c.suggestions_per_day, c.max_active_experiments,
-                )  # fmt: skip
-            elif isinstance(w, RevokeCredential):
-                self.revokes.append((float(w.revoked_at), _text(w.credential_id)))
-            else:
-                raise TypeError(f"not a store write: {w!r}")
-
-    def merge(self, other: "_Rows") -> None:
-        self.experiments.update(other.experiments)
-        self.suggestions.update(other.suggestions)
-        self.observations.update(other.observations)
-        self.credentials.update(other.credentials)
-        self.revokes.extend(other.revokes)
+    def of(cls, batches: Sequence[Sequence[Write]]) -> "_Rows":
+        rows = cls({}, {}, {}, {}, [])
+        for writes in batches:
+            for w in writes:
+                if isinstance(w, PutExperiment):
+                    rows.experiments[w.experiment.id] = w
+                elif isinstance(w, PutSuggestion):
+                    rows.suggestions[(w.suggestion.experiment_id, w.suggestion.id)] = w.suggestion
+                elif isinstance(w, PutObservation):
+                    rows.observations[(w.observation.experiment_id, w.observation.id)] = w.observation
+                elif isinstance(w, PutCredential):
+                    rows.credentials[w.credential.id] = w.credential
+                elif isinstance(w, RevokeCredential):
+                    rows.revokes.append(w)
+                else:
+                    raise TypeError(f"not a store write: {w!r}")
+        return rows
 
     def statements(self) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        """The SQL and its rows; raises if an object cannot be turned into a row."""
         plan = [
-            (_UPSERT_EXPERIMENT, list(self.experiments.values())),
-            (_UPSERT_SUGGESTION, list(self.suggestions.values())),
-            (_UPSERT_OBSERVATION, list(self.observations.values())),
-            (_UPSERT_CREDENTIAL, list(self.credentials.values())),
-            (_REVOKE_CREDENTIAL, self.revokes),
+            (_UPSERT_EXPERIMENT, [_experiment_row(w) for w in self.experiments.values()]),
+            (_UPSERT_SUGGESTION, [_suggestion_row(x) for x in self.suggestions.values()]),
+            (_UPSERT_OBSERVATION, [_observation_row(x) for x in self.observations.values()]),
+            (_UPSERT_CREDENTIAL, [_credential_row(x) for x in self.credentials.values()]),
+            (_REVOKE_CREDENTIAL, [(float(r.revoked_at), _text(r.credential_id)) for r in self.revokes]),
         ]
         return [(sql, rows) for sql, rows in plan if rows]
 
@@ -406,17 +410,17 @@ class SqliteStore(Store):
             self._fail_queued(StoreError(f"{self!r}: the writer stopped before these writes were committed"))
 
     async def _commit(self, group: list[tuple[Sequence[Write], Done]]) -> None:
-        rows = _Rows.empty()
         outcome: list[BaseException | None] = [None] * len(group)
-        for i, (writes, _) in enumerate(group):
-            trial = _Rows.empty()  # an empty batch is a barrier: answered with its group
-            try:
-                trial.add(writes)
-            except Exception as exc:  # this batch cannot be stored; the others can
-                outcome[i] = StoreError(f"cannot store this batch ({type(exc).__name__}: {exc})")
-                continue
-            rows.merge(trial)
-        plan = rows.statements()
+        try:
+            plan = _Rows.of([writes for writes, _ in group]).statements()
+        except Exception:
+            # Rare: some batch cannot be stored. Find it, fail it alone, store the others.
+            for i, (writes, _) in enumerate(group):
+                try:
+                    _Rows.of([writes]).statements()
+                except Exception as exc:
+                    outcome[i] = StoreError(f"cannot store this batch ({type(exc).__name__}: {exc})")
+            plan = _Rows.of([w for (w, _), o in zip(group, outcome) if o is None]).statements()
         conn = self._writer
         assert conn is not None
         try:
@@ -440,7 +444,8 @@ class SqliteStore(Store):
                 err.__cause__ = exc
             else:
                 err = StoreError(f"{self!r}: the writer was stopped before committing these writes")
-            outcome = [err if o is None else o for o in outcome]
+            # A barrier (no writes) only orders: it is answered None all the same.
+            outcome = [err if o is None and writes else o for (writes, _), o in zip(group, outcome)]
             for (_, done), o in zip(group, outcome):
                 _call(done, o)
             if not isinstance(exc, sqlite3.Error):

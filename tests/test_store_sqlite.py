@@ -1,0 +1,422 @@
+"""SqliteStore specifics: restart round trip, group commit, failures, bad files, start time."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tauopt.engine._sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStore, _migrate
+from tauopt.engine._store import (
+    CredentialRecord,
+    PutCredential,
+    PutExperiment,
+    PutObservation,
+    PutSuggestion,
+    Snapshot,
+    StoreError,
+)
+from tauopt.models import Condition, Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def experiment(eid: str = "e1", owner: str | None = "alice") -> Experiment:
+    return Experiment(
+        id=eid,
+        name="exp",
+        parameters=(Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}),),
+        metric=Metric("loss"),
+        parallel_bandwidth=8,
+        created_at=1.0,
+        owner=owner,
+    )
+
+
+def suggestion(sid: str, eid: str = "e1", **kw: Any) -> Suggestion:
+    return Suggestion(sid, eid, {"x": 0.5}, created_at=2.0, **kw)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# -- restart round trip (property) ------------------------------------------
+
+text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)  # no lone surrogates
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+names = text.filter(str.strip)  # models refuse blank names
+values = st.one_of(text, st.integers(-(2**53), 2**53), finite, st.booleans())
+conditions = st.lists(st.builds(Condition, text, st.lists(values, min_size=1, max_size=3).map(tuple)), max_size=2)
+
+
+@st.composite
+def parameters(draw: st.DrawFn, name: str) -> Parameter:
+    kind = draw(st.sampled_from(["double", "int", "categorical", "boolean", "fixed"]))
+    raw: dict[str, Any] = {"name": name, "type": kind, "conditions": [c.to_dict() for c in draw(conditions)]}
+    if kind == "double":
+        lo = draw(st.floats(1e-6, 1e6))
+        raw.update(bounds=[lo, lo * draw(st.floats(1.5, 100.0))], scale=draw(st.sampled_from(["linear", "log", "reverse_log"])))
+        if draw(st.booleans()):
+            raw["step"] = (raw["bounds"][1] - lo) / draw(st.integers(1, 10))
+    elif kind == "int":
+        lo = draw(st.integers(1, 1000))
+        raw.update(bounds=[lo, lo + draw(st.integers(1, 1000))], step=draw(st.none() | st.integers(1, 1)))
+    elif kind == "categorical":
+        raw["values"] = draw(st.lists(values, min_size=1, max_size=5, unique_by=lambda v: (type(v), v)))
+        raw["default"] = draw(st.none() | st.sampled_from(raw["values"]))
+    elif kind == "fixed":
+        raw["value"] = draw(values)
+    return Parameter.parse(raw)
+
+
+@st.composite
+def snapshots(draw: st.DrawFn) -> Snapshot:
+    eid = draw(text)
+    pnames = draw(st.lists(names, min_size=1, max_size=4, unique=True))
+    exp = Experiment(
+        id=eid,
+        name=draw(text),
+        parameters=tuple(draw(parameters(n)) for n in pnames),
+        metric=Metric(draw(names), draw(st.sampled_from(["minimize", "maximize"]))),
+        parallel_bandwidth=draw(st.integers(1, 1000)),
+        suggestion_ttl_s=draw(st.none() | st.floats(0.001, 1e6)),
+        observation_budget=draw(st.none() | st.integers(1, 10**6)),
+        strategy=draw(st.sampled_from(["auto", "random", "sobol", "grid", "gp"])),
+        state=draw(st.sampled_from(["active", "completed", "archived"])),
+        created_at=draw(finite),
+        open_suggestions=draw(st.integers(0, 10**6)),
+        observations=draw(st.integers(0, 10**6)),
+        strategy_options=StrategyOptions(
+            draw(st.none() | st.integers(2, 100)), draw(st.none() | st.integers(1, 100)), draw(st.none() | st.integers(0, 2**62))
+        ),
+        owner=draw(st.none() | text),
+    )
+    assignments = st.dictionaries(st.sampled_from(pnames), values, max_size=len(pnames))
+    sids = draw(st.lists(text, max_size=6, unique=True))
+    suggestions = tuple(
+        Suggestion(
+            sid, eid, draw(assignments), draw(st.sampled_from(["open", "observed", "closed", "expired"])), draw(st.none() | text), draw(finite)
+        )
+        for sid in sids
+    )
+    observations = tuple(
+        Observation(
+            oid,
+            eid,
+            draw(st.none() | st.sampled_from(sids or ["none"])),
+            draw(assignments),
+            draw(st.none() | finite),
+            draw(st.booleans()),
+            draw(finite),
+            draw(st.dictionaries(text, finite, max_size=3)),
+        )
+        for oid in draw(st.lists(text, max_size=6, unique=True))
+    )
+    return Snapshot(exp, suggestions, observations, draw(st.integers(0, 2**62)))
+
+
+credentials = st.builds(
+    CredentialRecord, text, text, text, finite, st.none() | st.integers(1, 10**6), st.none() | st.integers(1, 10**6), st.none() | finite
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snap=snapshots(), cred=credentials)
+def test_every_field_survives_close_and_reopen(snap: Snapshot, cred: CredentialRecord) -> None:
+    async def main(path: Path) -> None:
+        async with SqliteStore(path) as store:
+            await store.write([PutExperiment(snap.experiment, snap.drawn), *map(PutSuggestion, snap.suggestions)])
+            for o in snap.observations:  # observations arrive one by one
+                store.submit([PutObservation(o)], lambda exc: None)
+            await store.write([PutCredential(cred)])
+        async with SqliteStore(path) as store:
+            loaded = await store.load(snap.experiment.id)
+            assert loaded == snap
+            for a, b in zip(loaded.suggestions + loaded.observations, snap.suggestions + snap.observations):  # type: ignore[operator,union-attr]
+                assert [type(v) for v in a.assignments.values()] == [type(v) for v in b.assignments.values()]
+            assert await store.list_experiments() == [snap.experiment]
+            assert await store.credentials() == [cred]
+            assert await store.credential_by_hash(cred.token_hash) == cred
+
+    with tempfile.TemporaryDirectory() as d:
+        anyio.run(main, Path(d) / "roundtrip.db")
+
+
+# -- group commit -------------------------------------------------------------------
+
+
+async def test_concurrent_submits_share_few_transactions(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "g.db") as store:
+        await store.write([PutExperiment(experiment())])
+        before = store.transactions
+
+        async def producer(n: int) -> None:
+            for i in range(25):
+                await store.write([PutSuggestion(suggestion(f"{n}-{i}")), PutExperiment(experiment())])
+
+        async with anyio.create_task_group() as tg:
+            for n in range(64):
+                tg.start_soon(producer, n)
+        transactions = store.transactions - before
+        snap = await store.load("e1")
+    assert snap is not None and len(snap.suggestions) == 64 * 25
+    # 1600 acknowledged batches; each round of 64 producers lands in about one commit.
+    assert transactions <= 1600 // 8, transactions
+
+
+async def test_batches_queued_in_one_moment_commit_as_one_transaction(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "g.db") as store:
+        await store.write([PutExperiment(experiment())])
+        before = store.transactions
+        acked: list[BaseException | None] = []
+        for i in range(500):
+            store.submit([PutSuggestion(suggestion(f"s{i}"))], acked.append)
+        await store.write([])
+        assert store.transactions - before == 1
+        assert acked == [None] * 500
+
+
+# -- failures ------------------------------------------------------------------------
+
+
+async def test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(tmp_path: Path) -> None:
+    path = tmp_path / "f.db"
+    async with SqliteStore(path) as store:
+        await store.write([PutExperiment(experiment())])
+    with sqlite3.connect(path) as conn:  # a real SQL failure in the middle of a transaction
+        conn.execute("CREATE TRIGGER boom BEFORE INSERT ON observations WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END")
+    conn.close()
+    async with SqliteStore(path) as store:
+        outcomes: list[BaseException | None] = []
+        store.submit([PutSuggestion(suggestion("s1"))], outcomes.append)
+        store.submit([PutObservation(Observation("boom", "e1", None, {"x": 0.1}, 1.0))], outcomes.append)
+        store.submit([PutSuggestion(suggestion("s2"))], outcomes.append)
+        await store.write([])  # a barrier carries no writes: it is answered None either way
+        assert len(outcomes) == 3 and all(isinstance(e, StoreError) and "boom" in str(e) for e in outcomes)
+        snap = await store.load("e1")
+        assert snap is not None and snap.suggestions == () and snap.observations == ()
+        await store.write([PutSuggestion(suggestion("s3"))])  # the store goes on
+        snap = await store.load("e1")
+        assert snap is not None and [s.id for s in snap.suggestions] == ["s3"]
+
+
+async def test_a_batch_that_cannot_be_stored_fails_alone(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "f.db") as store:
+        await store.write([PutExperiment(experiment())])
+        outcomes: list[BaseException | None] = []
+        store.submit([PutSuggestion(suggestion("s1"))], outcomes.append)
+        store.submit([PutSuggestion(Suggestion("s2", "e1", {"x": object()}))], outcomes.append)  # type: ignore[dict-item]
+        store.submit([PutSuggestion(suggestion("s3", tag="\ud800"))], outcomes.append)  # lone surrogate
+        store.submit([PutSuggestion(suggestion("s4"))], outcomes.append)
+        await store.write([])
+        assert outcomes[0] is None and outcomes[3] is None
+        assert isinstance(outcomes[1], StoreError) and isinstance(outcomes[2], StoreError)
+        snap = await store.load("e1")
+        assert snap is not None and [s.id for s in snap.suggestions] == ["s1", "s4"]
+
+
+async def test_close_commits_what_is_queued_and_then_refuses(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    store = SqliteStore(path)
+    outcomes: list[BaseException | None] = []
+    async with store:
+        await store.write([PutExperiment(experiment())])
+        for i in range(300):
+            store.submit([PutSuggestion(suggestion(f"s{i}"))], outcomes.append)
+    assert outcomes == [None] * 300
+    store.submit([PutSuggestion(suggestion("late"))], outcomes.append)
+    assert isinstance(outcomes[-1], StoreError)
+    async with SqliteStore(path) as again:
+        snap = await again.load("e1")
+    assert snap is not None and len(snap.suggestions) == 300
+
+
+async def test_start_without_a_task_group_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="task group"):
+        await SqliteStore(tmp_path / "x.db").start()
+
+
+async def test_durability_levels_set_wal_and_synchronous(tmp_path: Path) -> None:
+    for durability, expected in (("os", 1), ("fsync", 2)):  # NORMAL, FULL
+        async with SqliteStore(tmp_path / f"{durability}.db", durability=durability) as store:  # type: ignore[arg-type]
+            assert await SqliteStore._scalar(store._writer, "PRAGMA synchronous") == expected  # type: ignore[arg-type]
+            assert await SqliteStore._scalar(store._writer, "PRAGMA journal_mode") == "wal"  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        SqliteStore(tmp_path / "x.db", durability="never")  # type: ignore[arg-type]
+
+
+# -- bad files ---------------------------------------------------------------------------
+
+
+async def open_and_close(path: Path) -> None:
+    async with SqliteStore(path):
+        pass
+
+
+async def test_a_file_that_is_not_sqlite_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are my notes, not a database\n" * 100)
+    before = sha256(path)
+    with pytest.raises(StoreError, match="not a SQLite database"):
+        await open_and_close(path)
+    assert sha256(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+async def test_a_foreign_sqlite_database_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, amount REAL)")
+        conn.execute("INSERT INTO invoices (amount) VALUES (9.5)")
+    conn.close()
+    before = sha256(path)
+    with pytest.raises(StoreError, match="not a tauopt store"):
+        await open_and_close(path)
+    assert sha256(path) == before
+
+
+async def test_a_store_of_a_newer_schema_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "newer.db"
+    async with SqliteStore(path) as store:
+        await store.write([PutExperiment(experiment())])
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    conn.close()
+    before = sha256(path)
+    with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}.*upgrade tauopt"):
+        await open_and_close(path)
+    assert sha256(path) == before
+
+
+async def test_a_directory_or_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="is a directory"):
+        await open_and_close(tmp_path)
+    with pytest.raises(StoreError, match="does not exist"):
+        await open_and_close(tmp_path / "missing" / "t.db")
+
+
+async def test_an_older_store_is_migrated_forward_with_its_data(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    async with aiosqlite.connect(path, isolation_level=None) as conn:
+        await _migrate(conn, 0, target=1)  # a store from before the credentials table
+        await conn.execute(
+            "INSERT INTO experiments (id, owner, state, name, created_at, open_suggestions, observations, drawn, body) "
+            "VALUES (?, ?, 'active', 'exp', 1.0, 0, 0, 3, ?)",
+            ("e1", "alice", json.dumps(experiment().to_dict())),
+        )
+    async with SqliteStore(path) as store:
+        snap = await store.load("e1")
+        assert snap is not None and snap.experiment == experiment() and snap.drawn == 3
+        await store.put_credential(CredentialRecord("c1", "ci", "h1", 1.0))
+        assert [c.id for c in await store.credentials()] == ["c1"]
+    conn2 = sqlite3.connect(path)
+    assert conn2.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
+    conn2.close()
+
+
+# Root ignores permission bits (CAP_DAC_OVERRIDE), so the read-only cases run in
+# a child process whose capability bounding set lacks the DAC overrides: it is
+# still uid 0, but permission bits now apply to it as to any user.
+READONLY_CHILD = textwrap.dedent(
+    """
+    import sys, anyio
+    from tauopt.engine._sqlite import SqliteStore
+    from tauopt.engine._store import StoreError
+    async def main():
+        try:
+            async with SqliteStore(sys.argv[1]):
+                pass
+        except StoreError as exc:
+            print("StoreError:", exc)
+        else:
+            print("opened")
+    anyio.run(main)
+    """
+)
+NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
+
+
+def run_without_override(db: Path) -> str:
+    if os.geteuid() != 0:
+        cmd = [sys.executable]  # a normal user is already bound by permission bits
+    elif shutil.which("setpriv") is None:
+        pytest.skip("running as root without util-linux setpriv: cannot make permission bits apply to the child")
+    else:
+        cmd = [*NO_OVERRIDE, sys.executable]
+    proc = subprocess.run([*cmd, "-c", READONLY_CHILD, str(db)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    if proc.returncode != 0 and "setpriv" in proc.stderr:
+        pytest.skip(f"cannot drop capabilities here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+async def test_a_read_only_directory_fails_at_start(tmp_path: Path) -> None:
+    tmp_path.chmod(0o555)
+    try:
+        out = run_without_override(tmp_path / "new.db")
+    finally:
+        tmp_path.chmod(0o755)
+    assert out.startswith("StoreError:") and "read-only" in out, out
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_read_only_store_file_fails_at_start_and_is_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "ro.db"
+    async with SqliteStore(path) as store:
+        await store.write([PutExperiment(experiment())])
+    before = sha256(path)
+    path.chmod(0o444)  # the directory is writable, the file is not
+    out = run_without_override(path)
+    assert out.startswith("StoreError:") and "read-only" in out, out
+    assert sha256(path) == before
+    path.chmod(0o644)
+    tmp_path.chmod(0o555)  # the file is writable, its directory is not (WAL needs -wal and -shm files)
+    try:
+        out = run_without_override(path)
+    finally:
+        tmp_path.chmod(0o755)
+    assert out.startswith("StoreError:") and "read-only" in out, out
+    assert sha256(path) == before
+
+
+# -- scale -------------------------------------------------------------------------------
+
+
+async def test_a_store_of_100k_experiments_opens_in_under_a_second(tmp_path: Path) -> None:
+    path = tmp_path / "big.db"
+    exp = experiment()
+    async with SqliteStore(path) as store:
+        await store.write([PutExperiment(exp.evolve(id=f"e{i:06d}", owner=f"o{i % 100}")) for i in range(100_000)])
+    t0 = time.perf_counter()
+    async with SqliteStore(path) as store:
+        opened = time.perf_counter() - t0
+        assert await store.has_experiment("e099999")
+        assert await store.count_experiments("o7") == 1000
+        snap = await store.load("e054321")
+        first_answer = time.perf_counter() - t0
+    assert snap is not None and snap.experiment.id == "e054321"
+    assert opened < 1.0, opened
+    assert first_answer < 1.0, first_answer
+
+
+def test_importing_tauopt_does_not_import_aiosqlite() -> None:
+    code = "import sys, tauopt, tauopt.engine; assert 'aiosqlite' not in sys.modules, 'aiosqlite imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
