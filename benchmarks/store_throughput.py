@@ -160,7 +160,18 @@ def main() -> None:
                 "results": summary,
                 "all_rounds_ops_per_s": {k: [x["ops_per_s"] for x in v] for k, v in runs.items()},
                 "ratio_vs_memory": {k: round(summary[k]["ops_per_s"] / base, 3) for k in STORES[1:]},
-                "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "fs_block": fs.f_bsize},
+                # Each round runs memory, os, fsync back to back: the per-round ratio is
+                # less exposed to other load on the machine than the ratio of medians.
+                "paired_ratio_median": {
+                    k: round(statistics.median(x["ops_per_s"] / m["ops_per_s"] for x, m in zip(runs[k], runs["memory"])), 3)
+                    for k in STORES[1:]
+                },
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "python": platform.python_version(),
+                    "loadavg_1m_at_end": round(os.getloadavg()[0], 2),
+                    "fs_block": fs.f_bsize,
+                },
             },
             indent=2,
         )
