@@ -389,9 +389,9 @@ class ExperimentActor:
         if self._job_running or self._tg is None:
             return
         fresh = [p for v, p in self._ahead if self._version - v <= STALENESS_BOUND]
+        # the waiters, plus a few points ahead for the asks to come (also when the
+        # bandwidth is full: they serve the ask that follows the next observation)
         want = len(self._waiters) + self._ahead_target - len(fresh)
-        room = self._exp.parallel_bandwidth - len(self._open)
-        want = min(want, max(room, len(self._waiters)))
         if want <= 0:
             return
         self._job_running = True

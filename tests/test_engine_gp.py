@@ -1,0 +1,123 @@
+"""Pooled strategies never block an experiment's mailbox: asks are parked and
+answered in arrival order when the proposal lands, other experiments and other
+messages are served meanwhile, and a failing pool falls back to Sobol."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import numpy as np
+import pytest
+
+from tauopt import Engine
+from tauopt.strategies import propose
+from tauopt.strategies._pool_types import ProposeResult
+
+pytestmark = pytest.mark.anyio
+
+XY = [{"name": "x", "type": "double", "bounds": (0.0, 1.0)}, {"name": "y", "type": "double", "bounds": (0.0, 1.0)}]
+M = {"name": "loss", "objective": "minimize"}
+
+
+class SlowPool:
+    """A pool boundary whose GP takes `delay` seconds per job (Sobol underneath)."""
+
+    def __init__(self, delay: float, fail: bool = False) -> None:
+        self.delay, self.fail, self.jobs = delay, fail, 0
+
+    async def propose(self, key, strategy, request, deadline_s=None):
+        self.jobs += 1
+        await anyio.sleep(self.delay)
+        if self.fail:
+            raise RuntimeError("cholesky failed")
+        cands = propose("sobol", request, np.random.default_rng(self.jobs))
+        return ProposeResult(tuple(cands), "gp", None, self.delay)
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return None
+
+
+async def test_an_ask_on_b_is_answered_while_as_fit_runs():
+    pool = SlowPool(delay=1.5)
+    async with Engine(pool=pool) as engine:
+        a = await engine.create_experiment("slow-gp", XY, M, strategy="gp", parallel_bandwidth=4)
+        b = await engine.create_experiment("random", XY, M, strategy="random", parallel_bandwidth=4)
+        answered: dict[str, float] = {}
+        t0 = time.monotonic()
+
+        async def ask_a():
+            await engine.suggest(a.id, tag="first")
+            answered["a"] = time.monotonic() - t0
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask_a)
+            await anyio.sleep(0.1)  # A's fit is now running
+            await engine.suggest(b.id)
+            answered["b"] = time.monotonic() - t0
+            # A's own mailbox keeps serving listings while its fit runs
+            await engine.suggestions(a.id)
+            answered["a-listing"] = time.monotonic() - t0
+    assert answered["b"] < 1.0 and answered["a-listing"] < 1.0
+    assert answered["a"] >= 1.5
+
+
+async def test_parked_asks_are_answered_in_arrival_order_with_distinct_points():
+    pool = SlowPool(delay=0.3)
+    async with Engine(pool=pool) as engine:
+        exp = await engine.create_experiment("gp", XY, M, strategy="gp", parallel_bandwidth=8)
+        order: list[str] = []
+
+        async def ask(tag: str):
+            s = await engine.suggest(exp.id, tag=tag)
+            order.append(s.tag)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(8):
+                tg.start_soon(ask, f"w{i}")
+                await anyio.sleep(0.01)
+        open_ = await engine.suggestions(exp.id, state="open")
+    assert order == [f"w{i}" for i in range(8)]
+    assert [s.tag for s in open_] == order  # ids handed out in arrival order
+    assert len({tuple(sorted(s.assignments.items())) for s in open_}) == 8
+
+
+async def test_a_failing_pool_falls_back_to_sobol_and_records_why():
+    async with Engine(pool=SlowPool(delay=0.01, fail=True)) as engine:
+        exp = await engine.create_experiment("gp", XY, M, strategy="gp", parallel_bandwidth=3)
+        got = [await engine.suggest(exp.id) for _ in range(3)]
+        stats = await engine.inspect(exp.id)
+    assert len({tuple(sorted(s.assignments.items())) for s in got}) == 3
+    assert stats["fallbacks"] >= 1 and "cholesky failed" in stats["last_fallback_reason"]
+
+
+async def test_computed_ahead_points_answer_asks_without_waiting_for_a_fit():
+    pool = SlowPool(delay=0.5)
+    async with Engine(pool=pool) as engine:
+        exp = await engine.create_experiment("gp", XY, M, strategy="gp", parallel_bandwidth=1)
+        s = await engine.suggest(exp.id)  # waits for the first fit, which also computes ahead
+        await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
+        t0 = time.monotonic()
+        s2 = await engine.suggest(exp.id)
+        waited = time.monotonic() - t0
+    assert s2.assignments != s.assignments
+    assert waited < 0.4, waited  # served from the buffer, not after another 0.5 s fit
+
+
+async def test_real_gp_through_the_thread_pool_gives_distinct_points():
+    async with Engine(pool="thread") as engine:
+        exp = await engine.create_experiment(
+            "gp", XY, M, strategy="auto", parallel_bandwidth=8, strategy_options={"initial_points": 5, "seed": 1}
+        )
+        for _ in range(6):
+            s = await engine.suggest(exp.id)
+            x, y = s.assignments["x"], s.assignments["y"]
+            await engine.observe(exp.id, suggestion_id=s.id, value=(x - 0.3) ** 2 + (y - 0.7) ** 2)
+        with anyio.fail_after(60):
+            batch = [await engine.suggest(exp.id, tag=f"w{i}") for i in range(8)]
+        stats = await engine.inspect(exp.id)
+    assert len({tuple(sorted(s.assignments.items())) for s in batch}) == 8
+    assert stats["proposals"] >= 1
