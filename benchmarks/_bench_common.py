@@ -1,0 +1,234 @@
+"""Shared pieces of the contention benchmark: the workload, the recorder, the
+worker loop, percentiles and the invariant checks.
+
+A *pair* is one ask (suggest) and one observe. Every door runs the same loop:
+ask, wait `eval_s`, observe, and records both latencies as the worker sees them.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
+
+import anyio
+
+# The same 3-D space for every door and for Optuna.
+PARAMETERS: list[dict[str, Any]] = [
+    {"name": "lr", "type": "double", "bounds": [1e-5, 1.0], "scale": "log"},
+    {"name": "layers", "type": "int", "bounds": [1, 8]},
+    {"name": "act", "type": "categorical", "values": ["relu", "tanh", "gelu"]},
+]
+METRIC = {"name": "loss", "objective": "minimize"}
+
+
+def objective(a: Mapping[str, Any]) -> float:
+    """A cheap deterministic loss; its value does not matter for coordination."""
+    lr = float(a.get("lr", 0.01))
+    return (math.log10(lr) + 2.5) ** 2 + 0.1 * int(a.get("layers", 1)) + (0.3 if a.get("act") == "tanh" else 0.0)
+
+
+def point_key(experiment: str, assignments: Mapping[str, Any]) -> str:
+    """One hashable (and picklable) key per assigned point of an experiment."""
+    return experiment + "|" + "|".join(f"{k}={assignments[k]!r}" for k in sorted(assignments))
+
+
+def error_type(exc: BaseException) -> str:
+    """A short name for an error: the catalogue type, the gRPC code, or the class."""
+    et = getattr(exc, "error_type", None)
+    if isinstance(et, str):
+        return et
+    code = getattr(exc, "code", None)
+    if callable(code):
+        try:
+            return "grpc_" + str(code().name).lower()
+        except Exception:
+            pass
+    return type(exc).__name__
+
+
+@dataclass
+class Recorder:
+    """What one process's workers saw. Merged across processes by `merge`."""
+
+    ask_s: list[float] = field(default_factory=list)
+    observe_s: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+    keys: list[str] = field(default_factory=list)
+    pairs: int = 0
+    started: float = 0.0
+    ended: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ask_s": self.ask_s,
+            "observe_s": self.observe_s,
+            "errors": dict(self.errors),
+            "keys": self.keys,
+            "pairs": self.pairs,
+            "started": self.started,
+            "ended": self.ended,
+        }
+
+    @classmethod
+    def merge(cls, parts: Iterable[Mapping[str, Any]]) -> "Recorder":
+        out = cls()
+        starts, ends = [], []
+        for p in parts:
+            out.ask_s.extend(p["ask_s"])
+            out.observe_s.extend(p["observe_s"])
+            out.errors.update(p["errors"])
+            out.keys.extend(p["keys"])
+            out.pairs += p["pairs"]
+            starts.append(p["started"])
+            ends.append(p["ended"])
+        out.started = min(starts, default=0.0)
+        out.ended = max(ends, default=0.0)
+        return out
+
+
+Ask = Callable[[int, int], Awaitable[tuple[str, Any, Mapping[str, Any]]]]  # (worker, i) -> (exp, handle, assignments)
+Tell = Callable[[str, Any, Mapping[str, Any]], Awaitable[Any]]
+
+
+async def worker_loop(
+    w: int, ask: Ask, tell: Tell, rec: Recorder, stop_at: float, eval_s: float, record_keys: bool = True
+) -> None:
+    """ask -> evaluate (sleep eval_s) -> observe until `stop_at` (time.time()).
+    An error is counted by type and the loop goes on after a short pause."""
+    i = 0
+    while time.time() < stop_at:
+        t0 = time.perf_counter()
+        try:
+            exp, handle, assignments = await ask(w, i)
+        except Exception as exc:
+            rec.errors[error_type(exc)] += 1
+            await anyio.sleep(0.01)
+            i += 1
+            continue
+        t1 = time.perf_counter()
+        rec.ask_s.append(t1 - t0)
+        if record_keys:
+            rec.keys.append(point_key(exp, assignments))
+        if eval_s > 0:
+            await anyio.sleep(eval_s)
+        t2 = time.perf_counter()
+        try:
+            await tell(exp, handle, assignments)
+        except Exception as exc:
+            rec.errors[error_type(exc)] += 1
+            i += 1
+            continue
+        rec.observe_s.append(time.perf_counter() - t2)
+        rec.pairs += 1
+        i += 1
+
+
+async def run_workers(workers: int, ask: Ask, tell: Tell, duration_s: float, eval_s: float, start_at: float | None = None) -> Recorder:
+    """`workers` concurrent tasks of `worker_loop` for `duration_s` from `start_at`."""
+    rec = Recorder()
+    start_at = start_at if start_at is not None else time.time()
+    delay = start_at - time.time()
+    if delay > 0:
+        await anyio.sleep(delay)
+    rec.started = time.time()
+    async with anyio.create_task_group() as tg:
+        for w in range(workers):
+            tg.start_soon(worker_loop, w, ask, tell, rec, rec.started + duration_s, eval_s)
+    rec.ended = time.time()
+    return rec
+
+
+def pick_experiment(ids: Sequence[str], w: int, i: int) -> str:
+    """Spread workers over experiments; each worker also walks through them."""
+    return ids[(w * 7 + i) % len(ids)]
+
+
+# -- figures ------------------------------------------------------------------------
+
+
+def quantile(sorted_xs: Sequence[float], q: float) -> float:
+    if not sorted_xs:
+        return float("nan")
+    k = min(len(sorted_xs) - 1, max(0, int(math.ceil(q * len(sorted_xs))) - 1))
+    return sorted_xs[k]
+
+
+def ms(x: float) -> float | None:
+    return None if math.isnan(x) else round(1000 * x, 3)
+
+
+def latency_ms(xs: Sequence[float], qs: Sequence[tuple[str, float]]) -> dict[str, float | None]:
+    s = sorted(xs)
+    out = {name: ms(quantile(s, q)) for name, q in qs}
+    return out
+
+
+ASK_QS = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("max", 1.0))
+OBS_QS = (("p50", 0.5), ("p99", 0.99))
+
+
+def summarize(rec: Recorder) -> dict[str, Any]:
+    window = max(rec.ended - rec.started, 1e-9)
+    return {
+        "pairs": rec.pairs,
+        "window_s": round(window, 3),
+        "pairs_per_s": round(rec.pairs / window, 1),
+        "ask_ms": latency_ms(rec.ask_s, ASK_QS),
+        "observe_ms": latency_ms(rec.observe_s, OBS_QS),
+        "errors": dict(sorted(rec.errors.items())),
+    }
+
+
+def duplicates(keys: Iterable[str]) -> int:
+    """Assignments handed out more than once (each extra copy counts once)."""
+    return sum(n - 1 for n in Counter(keys).values() if n > 1)
+
+
+def max_open_from_records(suggestions: Iterable[Any], observations: Iterable[Any]) -> int:
+    """The most suggestions open at once, rebuilt from the store's own record: a
+    suggestion is open from its created_at until its observation's created_at
+    (closed or expired ones count as open to the end, which only overestimates)."""
+    ended = {o.suggestion_id: o.created_at for o in observations if o.suggestion_id is not None}
+    events: list[tuple[float, int]] = []
+    for s in suggestions:
+        events.append((s.created_at, 1))
+        if s.id in ended:
+            events.append((ended[s.id], -1))
+    events.sort()  # at equal times -1 sorts first: a slot freed then taken is not two open
+    now = peak = 0
+    for _, d in events:
+        now += d
+        peak = max(peak, now)
+    return peak
+
+
+def invariants(keys: Sequence[str], max_open: int | None, bandwidth: int | None, how: str) -> dict[str, Any]:
+    dup = duplicates(keys)
+    ok = dup == 0 and (max_open is None or bandwidth is None or max_open <= bandwidth)
+    return {"duplicates": dup, "assignments": len(keys), "max_open_seen": max_open, "bandwidth": bandwidth, "open_from": how, "ok": ok}
+
+
+# -- sockets ------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout_s: float = 60.0, alive: Callable[[], bool] | None = None) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if alive is not None and not alive():
+            raise RuntimeError("the server process exited before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout_s} s")

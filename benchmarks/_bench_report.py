@@ -1,0 +1,169 @@
+"""The report: a Markdown table per kind, the ratios against Optuna, and a PNG
+of ask-latency CDFs per door."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+# (label, tauopt configuration, Optuna configuration): printed when both ran.
+RATIO_PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("in-memory, 1 worker: inproc vs Optuna 1 thread", "inproc/memory/random/w1/e1", "optuna/memory/random/threads1"),
+    ("in-memory, 8 workers: inproc vs Optuna 8 threads", "inproc/memory/random/w8/e1", "optuna/memory/random/threads8"),
+    ("in-memory, 64 workers: inproc vs Optuna 64 threads", "inproc/memory/random/w64/e1", "optuna/memory/random/threads64"),
+    ("durable, inproc SQLite 64 workers vs Optuna SQLite 4 processes", "inproc/sqlite/random/w64/e1", "optuna/sqlite/random/procs4"),
+    ("durable, http 4 processes x 1 worker vs Optuna SQLite 4 processes", "http/sqlite/random/w4/p4/e1", "optuna/sqlite/random/procs4"),
+    ("durable, http 4 processes x 16 workers vs Optuna SQLite 4 processes", "http/sqlite/random/w64/p4/e1", "optuna/sqlite/random/procs4"),
+    ("durable, http 4 processes x 1 worker vs Optuna Journal 4 processes", "http/sqlite/random/w4/p4/e1", "optuna/journal/random/procs4"),
+    ("durable, http 4 processes x 16 workers vs Optuna Journal 4 processes", "http/sqlite/random/w64/p4/e1", "optuna/journal/random/procs4"),
+)
+
+
+def _f(x: Any, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if isinstance(x, float):
+        return f"{x:,.{digits}f}"
+    return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def _errors(e: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in e.items()) or "0"
+
+
+def _inv(r: dict[str, Any]) -> str:
+    inv = r.get("invariants") or {}
+    if inv.get("open_from") == "n/a":
+        return "n/a"
+    mark = "ok" if inv.get("ok") else "**FAIL**"
+    return f"{mark} (dup {inv.get('duplicates')}, open {inv.get('max_open_seen')}/{inv.get('bandwidth')})"
+
+
+def table(results: Sequence[dict[str, Any]]) -> str:
+    head = (
+        "| configuration | pairs/s | ask p50 ms | p95 | p99 | max | observe p50 ms | p99 | errors | invariants |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n"
+    )
+    rows = []
+    for r in results:
+        if "error" in r:
+            rows.append(f"| {r['name']} | crashed: {r['error'][:80]} | | | | | | | | |")
+            continue
+        a, o = r["ask_ms"], r["observe_ms"]
+        rows.append(
+            f"| {r['name']} | {_f(r['pairs_per_s'])} | {_f(a['p50'], 2)} | {_f(a['p95'], 2)} | {_f(a['p99'], 2)} | "
+            f"{_f(a['max'], 1)} | {_f(o['p50'], 2)} | {_f(o['p99'], 2)} | {_errors(r['errors'])} | {_inv(r)} |"
+        )
+    return head + "\n".join(rows) + "\n"
+
+
+def ratios(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_name = {r["name"]: r for r in results if "error" not in r}
+    out = []
+    for label, ours, theirs in RATIO_PAIRS:
+        a, b = by_name.get(ours), by_name.get(theirs)
+        if a is None or b is None or not b["pairs_per_s"] or not b["ask_ms"]["p99"]:
+            continue
+        out.append(
+            {
+                "kind": "ratio",
+                "name": label,
+                "tauopt": ours,
+                "optuna": theirs,
+                "throughput_ratio": round(a["pairs_per_s"] / b["pairs_per_s"], 2),
+                "ask_p99_ratio": round(a["ask_ms"]["p99"] / b["ask_ms"]["p99"], 3) if a["ask_ms"]["p99"] else None,
+                "tauopt_pairs_per_s": a["pairs_per_s"],
+                "optuna_pairs_per_s": b["pairs_per_s"],
+                "tauopt_ask_p99_ms": a["ask_ms"]["p99"],
+                "optuna_ask_p99_ms": b["ask_ms"]["p99"],
+            }
+        )
+    return out
+
+
+def ratio_table(rs: Sequence[dict[str, Any]]) -> str:
+    if not rs:
+        return ""
+    lines = [
+        "| tauopt / Optuna | throughput ratio (>1: tauopt faster) | ask p99 ratio (<1: tauopt faster) | pairs/s tauopt vs Optuna | ask p99 ms tauopt vs Optuna |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in rs:
+        lines.append(
+            f"| {r['name']} | {r['throughput_ratio']:.2f}× | {_f(r['ask_p99_ratio'], 3)} | "
+            f"{_f(r['tauopt_pairs_per_s'])} vs {_f(r['optuna_pairs_per_s'])} | {_f(r['tauopt_ask_p99_ms'], 1)} vs {_f(r['optuna_ask_p99_ms'], 1)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def isolation_lines(results: Iterable[dict[str, Any]]) -> str:
+    lines = []
+    for r in results:
+        if r.get("kind") != "isolation" or "error" in r:
+            continue
+        lines.append(
+            f"- {r['name']}: random-experiment ask p99 {_f(r['without_gp']['ask_ms']['p99'], 1)} ms without GP load, "
+            f"{_f(r['with_gp']['ask_ms']['p99'], 1)} ms with it (ratio {r['p99_ratio_with_over_without']}); "
+            f"pairs/s {_f(r['without_gp']['pairs_per_s'])} → {_f(r['with_gp']['pairs_per_s'])}; "
+            f"{r['gp_fits_while_measured']} GP fits while measured (GP ask p50 {r['gp_ask_ms_p50']} ms)"
+        )
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def markdown(results: Sequence[dict[str, Any]], rs: Sequence[dict[str, Any]], command: str, machine: dict[str, Any]) -> str:
+    kinds = (
+        ("contention", "tauopt doors"),
+        ("optuna", "Optuna ask/tell, same workload"),
+        ("floor", "Transport floors (no engine behind)"),
+        ("isolation", "Isolation (headline = with GP load)"),
+    )
+    out = [
+        f"Command: `{command}`  ",
+        f"Machine: {machine.get('cpus')} CPUs, load average {machine.get('loadavg')} at start, Python {machine.get('python')}, "
+        f"optuna {machine.get('optuna')}. One pair = one ask + one observe.\n",
+    ]
+    for kind, title in kinds:
+        rows = [r for r in results if r.get("kind") == kind]
+        if rows:
+            out.append(f"**{title}**\n\n" + table(rows))
+    if rs:
+        out.append("**tauopt / Optuna**\n\n" + ratio_table(rs))
+    iso = isolation_lines(results)
+    if iso:
+        out.append("**Isolation**\n\n" + iso)
+    return "\n".join(out)
+
+
+def plot_cdfs(results: Sequence[dict[str, Any]], ask_s: dict[str, list[float]], path: Path) -> bool:
+    """One panel per door: the ask-latency CDF of every configuration."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    doors: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        if "error" not in r and ask_s.get(r["name"]):
+            doors.setdefault(r["door"], []).append(r)
+    if not doors:
+        return False
+    fig, axes = plt.subplots(1, len(doors), figsize=(5.5 * len(doors), 4.2), squeeze=False)
+    for ax, (door, rows) in zip(axes[0], sorted(doors.items())):
+        for r in rows:
+            xs = sorted(1000 * x for x in ask_s[r["name"]])
+            ys = [(i + 1) / len(xs) for i in range(len(xs))]
+            ax.plot(xs, ys, label=r["name"], linestyle="--" if r["kind"] == "floor" else "-")
+        ax.set_xscale("log")
+        ax.set_xlabel("ask latency (ms, log)")
+        ax.set_ylabel("fraction of asks")
+        ax.set_title(f"door: {door}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True

@@ -1,0 +1,45 @@
+"""Smoke test of the contention benchmark: its tiniest run prints one valid JSON
+line per configuration, with every visible invariant holding. Speed is never
+asserted here; benchmarks are programs, the README quotes their figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_tiny_contention_run_prints_json_lines_with_invariants_holding(tmp_path: Path) -> None:
+    out = tmp_path / "bench-out"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "contention.py"), "--tiny", "--duration", "0.3", "--no-plot", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    by_kind: dict[str, list[dict]] = {}
+    for line in lines:
+        by_kind.setdefault(line["kind"], []).append(line)
+    assert by_kind["machine"][0]["cpus"] >= 1
+    doors = {r["door"] for r in by_kind["contention"]}
+    assert doors == {"inproc", "http"}
+    for r in by_kind["contention"]:
+        assert r["pairs"] > 0 and r["pairs_per_s"] > 0, r
+        assert r["errors"] == {}, r
+        inv = r["invariants"]
+        assert inv["ok"] and inv["duplicates"] == 0 and inv["assignments"] >= r["pairs"], r
+        assert 1 <= inv["max_open_seen"] <= inv["bandwidth"] == r["workers"], r
+        assert r["ask_ms"]["p50"] <= r["ask_ms"]["p99"] <= r["ask_ms"]["max"], r
+    assert by_kind["floor"][0]["pairs"] > 0
+    if "optuna" in by_kind:  # the bench extra is installed: the comparison and its ratio are printed
+        assert by_kind["optuna"][0]["pairs"] > 0
+        assert by_kind["ratio"][0]["throughput_ratio"] > 0
+    report = (out / "contention.md").read_text()
+    assert "| inproc/memory/random/w8/e1 |" in report
+    assert len((out / "contention.jsonl").read_text().splitlines()) == len(lines)
