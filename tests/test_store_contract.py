@@ -140,7 +140,7 @@ async def test_listing_filters_by_state_and_owner_in_creation_order(store: Store
     ids = lambda es: [e.id for e in es]  # noqa: E731
     assert ids(await store.list_experiments()) == ["a", "b", "c", "d"]
     assert ids(await store.list_experiments(state="archived")) == ["a", "b"]
-    assert ids(await store.list_experiments(owner="alice")) == ["a", "c"]
+    assert ids(await store.list_experiments(owner="alice")) == ["a", "c", "d"]  # d is unowned: visible to all
     assert ids(await store.list_experiments(state="completed", owner="alice")) == ["c"]
     assert (await store.list_experiments(owner="bob"))[0] == experiment("b", owner="bob", state="archived")
     assert await store.count_experiments(None) == 2  # c, d

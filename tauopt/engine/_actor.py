@@ -209,7 +209,8 @@ class ExperimentActor:
             reply(request, None)
             self._on_proposal(msg)
             return
-        if msg.owner is not None and msg.owner != self._exp.owner:
+        # an unowned experiment (made in process, e.g. by the KerasTuner chief) is open to every credential
+        if msg.owner is not None and self._exp.owner is not None and msg.owner != self._exp.owner:
             raise api_error("not_found", f"experiment {self.id!r} not found")
         handler = getattr(self, "_on_" + type(msg).__name__)
         handler(request, msg)

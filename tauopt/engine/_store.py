@@ -197,7 +197,9 @@ class Store(abc.ABC):
     async def load(self, experiment_id: str) -> Snapshot | None: ...
 
     @abc.abstractmethod
-    async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]: ...
+    async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
+        """Experiments in `state` visible to `owner`: its own and the unowned ones
+        (created in process, e.g. by the KerasTuner chief). owner None: all."""
 
     @abc.abstractmethod
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int: ...
@@ -283,7 +285,8 @@ class MemoryStore(Store):
         return [
             r.experiment
             for r in self._data.values()
-            if (state is None or r.experiment.state == state) and (owner is None or r.experiment.owner == owner)
+            if (state is None or r.experiment.state == state)
+            and (owner is None or r.experiment.owner in (owner, None))
         ]
 
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int:
