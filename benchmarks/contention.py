@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _bench_doors import Config, run_config  # noqa: E402
+from _bench_doors import Config, close_servers, run_config  # noqa: E402
 from _bench_report import markdown, plot_cdfs, ratios  # noqa: E402
 
 Job = tuple[str, Callable[[Path], dict[str, Any]]]
@@ -84,6 +84,7 @@ def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) 
             Config("inproc", "memory", "gp", 8, duration_s=d),
             Config("http", "sqlite", "random", 4, procs=4, duration_s=d),
             Config("http", "sqlite", "random", 64, procs=4, duration_s=d),
+            Config("http", "sqlite", "random", 64, procs=4, duration_s=d, client="httpx-per-worker"),
             Config("http", "sqlite", "random", 64, procs=4, duration_s=d, client="raw"),
             Config("kerastuner", "sqlite", "random", 8, procs=2, duration_s=d),
         ]
@@ -205,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                 failed = True
             results.append(r)
             print(json.dumps(r), flush=True)
+        close_servers()
     rs = ratios(results)
     for r in rs:
         print(json.dumps(r), flush=True)
