@@ -415,6 +415,14 @@ async def test_a_store_of_100k_experiments_opens_in_under_a_second(tmp_path: Pat
     assert snap is not None and snap.experiment.id == "e054321"
     assert opened < 1.0, opened
     assert first_answer < 1.0, first_answer
+    from tauopt.engine import Engine
+
+    t0 = time.perf_counter()
+    async with Engine(store=str(path), pool=None) as engine:  # an engine reads no experiment at start
+        started = time.perf_counter() - t0
+        assert (await engine.experiment("e012345")).owner == "o45"
+        assert engine.live_actors <= 1  # memory follows the active experiments, not the stored ones
+    assert started < 1.0, started
 
 
 def test_importing_tauopt_does_not_import_aiosqlite() -> None:

@@ -95,7 +95,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX suggestions_by_experiment ON suggestions (experiment_id, seq)",
         "CREATE INDEX suggestions_open_by_tag ON suggestions (experiment_id, tag) WHERE state = 'open'",
-        "CREATE INDEX suggestions_by_time ON suggestions (experiment_id, created_at)",
         """CREATE TABLE observations (
             seq INTEGER PRIMARY KEY,
             experiment_id TEXT NOT NULL,
@@ -441,9 +440,10 @@ class SqliteStore(Store):
                 self.transactions += 1
         except BaseException as exc:
             # Every batch of the group shares the transaction's fate (cancellation included).
-            if isinstance(exc, sqlite3.Error):
+            if isinstance(exc, Exception):
                 log.error("store %s: a transaction of %d batches failed: %r", self.path, len(group), exc)
-                err: BaseException = StoreError(_explain(self.path, exc))
+                text = _explain(self.path, exc) if isinstance(exc, sqlite3.Error) else f"{self.path}: {exc!r}"
+                err: BaseException = StoreError(text)
                 err.__cause__ = exc
             else:
                 err = StoreError(f"{self!r}: the writer was stopped before committing these writes")
@@ -451,8 +451,8 @@ class SqliteStore(Store):
             outcome = [err if o is None and writes else o for (writes, _), o in zip(group, outcome)]
             for (_, done), o in zip(group, outcome):
                 _call(done, o)
-            if not isinstance(exc, sqlite3.Error):
-                raise
+            if not isinstance(exc, Exception):
+                raise  # cancellation goes on
             return
         self.batches += sum(1 for o in outcome if o is None)
         for (_, done), o in zip(group, outcome):
@@ -493,7 +493,8 @@ class SqliteStore(Store):
                 )
             finally:
                 with anyio.CancelScope(shield=True):
-                    await conn.execute("COMMIT")
+                    if conn.in_transaction:
+                        await conn.execute("COMMIT")
         owner, drawn, body = head[0]
         experiment = Experiment.from_dict(json.loads(body), owner=owner)
         suggestions = tuple(
@@ -508,7 +509,7 @@ class SqliteStore(Store):
 
     async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
         rows = await self._all(
-            "SELECT owner, body FROM experiments WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR owner = ?2) "
+            "SELECT owner, body FROM experiments WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR owner = ?2 OR owner IS NULL) "
             "ORDER BY seq",
             (state, owner),
         )
