@@ -68,8 +68,12 @@ class ActorRef:
     async def ask(self, message: Any) -> Any:
         reply_send, reply_receive = anyio.create_memory_object_stream[Any](1)
         with reply_receive:
+            request = Request(message, reply_send)
             try:
-                await self._send.send(Request(message, reply_send))
+                try:
+                    self._send.send_nowait(request)  # the usual case: no extra trip through the loop
+                except anyio.WouldBlock:
+                    await self._send.send(request)  # a full mailbox is backpressure
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 reply_send.close()
                 raise ActorGone() from None

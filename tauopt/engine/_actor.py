@@ -55,6 +55,7 @@ log = logging.getLogger("tauopt.engine")
 # many observations arrived since; past that it is dropped and recomputed.
 STALENESS_BOUND = 2
 _DUP_RETRIES = 8
+_UNUSED_RNG = np.random.default_rng(0)  # for strategies that draw no random numbers (sobol)
 
 
 @dataclass
@@ -343,6 +344,9 @@ class ExperimentActor:
             options=self._exp.strategy_options,
         )
 
+    def _bare_request(self, n: int) -> SuggestRequest:
+        return SuggestRequest(self._space, self._exp.metric, (), (), n, self._seed, self._drawn, self._exp.strategy_options)
+
     @property
     def _seed(self) -> int:
         seed = self._exp.strategy_options.seed
@@ -352,9 +356,12 @@ class ExperimentActor:
         """A fresh point from an inline strategy; duplicates are redrawn, then a finite
         space is searched exhaustively; space_exhausted only when nothing is left."""
         n = 1
+        strategy = strategy if strategy in INLINE else "sobol"
         for _ in range(_DUP_RETRIES):
-            request = self._request(n)
-            candidates = propose(strategy if strategy in INLINE else "sobol", request, self._rng())
+            # random and sobol look at neither history nor pending: skip copying them per ask
+            request = self._request(n) if strategy == "grid" else self._bare_request(n)
+            rng = self._rng() if strategy == "random" else _UNUSED_RNG
+            candidates = propose(strategy, request, rng)
             self._drawn += n
             for c in candidates:
                 if not self._is_used(self._space.key(c)):
@@ -472,7 +479,9 @@ class ExperimentActor:
         self._observations.append(obs)
         self._observed_keys.add(self._space.key(assignments))
         self._version += 1
-        self._exp = self._exp.evolve(state=self._state_for(self._exp))
+        state = self._state_for(self._exp)
+        if state != self._exp.state:
+            self._exp = self._exp.evolve(state=state)
         writes.append(PutObservation(obs))
         self._commit(request, writes, obs)
         if self._ahead and self._version - self._ahead[0][0] > STALENESS_BOUND:
