@@ -37,7 +37,16 @@ def gp_request(n_obs: int = 12, seed: int = 0) -> SuggestRequest:
 async def test_process_pool_runs_torch_on_one_thread_is_fair_and_leaves_no_orphans() -> None:
     async with StrategyPool("process", size=2) as pool:
         pids = [w.proc.pid for w in pool._workers]
-        assert await pool.call("probe", torch_threads) == (1, 1)
+        # Two probes held for a moment land on both workers: each runs torch on one thread.
+        probes: list[tuple[int, int]] = []
+
+        async def probe(key: str) -> None:
+            probes.append(await pool.call(key, torch_threads, 0.5))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(probe, "p1")
+            tg.start_soon(probe, "p2")
+        assert probes == [(1, 1), (1, 1)]
 
         result = await pool.propose("B", "gp", gp_request())
         assert result.strategy_used == "gp" and result.fallback_reason is None

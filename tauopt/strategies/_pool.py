@@ -91,10 +91,12 @@ def run_job(job: _Job) -> _Outcome:
     return _Outcome(tuple(cands), name, None, time.monotonic() - t0, job.warm)
 
 
-def torch_threads() -> tuple[int, int]:
-    """(intra-op, inter-op) torch threads where this runs; for tests and diagnostics."""
+def torch_threads(hold_s: float = 0.0) -> tuple[int, int]:
+    """(intra-op, inter-op) torch threads where this runs, after holding the worker
+    for hold_s seconds (so concurrent probes reach different workers); for tests and diagnostics."""
     import torch
 
+    time.sleep(hold_s)
     return torch.get_num_threads(), torch.get_num_interop_threads()
 
 
