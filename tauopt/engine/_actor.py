@@ -51,9 +51,13 @@ from ._validate import check_tag, check_update, check_value_and_metrics
 
 log = logging.getLogger("tauopt.engine")
 
-# A point computed ahead against history version v is served while at most this
-# many observations arrived since; past that it is dropped and recomputed.
+# A point computed ahead against history version v is served while at most
+# max(STALENESS_BOUND, parallel_bandwidth) observations arrived since; past that it
+# is dropped and recomputed. With N workers, N observations land per round of
+# evaluations, so a smaller bound would discard every batch before it is used.
 STALENESS_BOUND = 2
+# Points kept computed ahead: one per parallel slot, up to this many.
+MAX_AHEAD = 8
 _DUP_RETRIES = 8
 _UNUSED_RNG = np.random.default_rng(0)  # for strategies that draw no random numbers (sobol)
 
@@ -76,7 +80,7 @@ class ExperimentActor:
         pool: Any = None,
         passivate_after_s: float | None = 600.0,
         mailbox_size: int = 1024,
-        ahead: int = 2,
+        ahead: int | None = None,
         fit_deadline_s: float | None = 30.0,
     ) -> None:
         exp = snapshot.experiment
@@ -88,7 +92,7 @@ class ExperimentActor:
         self._pool = pool
         self._passivate_after_s = passivate_after_s
         self._mailbox_size = mailbox_size
-        self._ahead_target = ahead
+        self._ahead_setting = ahead
         self._fit_deadline_s = fit_deadline_s
         self._drawn = snapshot.drawn
         self._suggestions: dict[str, Suggestion] = {}
@@ -139,6 +143,9 @@ class ExperimentActor:
                 del registry[self.id]
             send.close()
             self._self_ref.close()
+            forget = getattr(self._pool, "forget", None)
+            if forget is not None:
+                forget(self.id)  # the pool's warm start for this experiment goes with its actor
             for request, _ in self._waiters:
                 fail(request, api_error("unavailable", "the engine is shutting down; retry against the restarted service"))
 
@@ -386,17 +393,27 @@ class ExperimentActor:
 
     # -- pooled strategies: compute ahead, park, answer in order -------------
 
+    @property
+    def _stale_bound(self) -> int:
+        return max(STALENESS_BOUND, self._exp.parallel_bandwidth)
+
+    @property
+    def _ahead_target(self) -> int:
+        if self._ahead_setting is not None:
+            return self._ahead_setting
+        return min(self._exp.parallel_bandwidth, MAX_AHEAD)
+
     def _take_ahead(self) -> dict[str, Value] | None:
         while self._ahead:
             version, point = self._ahead.pop(0)
-            if self._version - version <= STALENESS_BOUND and not self._is_used(self._space.key(point)):
+            if self._version - version <= self._stale_bound and not self._is_used(self._space.key(point)):
                 return point
         return None
 
     def _ensure_job(self) -> None:
         if self._job_running or self._tg is None:
             return
-        fresh = [p for v, p in self._ahead if self._version - v <= STALENESS_BOUND]
+        fresh = [p for v, p in self._ahead if self._version - v <= self._stale_bound]
         # the waiters, plus a few points ahead for the asks to come (also when the
         # bandwidth is full: they serve the ask that follows the next observation)
         want = len(self._waiters) + self._ahead_target - len(fresh)
@@ -437,18 +454,28 @@ class ExperimentActor:
             self.stats.fallbacks += 1
             self.stats.last_fallback_reason = reason
             log.warning("experiment %s: GP fell back to Sobol: %s", self.id, reason)
+        landed: list[dict[str, Value]] = []
         if msg.result is not None:
-            self._ahead.extend((msg.version, dict(c)) for c in msg.result.candidates)
+            landed = [dict(c) for c in msg.result.candidates]
         while self._waiters:
             request, ask = self._waiters.popleft()
             try:
-                point = self._take_ahead() or self._inline_point("sobol")
+                # parked asks take what just landed (the newest model there is), then the buffer
+                point = self._pop_unused(landed) or self._take_ahead() or self._inline_point("sobol")
             except ApiError as exc:
                 fail(request, exc)
                 continue
             suggestion = self._open_suggestion(point, check_tag(ask.tag))
             self._commit(request, [PutSuggestion(suggestion)], suggestion)
+        self._ahead.extend((msg.version, p) for p in landed)
         self._ensure_job()
+
+    def _pop_unused(self, points: list[dict[str, Value]]) -> dict[str, Value] | None:
+        while points:
+            point = points.pop(0)
+            if not self._is_used(self._space.key(point)):
+                return point
+        return None
 
     # -- observations ---------------------------------------------------------
 
@@ -484,8 +511,8 @@ class ExperimentActor:
             self._exp = self._exp.evolve(state=state)
         writes.append(PutObservation(obs))
         self._commit(request, writes, obs)
-        if self._ahead and self._version - self._ahead[0][0] > STALENESS_BOUND:
-            self._ahead = [(v, p) for v, p in self._ahead if self._version - v <= STALENESS_BOUND]
+        if self._ahead and self._version - self._ahead[0][0] > self._stale_bound:
+            self._ahead = [(v, p) for v, p in self._ahead if self._version - v <= self._stale_bound]
             self._ensure_job()
 
     def _suggestion(self, sid: Any) -> Suggestion:
