@@ -14,13 +14,14 @@ import uvicorn
 class ServerThread:
     """Run an ASGI app on uvicorn in a daemon thread; `url` once started."""
 
-    def __init__(self, app: Any, *, lifespan: str = "on", http: str = "auto") -> None:
+    def __init__(self, app: Any, *, lifespan: str = "on", http: str = "auto", **options: Any) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, lifespan=lifespan, log_level="warning", access_log=False, http=http)
+        scheme = "https" if options.get("ssl_certfile") else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, lifespan=lifespan, log_level="warning", access_log=False, http=http, **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
