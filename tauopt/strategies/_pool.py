@@ -3,7 +3,8 @@
     async with StrategyPool(kind="process") as pool:
         result = await pool.propose(experiment_id, "auto", request, deadline_s=5.0)
 
-kind="process": `size` worker processes (spawn; default: the machine's cores),
+kind="process": `size` worker processes (spawn; default: the machine's cores,
+    started by the first job, so a daemon with no GP experiment starts none),
     each started with torch.set_num_threads(1), one interop thread and a
     one-thread BLAS, so N workers never oversubscribe N cores. Workers are
     daemonic, killed when the pool exits, and exit on their own when the pipe to
@@ -270,21 +271,31 @@ class StrategyPool:
         self._busy: set[str] = set()
         self._warm: dict[str, Any] = {}
         self._cond: anyio.Condition | None = None
+        self._start_lock: anyio.Lock | None = None
         self._tg: Any = None
         self.stats = PoolStats()
 
     async def __aenter__(self) -> "StrategyPool":
         self._cond = anyio.Condition()
-        if self.kind == "process":
-            ctx = multiprocessing.get_context("spawn")
-            self._workers = [await anyio.to_thread.run_sync(_ProcessWorker, ctx) for _ in range(self.size)]
-        else:
-            self._workers = [_ThreadWorker() for _ in range(self.size)]
+        self._start_lock = anyio.Lock()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        for w in self._workers:
-            self._tg.start_soon(self._serve, w)
         return self
+
+    async def start(self) -> None:
+        """Start the workers. Called by the first job, so an engine that never runs a
+        GP starts no process and a daemon listens before torch is imported anywhere."""
+        async with self._start_lock:
+            if self._workers:
+                return
+            if self.kind == "process":
+                ctx = multiprocessing.get_context("spawn")
+                workers = [await anyio.to_thread.run_sync(_ProcessWorker, ctx) for _ in range(self.size)]
+            else:
+                workers = [_ThreadWorker() for _ in range(self.size)]
+            self._workers = workers
+            for w in workers:
+                self._tg.start_soon(self._serve, w)
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         self._tg.cancel_scope.cancel()
@@ -352,8 +363,10 @@ class StrategyPool:
     async def _submit(
         self, key: str, fn: Callable[..., Any], args: tuple[Any, ...], deadline_s: float | None, wait: float | None
     ) -> tuple[str, Any]:
-        if self._cond is None or self._tg is None or not self._workers:
+        if self._cond is None or self._tg is None:
             raise RuntimeError("StrategyPool is not running; use `async with StrategyPool() as pool`")
+        if not self._workers:
+            await self.start()
         item = _Pending(fn, args, None if deadline_s is None else time.monotonic() + deadline_s)
         self._queues.setdefault(key, collections.deque()).append(item)
         if key not in self._busy and key not in self._ready:
