@@ -41,12 +41,13 @@ PARAMETERS = [
 ]
 
 
-def make_store(kind: str, directory: Path, n: int) -> Store:
+def make_store(kind: str, directory: Path, n: int, gather_turns: int | None = None) -> Store:
     if kind == "memory":
         return MemoryStore()
     from tauopt.engine._sqlite import SqliteStore
 
-    return SqliteStore(directory / f"bench-{kind}-{n}.db", durability="os" if kind == "sqlite_os" else "fsync")
+    extra = {} if gather_turns is None else {"gather_turns": gather_turns}
+    return SqliteStore(directory / f"bench-{kind}-{n}.db", durability="os" if kind == "sqlite_os" else "fsync", **extra)
 
 
 def store_stats(store: Store) -> dict[str, Any]:
@@ -122,6 +123,8 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=None, help="asks+observes per round (default 6400; 1920 with --quick)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds per store (default 3; 1 with --quick)")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--gather-turns", type=int, default=None, help="SqliteStore(gather_turns=...); default the store's")
+    parser.add_argument("--stores", default=",".join(STORES), help="comma-separated subset of " + ",".join(STORES))
     parser.add_argument("--dir", type=Path, default=None, help="where the SQLite files go (default: a temp dir)")
     args = parser.parse_args()
     ops = args.ops or (1920 if args.quick else 6400)
@@ -129,10 +132,11 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
         directory = Path(d)
-        runs: dict[str, list[dict[str, Any]]] = {k: [] for k in STORES}
+        kinds = [k for k in STORES if k in args.stores.split(",")]
+        runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
         for r in range(rounds):
-            for kind in STORES:
-                store = make_store(kind, directory, r)
+            for kind in kinds:
+                store = make_store(kind, directory, r, args.gather_turns)
                 if args.mode == "engine":
                     result = anyio.run(run_engine, store, args.workers, args.experiments, ops)
                 else:
@@ -146,7 +150,8 @@ def main() -> None:
         return next(x for x in results if x["ops_per_s"] == med)
 
     summary = {k: median_run(v) for k, v in runs.items()}
-    base = summary["memory"]["ops_per_s"]
+    base = summary["memory"]["ops_per_s"] if "memory" in summary else float("nan")
+    others = [k for k in kinds if k != "memory"]
     print(
         json.dumps(
             {
@@ -159,12 +164,14 @@ def main() -> None:
                 "op": "one ask + one observe",
                 "results": summary,
                 "all_rounds_ops_per_s": {k: [x["ops_per_s"] for x in v] for k, v in runs.items()},
-                "ratio_vs_memory": {k: round(summary[k]["ops_per_s"] / base, 3) for k in STORES[1:]},
+                "gather_turns": args.gather_turns,
+                "ratio_vs_memory": {k: round(summary[k]["ops_per_s"] / base, 3) for k in others},
                 # Each round runs memory, os, fsync back to back: the per-round ratio is
                 # less exposed to other load on the machine than the ratio of medians.
                 "paired_ratio_median": {
                     k: round(statistics.median(x["ops_per_s"] / m["ops_per_s"] for x, m in zip(runs[k], runs["memory"])), 3)
-                    for k in STORES[1:]
+                    for k in others
+                    if "memory" in runs
                 },
                 "machine": {
                     "cpus": os.cpu_count(),

@@ -33,7 +33,7 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Sequence, Union
 
 import aiosqlite
 import anyio
@@ -125,28 +125,56 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_UPSERT_EXPERIMENT = """
-INSERT INTO experiments (id, owner, state, name, created_at, open_suggestions, observations, drawn, body)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, state = excluded.state, name = excluded.name,
+@dataclass(frozen=True)
+class _Upsert:
+    """An INSERT ... ON CONFLICT DO UPDATE run with many rows in ONE statement
+    (`VALUES (..), (..), ...`): a transaction is then a handful of statements,
+    so the writer thread gives up and takes back the GIL a handful of times, not
+    once per row (each take-back can wait a switch interval on a busy loop)."""
+
+    head: str
+    row: str
+    tail: str
+
+    def chunks(self, rows: list[tuple[Any, ...]]) -> list[tuple[str, list[Any]]]:
+        per = max(1, _MAX_VARIABLES // len(rows[0]))
+        out = []
+        for i in range(0, len(rows), per):
+            chunk = rows[i : i + per]
+            values = ",".join([self.row] * len(chunk))
+            out.append((f"{self.head} {values} {self.tail}", [v for r in chunk for v in r]))
+        return out
+
+
+# Bound parameters per statement: SQLite allows 32,766 since 3.32, 999 before.
+_MAX_VARIABLES = 32_000 if sqlite3.sqlite_version_info >= (3, 32) else 990
+_UPSERT_EXPERIMENT = _Upsert(
+    """INSERT INTO experiments (id, owner, state, name, created_at, open_suggestions, observations, drawn, body) VALUES""",
+    "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    """ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, state = excluded.state, name = excluded.name,
     created_at = excluded.created_at, open_suggestions = excluded.open_suggestions,
-    observations = excluded.observations, drawn = excluded.drawn, body = excluded.body"""
-_UPSERT_SUGGESTION = """
-INSERT INTO suggestions (experiment_id, id, state, tag, created_at, assignments) VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (experiment_id, id) DO UPDATE SET state = excluded.state, tag = excluded.tag,
-    created_at = excluded.created_at, assignments = excluded.assignments"""
-_UPSERT_OBSERVATION = """
-INSERT INTO observations (experiment_id, id, suggestion_id, value, failed, created_at, assignments, metrics)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (experiment_id, id) DO UPDATE SET suggestion_id = excluded.suggestion_id, value = excluded.value,
+    observations = excluded.observations, drawn = excluded.drawn, body = excluded.body""",
+)
+_UPSERT_SUGGESTION = _Upsert(
+    """INSERT INTO suggestions (experiment_id, id, state, tag, created_at, assignments) VALUES""",
+    "(?, ?, ?, ?, ?, ?)",
+    """ON CONFLICT (experiment_id, id) DO UPDATE SET state = excluded.state, tag = excluded.tag,
+    created_at = excluded.created_at, assignments = excluded.assignments""",
+)
+_UPSERT_OBSERVATION = _Upsert(
+    """INSERT INTO observations (experiment_id, id, suggestion_id, value, failed, created_at, assignments, metrics) VALUES""",
+    "(?, ?, ?, ?, ?, ?, ?, ?)",
+    """ON CONFLICT (experiment_id, id) DO UPDATE SET suggestion_id = excluded.suggestion_id, value = excluded.value,
     failed = excluded.failed, created_at = excluded.created_at, assignments = excluded.assignments,
-    metrics = excluded.metrics"""
-_UPSERT_CREDENTIAL = """
-INSERT INTO credentials (id, name, token_hash, created_at, revoked_at, suggestions_per_day, max_active_experiments)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_hash = excluded.token_hash,
+    metrics = excluded.metrics""",
+)
+_UPSERT_CREDENTIAL = _Upsert(
+    """INSERT INTO credentials (id, name, token_hash, created_at, revoked_at, suggestions_per_day, max_active_experiments) VALUES""",
+    "(?, ?, ?, ?, ?, ?, ?)",
+    """ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_hash = excluded.token_hash,
     created_at = excluded.created_at, revoked_at = excluded.revoked_at,
-    suggestions_per_day = excluded.suggestions_per_day, max_active_experiments = excluded.max_active_experiments"""
+    suggestions_per_day = excluded.suggestions_per_day, max_active_experiments = excluded.max_active_experiments""",
+)
 _REVOKE_CREDENTIAL = "UPDATE credentials SET revoked_at = ? WHERE id = ?"
 _CREDENTIAL_COLUMNS = "id, name, token_hash, created_at, suggestions_per_day, max_active_experiments, revoked_at"
 
@@ -156,7 +184,7 @@ _dumps = json.JSONEncoder(separators=(",", ":")).encode  # one encoder, not one 
 
 def _text(value: str | None) -> str | None:
     # A lone surrogate would make sqlite3 fail the whole transaction; fail the batch instead.
-    if value is not None:
+    if value is not None and not value.isascii():  # isascii is a flag lookup: ids and tags cost nothing
         value.encode("utf-8")
     return value
 
@@ -218,7 +246,7 @@ class _Rows:
                     raise TypeError(f"not a store write: {w!r}")
         return rows
 
-    def statements(self) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    def statements(self) -> Plan:
         """The SQL and its rows; raises if an object cannot be turned into a row."""
         plan = [
             (_UPSERT_EXPERIMENT, [_experiment_row(w) for w in self.experiments.values()]),
@@ -542,12 +570,19 @@ class SqliteStore(Store):
         return [r[0] for r in rows]
 
 
-def _run_plan(conn: sqlite3.Connection, plan: list[tuple[str, list[tuple[Any, ...]]]]) -> None:
+Plan = list[tuple[Union["_Upsert", str], list[tuple[Any, ...]]]]
+
+
+def _run_plan(conn: sqlite3.Connection, plan: Plan) -> None:
     """One transaction, run on the connection's own thread."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for sql, params in plan:
-            conn.executemany(sql, params)
+        for statement, rows in plan:
+            if isinstance(statement, _Upsert):
+                for sql, params in statement.chunks(rows):
+                    conn.execute(sql, params)
+            else:
+                conn.executemany(statement, rows)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -555,7 +590,7 @@ def _run_plan(conn: sqlite3.Connection, plan: list[tuple[str, list[tuple[Any, ..
         raise
 
 
-async def _transact(conn: aiosqlite.Connection, plan: list[tuple[str, list[tuple[Any, ...]]]]) -> None:
+async def _transact(conn: aiosqlite.Connection, plan: Plan) -> None:
     """Run a transaction in ONE hop to aiosqlite's thread (BEGIN, the statements,
     COMMIT), not one hop per statement: each hop wakes the event loop, and the
     loop is what the engine's actors need. aiosqlite has no public call for
@@ -569,8 +604,12 @@ async def _transact(conn: aiosqlite.Connection, plan: list[tuple[str, list[tuple
         return
     await conn.execute("BEGIN IMMEDIATE")
     try:
-        for sql, params in plan:
-            await conn.executemany(sql, params)
+        for statement, rows in plan:
+            if isinstance(statement, _Upsert):
+                for sql, params in statement.chunks(rows):
+                    await conn.execute(sql, params)
+            else:
+                await conn.executemany(statement, rows)
         await conn.execute("COMMIT")
     except BaseException:
         with anyio.CancelScope(shield=True):
