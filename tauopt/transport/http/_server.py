@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...errors import CATALOGUE, ApiError, api_error
 from ...engine._auth import Credential, Gate, Limits
+from ._fastpath import FastPath
 
 __all__ = ["create_app", "render_error", "MAX_BODY_BYTES"]
 
@@ -219,9 +220,6 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_large = render_error(
-            api_error("payload_too_large", f"request body over {self.limit} bytes; send less")
-        )
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
                 try:
@@ -229,7 +227,7 @@ class BodyLimit:
                 except ValueError:
                     declared = 0
                 if declared > self.limit:
-                    await too_large(scope, receive, send)
+                    await self._too_large()(scope, receive, send)
                     return
         seen = 0
         started = False
@@ -254,7 +252,11 @@ class BodyLimit:
         except _BodyTooLarge:
             if started:
                 raise
-            await too_large(scope, receive, send)
+            await self._too_large()(scope, receive, send)
+
+    def _too_large(self) -> JSONResponse:
+        # built only when needed: a response per request would cost every request a JSON encode
+        return render_error(api_error("payload_too_large", f"request body over {self.limit} bytes; send less"))
 
 
 def _reject_constant(name: str) -> Any:
@@ -294,6 +296,7 @@ def create_app(
     auth: bool = True,
     clock: Callable[[], float] = time.time,
     max_body_bytes: int = MAX_BODY_BYTES,
+    fast_path: bool = True,
 ) -> FastAPI:
     """The REST API as an ASGI app.
 
@@ -303,6 +306,8 @@ def create_app(
     auth: False serves without tokens (owner None, no quotas): for embedding
         behind your own authentication only.
     clock: the quotas' clock (wall time; injectable for tests).
+    fast_path: answer well-formed asks and observes without the framework
+        (`_fastpath.py`); False routes them through FastAPI like the rest.
     """
 
     @asynccontextmanager
@@ -324,6 +329,9 @@ def create_app(
         redoc_url=None,
     )
     app.router.route_class = _StrictJSONRoute
+    # innermost first: the fast path for asks and observes sits inside the body limit
+    if fast_path:
+        app.add_middleware(FastPath, auth=auth, render=render_error)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
 
     @app.exception_handler(ApiError)
