@@ -84,6 +84,10 @@ class CredentialRecord:
     max_active_experiments: int | None = None
     revoked_at: float | None = None
 
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
     @classmethod
     def of(cls, credential: Any) -> "CredentialRecord":
         """Accept any credential object with these field names (e.g. the door's own)."""
