@@ -5,7 +5,18 @@ path is given, so `import tauopt` never loads aiosqlite.
 """
 
 from ._engine import UNSET, Engine, open_store
-from ._store import MemoryStore, PutExperiment, PutObservation, PutSuggestion, Snapshot, Store, StoreError
+from ._store import (
+    CredentialRecord,
+    MemoryStore,
+    PutCredential,
+    PutExperiment,
+    PutObservation,
+    PutSuggestion,
+    RevokeCredential,
+    Snapshot,
+    Store,
+    StoreError,
+)
 
 __all__ = [
     "Engine",
@@ -18,4 +29,7 @@ __all__ = [
     "PutExperiment",
     "PutSuggestion",
     "PutObservation",
+    "PutCredential",
+    "RevokeCredential",
+    "CredentialRecord",
 ]

@@ -31,6 +31,7 @@ from typing import Any, AsyncIterator, Callable
 import anyio
 
 from ..errors import ApiError, api_error
+from ._store import CredentialRecord
 
 __all__ = [
     "Credential",
@@ -62,22 +63,9 @@ def token_matches(token: str, token_hash: str) -> bool:
     return hmac.compare_digest(hash_token(token).encode(), token_hash.encode())
 
 
-@dataclass(frozen=True)
-class Credential:
-    """A bearer token's record. `id` is the owner of the experiments it creates.
-    Limits left as None use the server's defaults (`Limits`)."""
-
-    id: str
-    name: str
-    token_hash: str
-    created_at: float
-    suggestions_per_day: int | None = None
-    max_active_experiments: int | None = None
-    revoked_at: float | None = None
-
-    @property
-    def revoked(self) -> bool:
-        return self.revoked_at is not None
+# A bearer token's record is the store's own type: `id` owns the experiments the
+# token creates; limits left as None use the server's defaults (`Limits`).
+Credential = CredentialRecord
 
 
 def new_credential(
@@ -222,7 +210,7 @@ class Gate:
             cred = hit[1]
         else:
             found = await self.store.credential_by_hash(digest)
-            cred = None if found is None else _as_credential(found)
+            cred = found
             if cred is None or cred.revoked:
                 self._cache.pop(digest, None)
                 raise api_error("unauthorized", "unknown or revoked token; check TAUOPT_TOKEN or create a new token")
@@ -291,18 +279,3 @@ class Gate:
                     "before creating another",
                 )
             yield
-
-
-def _as_credential(found: Any) -> Credential:
-    """Accept the store's record type, whatever its class, by field names."""
-    if isinstance(found, Credential):
-        return found
-    return Credential(
-        id=found.id,
-        name=found.name,
-        token_hash=found.token_hash,
-        created_at=getattr(found, "created_at", 0.0),
-        suggestions_per_day=getattr(found, "suggestions_per_day", None),
-        max_active_experiments=getattr(found, "max_active_experiments", None),
-        revoked_at=getattr(found, "revoked_at", None),
-    )

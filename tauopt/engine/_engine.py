@@ -8,6 +8,7 @@ back. The engine itself holds no experiment state.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from contextlib import AsyncExitStack
@@ -36,12 +37,14 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-def open_store(store: Store | str | None, durability: str = "os") -> Store:
+def open_store(store: Store | str | os.PathLike[str] | None, durability: str = "os") -> Store:
     """A Store from a Store, None (memory), ":memory:", a path or a sqlite:/// URL."""
     if store is None or store == ":memory:":
         return MemoryStore()
     if isinstance(store, Store):
         return store
+    if isinstance(store, os.PathLike):
+        store = os.fspath(store)
     if isinstance(store, str):
         path = store[len("sqlite:///"):] if store.startswith("sqlite:///") else store
         if durability not in ("os", "fsync"):
