@@ -266,7 +266,11 @@ async def http_client_main(spec: HttpSpec, ready: Callable[[], Awaitable[float]]
     clients = [AsyncClient(driver="http", base_url=spec.base_url, token=spec.token) for _ in range(n_clients)]
     for c in clients:
         await c.__aenter__()
-        await c._require().health()  # warm: one connection open
+    # warm: as many connections open as there are workers, as the raw client has before it starts
+    # (otherwise every worker's first ask pays a connect, which lands in the ask tail)
+    async with anyio.create_task_group() as tg:
+        for w in range(spec.workers):
+            tg.start_soon(clients[w % n_clients]._require().health)
 
     async def ask(w: int, i: int) -> tuple[str, Any, Mapping[str, Any]]:
         eid = pick_experiment(spec.ids, w, i)
