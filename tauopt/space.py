@@ -122,7 +122,7 @@ class Space:
 
     # -- sampling --------------------------------------------------------
 
-    def from_unit(self, u: Sequence[float], grid_size: int | None = None) -> dict[str, Value]:
+    def from_unit(self, u: Sequence[float]) -> dict[str, Value]:
         """Map a point of [0, 1)^len(dims) to an assignment (inactive parameters left out)."""
         coord = {p.name: float(x) for p, x in zip(self.dims, u)}
         out: dict[str, Value] = {}

@@ -315,12 +315,17 @@ class ExperimentActor:
         if n >= bw:
             raise api_error("bandwidth_full", f"{n} open suggestions >= parallel_bandwidth={bw}; observe or close one first")
 
+    @property
+    def _grid_size(self) -> int | None:
+        """Points per continuous dimension: only `grid` makes continuous spaces finite."""
+        return self._exp.strategy_options.grid_size if self._exp.strategy == "grid" else None
+
     def _finite_size(self) -> int | None:
         """Points in the space (grid points for `grid`), None when unbounded."""
-        if self._exp.strategy != "grid":
+        if self._grid_size is None:
             return self._space.finite_size
         if self._grid_size_cache is None or self._grid_size_cache[0] is not self._space:
-            self._grid_size_cache = (self._space, self._space.size(self._exp.strategy_options.grid_size))
+            self._grid_size_cache = (self._space, self._space.size(self._grid_size))
         return self._grid_size_cache[1]
 
     def _used_keys(self) -> set[Key]:
@@ -381,9 +386,8 @@ class ExperimentActor:
         return np.random.default_rng([self._seed, self._drawn])
 
     def _leftover_point(self) -> dict[str, Value]:
-        grid_size = self._exp.strategy_options.grid_size
-        if self._space.size(grid_size) is not None:
-            free = [p for p in self._space.grid(grid_size) if not self._is_used(self._space.key(p))]
+        if self._finite_size() is not None:
+            free = [p for p in self._space.grid(self._grid_size) if not self._is_used(self._space.key(p))]
             if free:
                 return free[int(self._rng().integers(len(free)))]
         raise api_error(

@@ -206,7 +206,7 @@ class Engine:
         space = Space.parse(parameters)
         strategy = check_strategy(strategy)
         if strategy == "grid":
-            sum(1 for _ in zip(range(1), space.grid(options.grid_size)))  # raises when a grid size is missing
+            space.grid(options.grid_size)  # refuses continuous parameters without a grid size
         exp = Experiment(
             id=secrets.token_hex(8),
             name=check_name(name),
