@@ -232,3 +232,40 @@ def wait_port(port: int, timeout_s: float = 60.0, alive: Callable[[], bool] | No
         except OSError:
             time.sleep(0.05)
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout_s} s")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds used by `pid` and its direct children (Linux /proc; 0 elsewhere)."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0.0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0.0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == pid or int(fields[1]) == pid:  # fields[1] is the ppid
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
+
+
+def wait_quiet(pid: int, max_s: float = 30.0, window_s: float = 0.5, busy: float = 0.1) -> float:
+    """Wait until a server and its children use under `busy` of a core (e.g. a GP
+    pool's workers done importing torch), so start-up is not measured. Returns the wait."""
+    t0 = time.time()
+    last = _cpu_seconds(pid)
+    while time.time() - t0 < max_s:
+        time.sleep(window_s)
+        now = _cpu_seconds(pid)
+        if now - last < busy * window_s:
+            break
+        last = now
+    return time.time() - t0
