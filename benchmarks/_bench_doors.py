@@ -139,7 +139,24 @@ async def run_inproc(cfg: Config, workdir: Path) -> dict[str, Any]:
 # -- http ------------------------------------------------------------------------------------
 
 
-class ServeProcess:
+class _ServerProcess:
+    """A server subprocess the benchmark started: SIGTERM on exit (a graceful stop), then kill."""
+
+    proc: subprocess.Popen[bytes] | None
+    _logf: Any
+
+    def __exit__(self, *exc: Any) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.communicate(timeout=30)  # drains stdout where it is a pipe
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+        self._logf.close()
+
+
+class ServeProcess(_ServerProcess):
     """`tauopt serve` on 127.0.0.1 with a fresh database; the token is read from its file."""
 
     def __init__(self, db: Path, log: Path) -> None:
@@ -168,15 +185,6 @@ class ServeProcess:
         self.settle_s = wait_quiet(self.proc.pid)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._logf.close()
 
 
 @dataclass(frozen=True)
@@ -358,7 +366,7 @@ def run_http(cfg: Config, workdir: Path) -> dict[str, Any]:
 # -- kerastuner gRPC ----------------------------------------------------------------------
 
 
-class ChiefProcess:
+class ChiefProcess(_ServerProcess):
     """`tauopt kerastuner chief` on 127.0.0.1 with a --space and a fresh database."""
 
     def __init__(self, workdir: Path, cfg: Config) -> None:
@@ -388,15 +396,6 @@ class ChiefProcess:
         self.settle_s = wait_quiet(self.proc.pid)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.communicate()
-        self._logf.close()
 
 
 @dataclass(frozen=True)
