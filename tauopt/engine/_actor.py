@@ -306,7 +306,7 @@ class ExperimentActor:
                 "raise observation_budget to continue",
             )
         size = self._finite_size()
-        if size is not None and len(self._used_keys()) >= size:
+        if size is not None and self._used_count() >= size:
             raise api_error(
                 "space_exhausted",
                 f"all {size} points of this finite space are observed or open; close a suggestion or widen the space",
@@ -328,8 +328,9 @@ class ExperimentActor:
             self._grid_size_cache = (self._space, self._space.size(self._grid_size))
         return self._grid_size_cache[1]
 
-    def _used_keys(self) -> set[Key]:
-        return self._observed_keys | self._open_keys.keys()
+    def _used_count(self) -> int:
+        """Distinct points observed or open (an open point may also be observed, unsolicited)."""
+        return len(self._observed_keys) + sum(1 for k in self._open_keys if k not in self._observed_keys)
 
     def _is_used(self, key: Key) -> bool:
         return key in self._observed_keys or key in self._open_keys
