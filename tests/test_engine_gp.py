@@ -4,8 +4,6 @@ messages are served meanwhile, and a failing pool falls back to Sobol."""
 
 from __future__ import annotations
 
-import time
-
 import anyio
 import numpy as np
 import pytest
@@ -20,19 +18,23 @@ XY = [{"name": "x", "type": "double", "bounds": (0.0, 1.0)}, {"name": "y", "type
 M = {"name": "loss", "objective": "minimize"}
 
 
-class SlowPool:
-    """A pool boundary whose GP takes `delay` seconds per job (Sobol underneath)."""
+class GatedPool:
+    """A pool boundary whose GP jobs (Sobol underneath) wait for the test to open
+    the gate: what the engine answers while a job is held cannot have waited on it."""
 
-    def __init__(self, delay: float, fail: bool = False) -> None:
-        self.delay, self.fail, self.jobs = delay, fail, 0
+    def __init__(self, fail: bool = False, free_jobs: int = 0) -> None:
+        self.gate = anyio.Event()
+        self.fail, self.free_jobs, self.jobs, self.finished = fail, free_jobs, 0, 0
 
     async def propose(self, key, strategy, request, deadline_s=None):
         self.jobs += 1
-        await anyio.sleep(self.delay)
+        if self.jobs > self.free_jobs:
+            await self.gate.wait()
+        self.finished += 1
         if self.fail:
             raise RuntimeError("cholesky failed")
         cands = propose("sobol", request, np.random.default_rng(self.jobs))
-        return ProposeResult(tuple(cands), "gp", None, self.delay)
+        return ProposeResult(tuple(cands), "gp", None, 0.0)
 
     async def __aenter__(self):
         return self
@@ -42,31 +44,29 @@ class SlowPool:
 
 
 async def test_an_ask_on_b_is_answered_while_as_fit_runs():
-    pool = SlowPool(delay=1.5)
+    pool = GatedPool()
     async with Engine(pool=pool) as engine:
         a = await engine.create_experiment("slow-gp", XY, M, strategy="gp", parallel_bandwidth=4)
         b = await engine.create_experiment("random", XY, M, strategy="random", parallel_bandwidth=4)
-        answered: dict[str, float] = {}
-        t0 = time.monotonic()
+        got: dict[str, object] = {}
 
         async def ask_a():
-            await engine.suggest(a.id, tag="first")
-            answered["a"] = time.monotonic() - t0
+            got["a"] = await engine.suggest(a.id, tag="first")
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ask_a)
-            await anyio.sleep(0.1)  # A's fit is now running
-            await engine.suggest(b.id)
-            answered["b"] = time.monotonic() - t0
-            # A's own mailbox keeps serving listings while its fit runs
-            await engine.suggestions(a.id)
-            answered["a-listing"] = time.monotonic() - t0
-    assert answered["b"] < 1.0 and answered["a-listing"] < 1.0
-    assert answered["a"] >= 1.5
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask_a)
+                while pool.jobs == 0:  # A's fit is now running, held at the gate
+                    await anyio.sleep(0.01)
+                got["b"] = await engine.suggest(b.id)
+                got["a-listing"] = await engine.suggestions(a.id)  # A's own mailbox keeps serving
+                assert "a" not in got and pool.finished == 0
+                pool.gate.set()
+    assert got["a"].tag == "first" and got["a-listing"] == []
 
 
 async def test_parked_asks_are_answered_in_arrival_order_with_distinct_points():
-    pool = SlowPool(delay=0.3)
+    pool = GatedPool()
     async with Engine(pool=pool) as engine:
         exp = await engine.create_experiment("gp", XY, M, strategy="gp", parallel_bandwidth=8)
         order: list[str] = []
@@ -75,10 +75,13 @@ async def test_parked_asks_are_answered_in_arrival_order_with_distinct_points():
             s = await engine.suggest(exp.id, tag=tag)
             order.append(s.tag)
 
-        async with anyio.create_task_group() as tg:
-            for i in range(8):
-                tg.start_soon(ask, f"w{i}")
-                await anyio.sleep(0.01)
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for i in range(8):
+                    tg.start_soon(ask, f"w{i}")
+                    await anyio.sleep(0.01)
+                assert order == []  # all parked behind the held fit
+                pool.gate.set()
         open_ = await engine.suggestions(exp.id, state="open")
     assert order == [f"w{i}" for i in range(8)]
     assert [s.tag for s in open_] == order  # ids handed out in arrival order
@@ -86,7 +89,9 @@ async def test_parked_asks_are_answered_in_arrival_order_with_distinct_points():
 
 
 async def test_a_failing_pool_falls_back_to_sobol_and_records_why():
-    async with Engine(pool=SlowPool(delay=0.01, fail=True)) as engine:
+    pool = GatedPool(fail=True)
+    pool.gate.set()
+    async with Engine(pool=pool) as engine:
         exp = await engine.create_experiment("gp", XY, M, strategy="gp", parallel_bandwidth=3)
         got = [await engine.suggest(exp.id) for _ in range(3)]
         stats = await engine.inspect(exp.id)
@@ -95,16 +100,16 @@ async def test_a_failing_pool_falls_back_to_sobol_and_records_why():
 
 
 async def test_computed_ahead_points_answer_asks_without_waiting_for_a_fit():
-    pool = SlowPool(delay=0.5)
+    pool = GatedPool(free_jobs=1)  # the first fit runs; every later one is held
     async with Engine(pool=pool) as engine:
         exp = await engine.create_experiment("gp", XY, M, strategy="gp", parallel_bandwidth=1)
-        s = await engine.suggest(exp.id)  # waits for the first fit, which also computes ahead
-        await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
-        t0 = time.monotonic()
-        s2 = await engine.suggest(exp.id)
-        waited = time.monotonic() - t0
+        with anyio.fail_after(30):
+            s = await engine.suggest(exp.id)  # waits for the first fit, which also computes ahead
+            await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
+            s2 = await engine.suggest(exp.id)  # answered from the buffer while later fits are held
+        assert pool.finished == 1
+        pool.gate.set()
     assert s2.assignments != s.assignments
-    assert waited < 0.4, waited  # served from the buffer, not after another 0.5 s fit
 
 
 async def test_real_gp_through_the_thread_pool_gives_distinct_points():
