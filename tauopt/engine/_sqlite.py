@@ -31,9 +31,10 @@ import json
 import logging
 import os
 import sqlite3
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Sequence, Union
+from typing import Any, AsyncIterator, Literal, Sequence, Union
 
 import aiosqlite
 import anyio
@@ -602,14 +603,21 @@ async def _transact(conn: aiosqlite.Connection, plan: Plan) -> None:
         with anyio.CancelScope(shield=True):
             await run(_run_plan, conn._conn, plan)
         return
-    await conn.execute("BEGIN IMMEDIATE")
-    try:
+    async with _write_transaction(conn):
         for statement, rows in plan:
             if isinstance(statement, _Upsert):
                 for sql, params in statement.chunks(rows):
                     await conn.execute(sql, params)
             else:
                 await conn.executemany(statement, rows)
+
+
+@asynccontextmanager
+async def _write_transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT; on any failure (cancellation included) a shielded ROLLBACK."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
         await conn.execute("COMMIT")
     except BaseException:
         with anyio.CancelScope(shield=True):
@@ -621,8 +629,7 @@ async def _transact(conn: aiosqlite.Connection, plan: Plan) -> None:
 async def _migrate(conn: aiosqlite.Connection, version: int, target: int = SCHEMA_VERSION) -> None:
     """Run MIGRATIONS[version:target] in one transaction. With nothing to migrate,
     still write (a no-op update) so a read-only file or directory fails now."""
-    await conn.execute("BEGIN IMMEDIATE")
-    try:
+    async with _write_transaction(conn):
         await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
         async with conn.execute("SELECT count(*) FROM schema_version") as cur:
             row = await cur.fetchone()
@@ -632,12 +639,6 @@ async def _migrate(conn: aiosqlite.Connection, version: int, target: int = SCHEM
             for sql in MIGRATIONS[step]:
                 await conn.execute(sql)
         await conn.execute("UPDATE schema_version SET version = ?", (max(version, target),))
-        await conn.execute("COMMIT")
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            if conn.in_transaction:
-                await conn.execute("ROLLBACK")
-        raise
 
 
 def _explain(path: Path, exc: sqlite3.Error) -> str:
