@@ -218,6 +218,27 @@ async def test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(
         assert snap is not None and [s.id for s in snap.suggestions] == ["s3"]
 
 
+class _PublicOnly:
+    """An aiosqlite connection seen without its private `_execute`: the store must
+    fall back to one hop per statement and keep the same transaction semantics."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_execute":
+            raise AttributeError(name)
+        return getattr(self._conn, name)
+
+
+async def test_the_per_statement_fallback_commits_and_rolls_back_alike(tmp_path: Path, monkeypatch) -> None:
+    from tauopt.engine import _sqlite
+
+    real = _sqlite._transact
+    monkeypatch.setattr(_sqlite, "_transact", lambda conn, plan: real(_PublicOnly(conn), plan))
+    await test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(tmp_path)
+
+
 async def test_a_batch_that_cannot_be_stored_fails_alone(tmp_path: Path) -> None:
     async with SqliteStore(tmp_path / "f.db") as store:
         await store.write([PutExperiment(experiment())])
