@@ -147,6 +147,22 @@ def pick_experiment(ids: Sequence[str], w: int, i: int) -> str:
     return ids[(w * 7 + i) % len(ids)]
 
 
+def api_ask_tell(api_for: Callable[[int], Any], ids: Sequence[str], tag: Callable[[int], str] = lambda w: f"w{w}") -> tuple[Ask, Tell]:
+    """Ask/tell through tauopt's own API (an Engine or an AsyncClient): worker w uses
+    `api_for(w)` for both its ask and its observe."""
+
+    async def ask(w: int, i: int) -> tuple[str, Any, Mapping[str, Any]]:
+        eid = pick_experiment(ids, w, i)
+        s = await api_for(w).suggest(eid, tag=tag(w))
+        return eid, (w, s.id), s.assignments
+
+    async def tell(eid: str, handle: Any, a: Mapping[str, Any]) -> None:
+        w, sid = handle
+        await api_for(w).observe(eid, sid, value=objective(a))
+
+    return ask, tell
+
+
 # -- figures ------------------------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from _bench_common import (
     METRIC,
     PARAMETERS,
     Recorder,
+    api_ask_tell,
     free_port,
     invariants,
     max_open_from_records,
@@ -118,13 +119,7 @@ async def run_inproc(cfg: Config, workdir: Path) -> dict[str, Any]:
                     s = await client.suggest(eid)
                     await client.observe(eid, s.id, value=objective(s.assignments))
 
-        async def ask(w: int, i: int) -> tuple[str, Any, Mapping[str, Any]]:
-            eid = pick_experiment(ids, w, i)
-            s = await client.suggest(eid, tag=f"w{w}")
-            return eid, s.id, s.assignments
-
-        async def tell(eid: str, sid: Any, a: Mapping[str, Any]) -> None:
-            await client.observe(eid, sid, value=objective(a))
+        ask, tell = api_ask_tell(lambda w: client, ids)
 
         rec = await run_workers(cfg.workers, ask, tell, cfg.duration_s, cfg.eval_s)
         peak = max([(await client.engine.inspect(e))["max_open_seen"] for e in ids])
@@ -280,14 +275,7 @@ async def http_client_main(spec: HttpSpec, ready: Callable[[], Awaitable[float]]
         for w in range(spec.workers):
             tg.start_soon(clients[w % n_clients]._require().health)
 
-    async def ask(w: int, i: int) -> tuple[str, Any, Mapping[str, Any]]:
-        eid = pick_experiment(spec.ids, w, i)
-        s = await clients[w % n_clients].suggest(eid, tag=f"{tag}-w{w}")
-        return eid, (w, s.id), s.assignments
-
-    async def tell(eid: str, handle: Any, a: Mapping[str, Any]) -> None:
-        w, sid = handle
-        await clients[w % n_clients].observe(eid, sid, value=objective(a))
+    ask, tell = api_ask_tell(lambda w: clients[w % n_clients], spec.ids, lambda w: f"{tag}-w{w}")
 
     start_at = await ready()
     rec = await run_workers(spec.workers, ask, tell, spec.duration_s, spec.eval_s, start_at)

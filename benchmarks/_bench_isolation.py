@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import anyio
 
-from _bench_common import METRIC, PARAMETERS, Recorder, invariants, objective, pick_experiment, run_workers, summarize
+from _bench_common import METRIC, PARAMETERS, Recorder, api_ask_tell, invariants, objective, run_workers, summarize
 
 
 async def _isolation(workers: int, experiments: int, duration_s: float, pool: str, gp_workers: int, preload: int) -> dict[str, Any]:
@@ -39,14 +39,7 @@ async def _isolation(workers: int, experiments: int, duration_s: float, pool: st
         s = await engine.suggest(gp)  # warm: the first fit loads torch in the pool
         await engine.observe(gp, s.id, value=objective(s.assignments))
 
-        async def ask(w: int, i: int) -> tuple[str, Any, Mapping[str, Any]]:
-            eid = pick_experiment(ids, w, i)
-            s = await engine.suggest(eid, tag=f"w{w}")
-            return eid, s.id, s.assignments
-
-        async def tell(eid: str, sid: Any, a: Mapping[str, Any]) -> None:
-            await engine.observe(eid, sid, value=objective(a))
-
+        ask, tell = api_ask_tell(lambda w: engine, ids)
         idle = await run_workers(workers, ask, tell, duration_s, 0.0)
         before = (await engine.inspect(gp))["proposals"]
         gp_rec = Recorder()
