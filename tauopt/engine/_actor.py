@@ -95,6 +95,9 @@ class ExperimentActor:
         self._ahead_setting = ahead
         self._fit_deadline_s = fit_deadline_s
         self._drawn = snapshot.drawn
+        # the experiment's seed: given, or derived from its id (neither can change)
+        seed = exp.strategy_options.seed
+        self._seed = seed if seed is not None else int.from_bytes(exp.id.encode()[-8:].rjust(8, b"\0"), "big") % (2**32)
         self._suggestions: dict[str, Suggestion] = {}
         self._open: dict[str, Suggestion] = {}
         self._observations: list[Observation] = list(snapshot.observations)
@@ -345,25 +348,18 @@ class ExperimentActor:
         self.stats.max_open_seen = max(self.stats.max_open_seen, len(self._open))
         return s
 
-    def _request(self, n: int, extra_pending: tuple[dict[str, Value], ...] = ()) -> SuggestRequest:
+    def _request(self, n: int, extra_pending: tuple[dict[str, Value], ...] = (), state: bool = True) -> SuggestRequest:
+        """state=False leaves history and pending out, for strategies that read neither."""
         return SuggestRequest(
             space=self._space,
             metric=self._exp.metric,
-            history=tuple(self._observations),
-            pending=tuple(s.assignments for s in self._open.values()) + extra_pending,
+            history=tuple(self._observations) if state else (),
+            pending=tuple(s.assignments for s in self._open.values()) + extra_pending if state else (),
             n=n,
             seed=self._seed,
             drawn=self._drawn,
             options=self._exp.strategy_options,
         )
-
-    def _bare_request(self, n: int) -> SuggestRequest:
-        return SuggestRequest(self._space, self._exp.metric, (), (), n, self._seed, self._drawn, self._exp.strategy_options)
-
-    @property
-    def _seed(self) -> int:
-        seed = self._exp.strategy_options.seed
-        return seed if seed is not None else int.from_bytes(self.id.encode()[-8:].rjust(8, b"\0"), "big") % (2**32)
 
     def _inline_point(self, strategy: str) -> dict[str, Value]:
         """A fresh point from an inline strategy; duplicates are redrawn, then a finite
@@ -372,7 +368,7 @@ class ExperimentActor:
         strategy = strategy if strategy in INLINE else "sobol"
         for _ in range(_DUP_RETRIES):
             # random and sobol look at neither history nor pending: skip copying them per ask
-            request = self._request(n) if strategy == "grid" else self._bare_request(n)
+            request = self._request(n, state=strategy == "grid")
             rng = self._rng() if strategy == "random" else _UNUSED_RNG
             candidates = propose(strategy, request, rng)
             self._drawn += n
