@@ -158,17 +158,12 @@ class ExperimentActor:
         if self._job_running or self._waiters:
             return False
         while self._uncommitted:
-            await self._barrier()
+            await self._store.write(())  # a barrier: after every write this actor queued
         if self._receive.statistics().current_buffer_used or self._job_running or self._waiters:
             return False
         if self._registry.get(self.id) is not None:
             del self._registry[self.id]
         return True
-
-    async def _barrier(self) -> None:
-        event = anyio.Event()
-        self._store.submit((), lambda exc: event.set())
-        await event.wait()
 
     # -- replies after commit ---------------------------------------------
 

@@ -175,18 +175,10 @@ class Engine:
             event.set()
 
     async def _commit(self, writes: Sequence[Write]) -> None:
-        event = anyio.Event()
-        failure: list[BaseException] = []
-
-        def done(exc: BaseException | None) -> None:
-            if exc is not None:
-                failure.append(exc)
-            event.set()
-
-        self.store.submit(writes, done)
-        await event.wait()
-        if failure:
-            raise api_error("internal", f"the store failed to commit ({failure[0]}); nothing was kept, retry")
+        try:
+            await self.store.write(writes)
+        except Exception as exc:
+            raise api_error("internal", f"the store failed to commit ({exc}); nothing was kept, retry") from exc
 
     # -- experiments ---------------------------------------------------------------
 
