@@ -1,7 +1,12 @@
-"""AsyncClient and Client: the same operations over any driver.
+"""AsyncClient and Client: the Operations (`tauopt.operations`) over any driver.
 
     driver="local"  an in-process Engine (memory, or SQLite with store=PATH)
     driver="http"   a tauopt daemon (base_url / TAUOPT_BASE_URL, token / TAUOPT_TOKEN)
+    driver="http://host:port"  the same, with that base_url
+
+Drivers come from one registry (`tauopt._drivers`). Every method is written
+out with its signature, so IDEs and type checkers see them;
+`tests/test_operations.py` checks they match the protocol.
 
 The sync Client runs an AsyncClient on an event loop in a daemon thread (an
 anyio blocking portal); every method is a `portal.call`, so one Client can be
@@ -11,42 +16,23 @@ and never holds the exit up.
 
 from __future__ import annotations
 
-import os
+import functools
 import queue
 import threading
 import weakref
-from typing import Any, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from .errors import invalid
+from ._drivers import driver_name, open_driver
+from .models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from .operations import UNSET, ExperimentState, Operations, SuggestionState
 
-__all__ = ["AsyncClient", "Client", "OPERATIONS"]
+__all__ = ["AsyncClient", "Client"]
 
-OPERATIONS = (
-    "create_experiment",
-    "experiment",
-    "experiments",
-    "update_experiment",
-    "archive_experiment",
-    "suggest",
-    "observe",
-    "suggestions",
-    "suggestion",
-    "close_suggestion",
-    "close_all_suggestions",
-    "observations",
-    "best",
-)
-
-
-def _pick_driver(driver: str | None, base_url: str | None) -> str:
-    if driver is None:
-        driver = "http" if (base_url or os.environ.get("TAUOPT_BASE_URL")) else "local"
-    if driver not in ("local", "http"):
-        raise invalid(f"driver: {driver!r} is not one of ['local', 'http']")
-    return driver
+T = TypeVar("T")
 
 
 class AsyncClient:
@@ -58,65 +44,127 @@ class AsyncClient:
     """
 
     def __init__(self, driver: str | None = None, *, base_url: str | None = None, token: str | None = None, **options: Any) -> None:
-        self.driver = _pick_driver(driver, base_url)
-        self._base_url = base_url
-        self._token = token
+        self.driver, base_url = driver_name(driver, base_url)
+        if self.driver != "local":
+            options = dict(options, base_url=base_url, token=token)
         self._options = options
-        self._backend: Any = None
+        self._cm: AbstractAsyncContextManager[Operations] | None = None
+        self._ops: Operations | None = None
 
     async def __aenter__(self) -> "AsyncClient":
-        if self.driver == "local":
-            from .engine import Engine
-
-            engine = Engine(self._options.pop("store", None), **self._options)
-            await engine.__aenter__()
-            self._backend = engine
-        else:
-            from .transport.http._client import HttpDriver
-
-            self._backend = HttpDriver(base_url=self._base_url, token=self._token, **self._options)
+        cm = open_driver(self.driver, self._options)
+        self._ops = await cm.__aenter__()
+        self._cm = cm
         return self
 
     async def __aexit__(self, *exc_info: Any) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
-        backend, self._backend = self._backend, None
-        if backend is None:
-            return
-        if self.driver == "local":
-            await backend.__aexit__(None, None, None)
-        else:
-            await backend.aclose()
+        cm, self._cm, self._ops = self._cm, None, None
+        if cm is not None:
+            await cm.__aexit__(None, None, None)
 
     close = aclose
 
     @property
     def engine(self) -> Any:
         """The in-process Engine of a local client (None for http)."""
-        return self._backend if self.driver == "local" else None
+        return self._ops if self.driver == "local" else None
 
-    def _require(self) -> Any:
-        if self._backend is None:
+    def _require(self) -> Operations:
+        if self._ops is None:
             raise RuntimeError("use the client as `async with AsyncClient(...) as client:` (it is not open)")
-        return self._backend
+        return self._ops
 
+    # -- operations (tauopt.operations.Operations) ------------------------------------
 
-def _async_op(name: str) -> Callable[..., Any]:
-    async def op(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
-        return await getattr(self._require(), name)(*args, **kwargs)
+    async def create_experiment(
+        self,
+        name: str,
+        parameters: Sequence[Parameter | Mapping[str, Any]],
+        metric: Metric | Mapping[str, Any],
+        parallel_bandwidth: int = 1,
+        suggestion_ttl_s: float | None = None,
+        observation_budget: int | None = None,
+        strategy: str = "auto",
+        strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+    ) -> Experiment:
+        """Create an active experiment; its id is chosen by the engine."""
+        return await self._require().create_experiment(
+            name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
+            strategy_options,
+        )  # fmt: skip
 
-    op.__name__ = name
-    return op
+    async def experiment(self, experiment_id: str) -> Experiment:
+        """One experiment with its counts; `not_found` if absent (or another credential's)."""
+        return await self._require().experiment(experiment_id)
 
+    async def experiments(self, state: ExperimentState | None = None) -> list[Experiment]:
+        """Experiments, oldest first, optionally in one state."""
+        return await self._require().experiments(state)
 
-def _sync_op(name: str) -> Callable[..., Any]:
-    def op(self: "Client", *args: Any, **kwargs: Any) -> Any:
-        portal = self._open_portal()
-        return portal.call(lambda: getattr(self._client, name)(*args, **kwargs))
+    async def update_experiment(
+        self,
+        experiment_id: str,
+        *,
+        name: str = UNSET,
+        parallel_bandwidth: int = UNSET,
+        suggestion_ttl_s: float | None = UNSET,
+        observation_budget: int | None = UNSET,
+        parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
+    ) -> Experiment:
+        """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
+        return await self._require().update_experiment(
+            experiment_id, name=name, parallel_bandwidth=parallel_bandwidth, suggestion_ttl_s=suggestion_ttl_s,
+            observation_budget=observation_budget, parameters=parameters,
+        )  # fmt: skip
 
-    op.__name__ = name
-    return op
+    async def archive_experiment(self, experiment_id: str) -> Experiment:
+        """Archive: no more asks or observations; open suggestions close."""
+        return await self._require().archive_experiment(experiment_id)
+
+    async def suggest(self, experiment_id: str, tag: str | None = None) -> Suggestion:
+        """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open."""
+        return await self._require().suggest(experiment_id, tag)
+
+    async def observe(
+        self,
+        experiment_id: str,
+        suggestion_id: str | None = None,
+        assignments: Mapping[str, Any] | None = None,
+        value: float | None = None,
+        failed: bool = False,
+        metrics: Mapping[str, float] | None = None,
+    ) -> Observation:
+        """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments)."""
+        return await self._require().observe(experiment_id, suggestion_id, assignments, value, failed, metrics)
+
+    async def suggestions(
+        self, experiment_id: str, state: SuggestionState | None = None, tag: str | None = None
+    ) -> list[Suggestion]:
+        """The experiment's suggestions, optionally filtered by state and tag."""
+        return await self._require().suggestions(experiment_id, state, tag)
+
+    async def suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+        """One suggestion by id."""
+        return await self._require().suggestion(experiment_id, suggestion_id)
+
+    async def close_suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+        """Close an open suggestion without an observation (its point may be suggested again)."""
+        return await self._require().close_suggestion(experiment_id, suggestion_id)
+
+    async def close_all_suggestions(self, experiment_id: str) -> int:
+        """Close every open suggestion; the number closed."""
+        return await self._require().close_all_suggestions(experiment_id)
+
+    async def observations(self, experiment_id: str) -> list[Observation]:
+        """Every observation, in the order recorded."""
+        return await self._require().observations(experiment_id)
+
+    async def best(self, experiment_id: str) -> Observation | None:
+        """The best successful observation by the metric's objective, or None."""
+        return await self._require().best(experiment_id)
 
 
 def _start_portal() -> tuple[BlockingPortal, threading.Thread]:
@@ -188,11 +236,99 @@ class Client:
     def engine(self) -> Any:
         return self._client.engine
 
-    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run an async callable on the client's event loop (e.g. `client.call(client.engine.inspect, id)`)."""
         return self._open_portal().call(fn, *args)
 
+    def _run(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        portal = self._open_portal()
+        return portal.call(functools.partial(fn, *args, **kwargs))
 
-for _name in OPERATIONS:
-    setattr(AsyncClient, _name, _async_op(_name))
-    setattr(Client, _name, _sync_op(_name))
+    # -- operations (the same as AsyncClient's, blocking) ------------------------------
+
+    def create_experiment(
+        self,
+        name: str,
+        parameters: Sequence[Parameter | Mapping[str, Any]],
+        metric: Metric | Mapping[str, Any],
+        parallel_bandwidth: int = 1,
+        suggestion_ttl_s: float | None = None,
+        observation_budget: int | None = None,
+        strategy: str = "auto",
+        strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+    ) -> Experiment:
+        """Create an active experiment; its id is chosen by the engine."""
+        return self._run(
+            self._client.create_experiment, name, parameters, metric, parallel_bandwidth, suggestion_ttl_s,
+            observation_budget, strategy, strategy_options,
+        )  # fmt: skip
+
+    def experiment(self, experiment_id: str) -> Experiment:
+        """One experiment with its counts; `not_found` if absent (or another credential's)."""
+        return self._run(self._client.experiment, experiment_id)
+
+    def experiments(self, state: ExperimentState | None = None) -> list[Experiment]:
+        """Experiments, oldest first, optionally in one state."""
+        return self._run(self._client.experiments, state)
+
+    def update_experiment(
+        self,
+        experiment_id: str,
+        *,
+        name: str = UNSET,
+        parallel_bandwidth: int = UNSET,
+        suggestion_ttl_s: float | None = UNSET,
+        observation_budget: int | None = UNSET,
+        parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
+    ) -> Experiment:
+        """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
+        return self._run(
+            self._client.update_experiment, experiment_id, name=name, parallel_bandwidth=parallel_bandwidth,
+            suggestion_ttl_s=suggestion_ttl_s, observation_budget=observation_budget, parameters=parameters,
+        )  # fmt: skip
+
+    def archive_experiment(self, experiment_id: str) -> Experiment:
+        """Archive: no more asks or observations; open suggestions close."""
+        return self._run(self._client.archive_experiment, experiment_id)
+
+    def suggest(self, experiment_id: str, tag: str | None = None) -> Suggestion:
+        """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open."""
+        return self._run(self._client.suggest, experiment_id, tag)
+
+    def observe(
+        self,
+        experiment_id: str,
+        suggestion_id: str | None = None,
+        assignments: Mapping[str, Any] | None = None,
+        value: float | None = None,
+        failed: bool = False,
+        metrics: Mapping[str, float] | None = None,
+    ) -> Observation:
+        """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments)."""
+        return self._run(self._client.observe, experiment_id, suggestion_id, assignments, value, failed, metrics)
+
+    def suggestions(
+        self, experiment_id: str, state: SuggestionState | None = None, tag: str | None = None
+    ) -> list[Suggestion]:
+        """The experiment's suggestions, optionally filtered by state and tag."""
+        return self._run(self._client.suggestions, experiment_id, state, tag)
+
+    def suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+        """One suggestion by id."""
+        return self._run(self._client.suggestion, experiment_id, suggestion_id)
+
+    def close_suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+        """Close an open suggestion without an observation (its point may be suggested again)."""
+        return self._run(self._client.close_suggestion, experiment_id, suggestion_id)
+
+    def close_all_suggestions(self, experiment_id: str) -> int:
+        """Close every open suggestion; the number closed."""
+        return self._run(self._client.close_all_suggestions, experiment_id)
+
+    def observations(self, experiment_id: str) -> list[Observation]:
+        """Every observation, in the order recorded."""
+        return self._run(self._client.observations, experiment_id)
+
+    def best(self, experiment_id: str) -> Observation | None:
+        """The best successful observation by the metric's objective, or None."""
+        return self._run(self._client.best, experiment_id)

@@ -7,16 +7,24 @@
       .details                    machine-readable extras (e.g. assignments)
       .headers / .retry_after     filled by the HTTP client; empty in process
 
-Transports translate with one table: `CATALOGUE[error_type]` gives the HTTP
-status and the gRPC status code name. Nothing else maps errors.
+One table, `CATALOGUE[error_type]`, gives everything a door needs: the HTTP
+status, the gRPC status code name, the Retry-After policy and any other
+header. Doors render with `ErrorKind.http_headers(e)` / `kind_of(e)`;
+clients parse with `error_type_for_status` when an answer is not ours.
+Nothing else maps errors.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
 
-__all__ = ["ApiError", "ErrorKind", "CATALOGUE", "api_error"]
+__all__ = ["ApiError", "ErrorKind", "CATALOGUE", "api_error", "invalid", "kind_of", "error_type_for_status"]
+
+# How a kind sends Retry-After: "never" (waiting does not help), "error" (the
+# seconds the raising code computed, rounded up, at least 1), or a fixed number.
+RetryAfter = Literal["never", "error"] | int
 
 
 @dataclass(frozen=True)
@@ -25,31 +33,71 @@ class ErrorKind:
     http_status: int
     grpc_code: str  # a grpc.StatusCode name; kept as text so this module imports no grpc
     meaning: str
+    retry_after: RetryAfter = "error"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def http_headers(self, e: "ApiError") -> dict[str, str]:
+        """The headers an HTTP answer for `e` carries."""
+        headers = dict(self.headers)
+        if isinstance(self.retry_after, int) and not isinstance(self.retry_after, bool):
+            headers["Retry-After"] = str(self.retry_after)
+        elif self.retry_after == "error" and e.retry_after is not None:
+            headers["Retry-After"] = str(max(1, math.ceil(e.retry_after)))
+        return headers
 
 
-def _kinds(*rows: tuple[str, int, str, str]) -> dict[str, ErrorKind]:
-    return {r[0]: ErrorKind(*r) for r in rows}
+def _kinds(*kinds: ErrorKind) -> dict[str, ErrorKind]:
+    return {k.error_type: k for k in kinds}
 
 
+_K = ErrorKind
 CATALOGUE: Mapping[str, ErrorKind] = _kinds(
-    ("invalid_request", 400, "INVALID_ARGUMENT", "the request is malformed or outside the space"),
-    ("unauthorized", 401, "UNAUTHENTICATED", "missing or unknown bearer token"),
-    ("not_found", 404, "NOT_FOUND", "no such experiment, suggestion or credential"),
-    ("method_not_allowed", 405, "UNIMPLEMENTED", "the path does not accept this method"),
-    ("suggestion_expired", 409, "FAILED_PRECONDITION", "the suggestion outlived suggestion_ttl_s"),
-    ("suggestion_observed", 409, "FAILED_PRECONDITION", "the suggestion already has an observation"),
-    ("suggestion_closed", 409, "FAILED_PRECONDITION", "the suggestion was closed"),
-    ("space_exhausted", 409, "FAILED_PRECONDITION", "every point of a finite space is used"),
-    ("experiment_completed", 409, "FAILED_PRECONDITION", "observation_budget reached"),
-    ("experiment_archived", 409, "FAILED_PRECONDITION", "the experiment is archived"),
-    ("payload_too_large", 413, "RESOURCE_EXHAUSTED", "request body over the size limit"),
-    ("bandwidth_full", 429, "RESOURCE_EXHAUSTED", "parallel_bandwidth suggestions are open"),
-    ("quota_exceeded", 429, "RESOURCE_EXHAUSTED", "daily suggestion quota used up"),
-    ("rate_limited", 429, "RESOURCE_EXHAUSTED", "too many heavy reads per second"),
-    ("active_experiment_cap", 429, "RESOURCE_EXHAUSTED", "too many non-archived experiments"),
-    ("internal", 500, "INTERNAL", "a bug or a storage failure; nothing half-done is kept"),
-    ("unavailable", 503, "UNAVAILABLE", "the engine is shutting down or not started"),
+    _K("invalid_request", 400, "INVALID_ARGUMENT", "the request is malformed or outside the space"),
+    _K("unauthorized", 401, "UNAUTHENTICATED", "missing or unknown bearer token",
+       headers={"WWW-Authenticate": 'Bearer realm="tauopt"'}),
+    _K("not_found", 404, "NOT_FOUND", "no such experiment, suggestion or credential"),
+    _K("method_not_allowed", 405, "UNIMPLEMENTED", "the path does not accept this method"),
+    _K("suggestion_expired", 409, "FAILED_PRECONDITION", "the suggestion outlived suggestion_ttl_s"),
+    _K("suggestion_observed", 409, "FAILED_PRECONDITION", "the suggestion already has an observation"),
+    _K("suggestion_closed", 409, "FAILED_PRECONDITION", "the suggestion was closed"),
+    _K("space_exhausted", 409, "FAILED_PRECONDITION", "every point of a finite space is used"),
+    _K("experiment_completed", 409, "FAILED_PRECONDITION", "observation_budget reached"),
+    _K("experiment_archived", 409, "FAILED_PRECONDITION", "the experiment is archived"),
+    _K("payload_too_large", 413, "RESOURCE_EXHAUSTED", "request body over the size limit"),
+    # backpressure: a slot returns within a worker's evaluation, so "try again in a second"
+    _K("bandwidth_full", 429, "RESOURCE_EXHAUSTED", "parallel_bandwidth suggestions are open", retry_after=1),
+    _K("quota_exceeded", 429, "RESOURCE_EXHAUSTED", "daily suggestion quota used up"),
+    _K("rate_limited", 429, "RESOURCE_EXHAUSTED", "too many heavy reads per second"),
+    _K("active_experiment_cap", 429, "RESOURCE_EXHAUSTED", "too many non-archived experiments", retry_after="never"),
+    _K("internal", 500, "INTERNAL", "a bug or a storage failure; nothing half-done is kept"),
+    _K("unavailable", 503, "UNAVAILABLE", "the engine is shutting down or not started"),
 )
+del _K
+
+# An answer that is not ours (a proxy's HTML 502, a framework's bare 404): the
+# first catalogued type with that status; gateways' 502/504 mean "unavailable".
+_TYPE_BY_STATUS: dict[int, str] = {}
+for _kind in CATALOGUE.values():
+    _TYPE_BY_STATUS.setdefault(_kind.http_status, _kind.error_type)
+_TYPE_BY_STATUS.update({502: "unavailable", 504: "unavailable"})
+
+
+def error_type_for_status(status: int, default: str | None = None) -> str:
+    """The catalogue's error type for a bare HTTP status (used where no body says it).
+
+    An uncatalogued status gives `default`, or else `invalid_request` below 500
+    and `internal` from 500 (the server's reading of a framework's bare error).
+    """
+    if status in _TYPE_BY_STATUS:
+        return _TYPE_BY_STATUS[status]
+    if default is not None:
+        return default
+    return "invalid_request" if status < 500 else "internal"
+
+
+def kind_of(e: "ApiError") -> ErrorKind:
+    """The catalogue entry of `e` (an unknown type renders as `internal`, with its own status)."""
+    return CATALOGUE.get(e.error_type) or ErrorKind(e.error_type, e.status_code, "INTERNAL", "uncatalogued")
 
 
 class ApiError(Exception):
@@ -95,4 +143,5 @@ def api_error(error_type: str, message: str, **details: Any) -> ApiError:
 
 
 def invalid(message: str, **details: Any) -> ApiError:
+    """An `invalid_request` ApiError (400 / INVALID_ARGUMENT)."""
     return api_error("invalid_request", message, **details)

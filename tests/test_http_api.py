@@ -404,3 +404,15 @@ async def test_create_app_serves_an_engine_the_caller_owns() -> None:
         sock.close()
         # the engine outlived the app and still serves its owner
         assert len(await engine.suggestions(exp.id, owner=cred.id)) == 8
+
+
+def test_update_experiment_adds_parameters_over_http(api: Api) -> None:
+    with api.client() as c:
+        exp = c.create_experiment("grow", X, METRIC)
+        params = [p.to_dict() for p in exp.parameters] + [{"name": "k", "type": "int", "bounds": [1, 4]}]
+        grown = c.update_experiment(exp.id, parameters=params)
+        assert [p.name for p in grown.parameters] == ["x", "k"]
+        assert set(c.suggest(exp.id).assignments) == {"x", "k"}
+        with pytest.raises(ApiError) as info:
+            c.update_experiment(exp.id, parameters=params[1:])
+        assert info.value.status_code == 400 and "missing" in info.value.message

@@ -19,7 +19,8 @@ from anyio.abc import TaskGroup
 
 from ..actors import ActorGone, ActorRef
 from ..errors import api_error, invalid
-from ..models import Experiment, Metric, Observation, StrategyOptions, Suggestion
+from ..models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space
 from . import _messages as m
 from ._actor import ExperimentActor
@@ -27,14 +28,6 @@ from ._store import MemoryStore, PutExperiment, Store, Write
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl
 
 __all__ = ["Engine", "UNSET", "open_store"]
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Any = _Unset()
 
 
 def open_store(store: Store | str | os.PathLike[str] | None, durability: str = "os") -> Store:
@@ -57,6 +50,9 @@ def open_store(store: Store | str | os.PathLike[str] | None, durability: str = "
 
 class Engine:
     """`async with Engine() as engine:` — the embedded async API.
+
+    Implements `tauopt.operations.Operations`, each operation with one more
+    keyword, `owner`: the credential a door scopes the call to (None: any).
 
     store: None (memory), a path / sqlite:/// URL (SQLite), or a Store.
     pool: "thread" (default; GP fits on a thread of this process), "process"
@@ -185,13 +181,13 @@ class Engine:
     async def create_experiment(
         self,
         name: str,
-        parameters: Sequence[Any],
-        metric: Mapping[str, Any] | Metric,
+        parameters: Sequence[Parameter | Mapping[str, Any]],
+        metric: Metric | Mapping[str, Any],
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
         strategy: str = "auto",
-        strategy_options: Mapping[str, Any] | StrategyOptions | None = None,
+        strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         owner: str | None = None,
     ) -> Experiment:
         options = StrategyOptions.parse(strategy_options)
@@ -219,7 +215,7 @@ class Engine:
     async def experiment(self, experiment_id: str, owner: str | None = None) -> Experiment:
         return await self._ask(experiment_id, m.GetExperiment(owner))
 
-    async def experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
+    async def experiments(self, state: ExperimentState | None = None, owner: str | None = None) -> list[Experiment]:
         if state is not None and state not in ("active", "completed", "archived"):
             raise invalid(f"state: {state!r} is not one of ['active', 'completed', 'archived']")
         found = await self.store.list_experiments(state, owner)
@@ -229,11 +225,11 @@ class Engine:
         self,
         experiment_id: str,
         *,
-        name: Any = UNSET,
-        parallel_bandwidth: Any = UNSET,
-        suggestion_ttl_s: Any = UNSET,
-        observation_budget: Any = UNSET,
-        parameters: Any = UNSET,
+        name: str = UNSET,
+        parallel_bandwidth: int = UNSET,
+        suggestion_ttl_s: float | None = UNSET,
+        observation_budget: int | None = UNSET,
+        parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         owner: str | None = None,
     ) -> Experiment:
         changes = {
@@ -271,7 +267,11 @@ class Engine:
         return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics))
 
     async def suggestions(
-        self, experiment_id: str, state: str | None = None, tag: str | None = None, owner: str | None = None
+        self,
+        experiment_id: str,
+        state: SuggestionState | None = None,
+        tag: str | None = None,
+        owner: str | None = None,
     ) -> list[Suggestion]:
         return await self._ask(experiment_id, m.ListSuggestions(owner, state, tag))
 

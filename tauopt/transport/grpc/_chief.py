@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import anyio
 
-from ...errors import ApiError
+from ...errors import ApiError, invalid
 from ...models import Parameter
 from ...space import Space
 from ._env import check_env
@@ -48,7 +48,7 @@ def load_space(path: str) -> tuple[Parameter, ...]:
     try:
         raw = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
-        raise ApiError(400, "invalid_request", f"--space {path}: cannot read a JSON list of parameters ({exc})") from exc
+        raise invalid(f"--space {path}: cannot read a JSON list of parameters ({exc})") from exc
     if isinstance(raw, dict) and "parameters" in raw:
         raw = raw["parameters"]
     space = Space.parse(raw)
@@ -79,9 +79,9 @@ async def serve_chief(options: ChiefOptions, on_ready: Callable[[dict[str, Any]]
         try:
             bound = server.add_insecure_port(target)
         except RuntimeError as exc:
-            raise ApiError(400, "invalid_request", f"cannot bind {target}: {exc}; is the port in use?") from exc
+            raise invalid(f"cannot bind {target}: {exc}; is the port in use?") from exc
         if not bound:
-            raise ApiError(400, "invalid_request", f"cannot bind {target}; is the port in use?")
+            raise invalid(f"cannot bind {target}; is the port in use?")
         await server.start()
         try:
             async with anyio.create_task_group() as tg:
@@ -136,7 +136,7 @@ async def _start_http(tg: Any, engine: Any, ip: str, port: int) -> Any:
 
         from ..http import create_app
     except ImportError as exc:
-        raise ApiError(400, "invalid_request", f"--http-port needs the server extra (pip install 'tauopt[server]'): {exc}") from exc
+        raise invalid(f"--http-port needs the server extra (pip install 'tauopt[server]'): {exc}") from exc
     host = ip[1:-1] if ip.startswith("[") else ip
     config = uvicorn.Config(create_app(engine), host=host, port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
@@ -151,12 +151,10 @@ def options_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> C
     env = check_env(environ)
     if not env.valid or env.mode != "distributed":
         reason = env.describe() if not env.valid else "local mode: the chief needs KERASTUNER_ORACLE_IP, KERASTUNER_ORACLE_PORT and KERASTUNER_TUNER_ID"
-        raise ApiError(400, "invalid_request", reason)
+        raise invalid(reason)
     if env.role != "chief":
-        raise ApiError(
-            400,
-            "invalid_request",
-            f"KERASTUNER_TUNER_ID={env.tuner_id!r} is a worker id; the chief's id must contain 'chief' (e.g. chief)",
+        raise invalid(
+            f"KERASTUNER_TUNER_ID={env.tuner_id!r} is a worker id; the chief's id must contain 'chief' (e.g. chief)"
         )
     space = load_space(args.space) if args.space else None
     config = ChiefConfig(

@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 import grpc
 
-from ...errors import ApiError
+from ...errors import ApiError, invalid
 from ._convert import MAX_NAME, hyperparameters_to_proto, space_from_proto, values_from_proto
 from ._generated import keras_tuner_pb2 as kt
 from ._generated import service_pb2 as pb
@@ -50,7 +50,7 @@ def trial_to_proto(view: TrialView, oracle: KerasTunerOracle) -> kt.Trial:
 
 def _trial_id(raw: str) -> str:
     if not _TRIAL_ID.match(raw):
-        raise ApiError(400, "invalid_request", f"trial_id: {raw[:40]!r} is not a trial id this chief hands out")
+        raise invalid(f"trial_id: {raw[:40]!r} is not a trial id this chief hands out")
     return raw
 
 
@@ -99,10 +99,10 @@ class OracleServicer(pb_grpc.OracleServicer):
             trial_id = _trial_id(request.trial_id)
             metrics = dict(request.metrics)
             if len(metrics) > _MAX_METRICS:
-                raise ApiError(400, "invalid_request", f"metrics: {len(metrics)} metrics; at most {_MAX_METRICS}")
+                raise invalid(f"metrics: {len(metrics)} metrics; at most {_MAX_METRICS}")
             for name in metrics:
                 if not name or len(name) > MAX_NAME or not name.isprintable():
-                    raise ApiError(400, "invalid_request", f"metrics: names must be 1-{MAX_NAME} printable characters")
+                    raise invalid(f"metrics: names must be 1-{MAX_NAME} printable characters")
             view = await self.oracle.update_trial(trial_id, metrics, int(request.step))
             return pb.UpdateTrialResponse(trial=trial_to_proto(view, self.oracle))
 

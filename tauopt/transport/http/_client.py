@@ -1,6 +1,6 @@
 """HttpDriver: the engine's operations over the daemon's REST API, with httpx.
 
-Same method names, arguments and return types as `tauopt.Engine` (minus
+Implements `tauopt.operations.Operations` (the Engine's operations minus
 `owner`: the bearer token decides it). Server errors come back as the same
 `ApiError`, with the response headers in `e.headers` and the parsed
 Retry-After in `e.retry_after`.
@@ -34,8 +34,9 @@ from urllib.parse import quote, urlencode, urlsplit
 import anyio
 import httpx
 
-from ...errors import CATALOGUE, ApiError, invalid
+from ...errors import ApiError, error_type_for_status, invalid
 from ...models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from ...operations import UNSET, ExperimentState, SuggestionState
 from ._retry import parse_retry_after, retry_delay
 from ._wire import WirePool, WireResponse
 
@@ -44,20 +45,6 @@ __all__ = ["HttpDriver", "DEFAULT_BASE_URL"]
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 Sleep = Callable[[float], Awaitable[Any]]
 
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Any = _Unset()
-
-# For answers that are not ours (a proxy's HTML 502, a redirect): the
-# catalogue's type for that status, else `internal`.
-_TYPE_BY_STATUS: dict[int, str] = {}
-for _kind in CATALOGUE.values():
-    _TYPE_BY_STATUS.setdefault(_kind.http_status, _kind.error_type)
-_TYPE_BY_STATUS.update({502: "unavailable", 504: "unavailable"})
 
 
 class HttpDriver:
@@ -202,40 +189,43 @@ class HttpDriver:
         }
         return Experiment.from_dict(await self._request("POST", "/v1/experiments", body=body))
 
-    async def experiment(self, id: str) -> Experiment:
-        return Experiment.from_dict(await self._request("GET", _exp(id)))
+    async def experiment(self, experiment_id: str) -> Experiment:
+        return Experiment.from_dict(await self._request("GET", _exp(experiment_id)))
 
-    async def experiments(self, state: str | None = None) -> list[Experiment]:
+    async def experiments(self, state: ExperimentState | None = None) -> list[Experiment]:
         data = await self._request("GET", "/v1/experiments", params={"state": state})
         return [Experiment.from_dict(d) for d in data]
 
     async def update_experiment(
         self,
-        id: str,
+        experiment_id: str,
         *,
         name: str = UNSET,
         parallel_bandwidth: int = UNSET,
         suggestion_ttl_s: float | None = UNSET,
         observation_budget: int | None = UNSET,
+        parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
     ) -> Experiment:
         given = {
             "name": name,
             "parallel_bandwidth": parallel_bandwidth,
             "suggestion_ttl_s": suggestion_ttl_s,
             "observation_budget": observation_budget,
+            "parameters": [_as_dict(p) for p in parameters] if _is_sequence(parameters) else parameters,
         }
         body = {k: v for k, v in given.items() if v is not UNSET}
-        return Experiment.from_dict(await self._request("PATCH", _exp(id), body=body))
+        return Experiment.from_dict(await self._request("PATCH", _exp(experiment_id), body=body))
 
-    async def archive_experiment(self, id: str) -> Experiment:
-        return Experiment.from_dict(await self._request("POST", _exp(id) + "/archive"))
+    async def archive_experiment(self, experiment_id: str) -> Experiment:
+        return Experiment.from_dict(await self._request("POST", _exp(experiment_id) + "/archive"))
 
-    async def suggest(self, id: str, tag: str | None = None) -> Suggestion:
-        return Suggestion.from_dict(await self._request("POST", _exp(id) + "/suggestions", body={"tag": tag}))
+    async def suggest(self, experiment_id: str, tag: str | None = None) -> Suggestion:
+        data = await self._request("POST", _exp(experiment_id) + "/suggestions", body={"tag": tag})
+        return Suggestion.from_dict(data)
 
     async def observe(
         self,
-        id: str,
+        experiment_id: str,
         suggestion_id: str | None = None,
         assignments: Mapping[str, Any] | None = None,
         value: float | None = None,
@@ -251,28 +241,30 @@ class HttpDriver:
             body["value"] = value
         if metrics is not None:
             body["metrics"] = dict(metrics) if isinstance(metrics, Mapping) else metrics
-        return Observation.from_dict(await self._request("POST", _exp(id) + "/observations", body=body))
+        return Observation.from_dict(await self._request("POST", _exp(experiment_id) + "/observations", body=body))
 
-    async def suggestions(self, id: str, state: str | None = None, tag: str | None = None) -> list[Suggestion]:
-        data = await self._request("GET", _exp(id) + "/suggestions", params={"state": state, "tag": tag})
+    async def suggestions(
+        self, experiment_id: str, state: SuggestionState | None = None, tag: str | None = None
+    ) -> list[Suggestion]:
+        data = await self._request("GET", _exp(experiment_id) + "/suggestions", params={"state": state, "tag": tag})
         return [Suggestion.from_dict(d) for d in data]
 
-    async def suggestion(self, id: str, sid: str) -> Suggestion:
-        return Suggestion.from_dict(await self._request("GET", _exp(id) + "/suggestions/" + _seg(sid)))
+    async def suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+        return Suggestion.from_dict(await self._request("GET", _sugg(experiment_id, suggestion_id)))
 
-    async def close_suggestion(self, id: str, sid: str) -> Suggestion:
-        return Suggestion.from_dict(await self._request("DELETE", _exp(id) + "/suggestions/" + _seg(sid)))
+    async def close_suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+        return Suggestion.from_dict(await self._request("DELETE", _sugg(experiment_id, suggestion_id)))
 
-    async def close_all_suggestions(self, id: str) -> int:
-        data = await self._request("DELETE", _exp(id) + "/suggestions")
+    async def close_all_suggestions(self, experiment_id: str) -> int:
+        data = await self._request("DELETE", _exp(experiment_id) + "/suggestions")
         return int(data["closed"])
 
-    async def observations(self, id: str) -> list[Observation]:
-        data = await self._request("GET", _exp(id) + "/observations")
+    async def observations(self, experiment_id: str) -> list[Observation]:
+        data = await self._request("GET", _exp(experiment_id) + "/observations")
         return [Observation.from_dict(d) for d in data]
 
-    async def best(self, id: str) -> Observation | None:
-        data = await self._request("GET", _exp(id) + "/best")
+    async def best(self, experiment_id: str) -> Observation | None:
+        data = await self._request("GET", _exp(experiment_id) + "/best")
         return None if data is None else Observation.from_dict(data)
 
 
@@ -280,8 +272,12 @@ def _seg(value: str) -> str:
     return quote(str(value), safe="")
 
 
-def _exp(id: str) -> str:
-    return "/v1/experiments/" + _seg(id)
+def _exp(experiment_id: str) -> str:
+    return "/v1/experiments/" + _seg(experiment_id)
+
+
+def _sugg(experiment_id: str, suggestion_id: str) -> str:
+    return _exp(experiment_id) + "/suggestions/" + _seg(suggestion_id)
 
 
 def _is_sequence(value: Any) -> bool:
@@ -327,7 +323,7 @@ def _api_error(response: WireResponse) -> ApiError:
         if not isinstance(details, dict):
             details = {"details": details}
     except (ValueError, KeyError, TypeError):
-        error_type = _TYPE_BY_STATUS.get(status, "internal")
+        error_type = error_type_for_status(status, default="internal")  # not our answer: a proxy, a redirect
         snippet = response.text[:200].strip()
         hint = " (redirects are not followed; check base_url)" if 300 <= status < 400 else ""
         message = f"HTTP {status} from {response.method} {response.url}{hint}: {snippet!r}"

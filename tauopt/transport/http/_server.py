@@ -13,7 +13,6 @@ client never sees a 5xx for anything it can send.
 from __future__ import annotations
 
 import json
-import math
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Callable, Literal
@@ -27,16 +26,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ...errors import CATALOGUE, ApiError, api_error
+from ...errors import CATALOGUE, ApiError, api_error, error_type_for_status, kind_of
 from ...engine._auth import Credential, Gate, Limits
 from ._fastpath import FastPath
 
 __all__ = ["create_app", "render_error", "MAX_BODY_BYTES"]
 
 MAX_BODY_BYTES = 1 << 20
-_TYPE_BY_STATUS: dict[int, str] = {}
-for _kind in CATALOGUE.values():
-    _TYPE_BY_STATUS.setdefault(_kind.http_status, _kind.error_type)
 
 
 # -- wire schemas (for validation and /openapi.json) ------------------------------
@@ -68,6 +64,9 @@ class UpdateExperimentBody(BaseModel):
     parallel_bandwidth: int | None = None
     suggestion_ttl_s: float | None = None
     observation_budget: int | None = None
+    parameters: list[dict[str, Any]] | None = Field(
+        default=None, description="the full list: the stored parameters unchanged, plus any new ones"
+    )
 
 
 class SuggestBody(BaseModel):
@@ -155,17 +154,9 @@ _COMMON = (400, 401, 404, 413)
 
 def render_error(e: ApiError) -> JSONResponse:
     """The one place an ApiError becomes an HTTP response."""
-    kind = CATALOGUE.get(e.error_type)
-    status = kind.http_status if kind is not None else e.status_code
-    headers: dict[str, str] = {}
-    if e.error_type == "bandwidth_full":
-        headers["Retry-After"] = "1"
-    elif e.retry_after is not None and e.error_type != "active_experiment_cap":
-        headers["Retry-After"] = str(max(1, math.ceil(e.retry_after)))
-    if e.error_type == "unauthorized":
-        headers["WWW-Authenticate"] = 'Bearer realm="tauopt"'
+    kind = kind_of(e)
     body = {"error": {"type": e.error_type, "message": e.message, "details": _jsonable(e.details)}}
-    return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(body, status_code=kind.http_status, headers=kind.http_headers(e))
 
 
 def _jsonable(value: Any) -> Any:
@@ -198,8 +189,7 @@ def _http_error(exc: StarletteHTTPException) -> ApiError:
         return api_error("method_not_allowed", "this path does not accept this method (see /docs)")
     if exc.status_code == 413:
         return api_error("payload_too_large", f"request body over {MAX_BODY_BYTES} bytes; send less")
-    error_type = _TYPE_BY_STATUS.get(exc.status_code, "invalid_request" if exc.status_code < 500 else "internal")
-    return ApiError(exc.status_code, error_type, str(exc.detail))
+    return ApiError(exc.status_code, error_type_for_status(exc.status_code), str(exc.detail))
 
 
 class _BodyTooLarge(StarletteHTTPException):

@@ -1,0 +1,137 @@
+"""The Operations protocol: every operation's signature, written once.
+
+The Engine and every client driver (local, http) implement it; the clients
+(`AsyncClient`, `Client`) expose exactly these methods. A door translates a
+wire to these calls and nothing else. `tests/test_operations.py` checks each
+implementation against this protocol, name by name and parameter by parameter.
+
+`owner` is how a door scopes a call to one credential: the Engine takes it;
+client drivers leave it out (their token decides it on the server), so it is
+not part of the protocol.
+
+Adding an operation: its signature here, then the Engine, each driver, each
+door's one route or method (README, "where to add an operation").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping, Protocol, Sequence, runtime_checkable
+
+from .models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+
+__all__ = ["Operations", "OPERATIONS", "UNSET", "Unset", "ExperimentState", "SuggestionState"]
+
+ExperimentState = Literal["active", "completed", "archived"]
+SuggestionState = Literal["open", "observed", "closed", "expired"]
+
+
+class Unset:
+    """The type of UNSET: "leave this field as it is" in update_experiment."""
+
+    _instance: "Unset | None" = None
+
+    def __new__(cls) -> "Unset":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __reduce__(self) -> str:  # one UNSET across pickling, too
+        return "UNSET"
+
+
+UNSET: Any = Unset()
+
+
+@runtime_checkable
+class Operations(Protocol):
+    """What a worker or a dashboard can do with experiments, whichever the driver."""
+
+    async def create_experiment(
+        self,
+        name: str,
+        parameters: Sequence[Parameter | Mapping[str, Any]],
+        metric: Metric | Mapping[str, Any],
+        parallel_bandwidth: int = 1,
+        suggestion_ttl_s: float | None = None,
+        observation_budget: int | None = None,
+        strategy: str = "auto",
+        strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+    ) -> Experiment:
+        """Create an active experiment; its id is chosen by the engine."""
+        ...
+
+    async def experiment(self, experiment_id: str) -> Experiment:
+        """One experiment with its counts; `not_found` if absent (or another credential's)."""
+        ...
+
+    async def experiments(self, state: ExperimentState | None = None) -> list[Experiment]:
+        """Experiments, oldest first, optionally in one state."""
+        ...
+
+    async def update_experiment(
+        self,
+        experiment_id: str,
+        *,
+        name: str = UNSET,
+        parallel_bandwidth: int = UNSET,
+        suggestion_ttl_s: float | None = UNSET,
+        observation_budget: int | None = UNSET,
+        parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
+    ) -> Experiment:
+        """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
+        ...
+
+    async def archive_experiment(self, experiment_id: str) -> Experiment:
+        """Archive: no more asks or observations; open suggestions close."""
+        ...
+
+    async def suggest(self, experiment_id: str, tag: str | None = None) -> Suggestion:
+        """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open."""
+        ...
+
+    async def observe(
+        self,
+        experiment_id: str,
+        suggestion_id: str | None = None,
+        assignments: Mapping[str, Any] | None = None,
+        value: float | None = None,
+        failed: bool = False,
+        metrics: Mapping[str, float] | None = None,
+    ) -> Observation:
+        """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments)."""
+        ...
+
+    async def suggestions(
+        self, experiment_id: str, state: SuggestionState | None = None, tag: str | None = None
+    ) -> list[Suggestion]:
+        """The experiment's suggestions, optionally filtered by state and tag."""
+        ...
+
+    async def suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+        """One suggestion by id."""
+        ...
+
+    async def close_suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+        """Close an open suggestion without an observation (its point may be suggested again)."""
+        ...
+
+    async def close_all_suggestions(self, experiment_id: str) -> int:
+        """Close every open suggestion; the number closed."""
+        ...
+
+    async def observations(self, experiment_id: str) -> list[Observation]:
+        """Every observation, in the order recorded."""
+        ...
+
+    async def best(self, experiment_id: str) -> Observation | None:
+        """The best successful observation by the metric's objective, or None."""
+        ...
+
+
+# The operation names, in the protocol's order (for tests and docs; never for dispatch).
+OPERATIONS: tuple[str, ...] = tuple(
+    name for name, value in vars(Operations).items() if not name.startswith("_") and callable(value)
+)

@@ -1,0 +1,98 @@
+"""One Operations protocol: the Engine, every registered driver and both
+clients implement it, name by name and parameter by parameter; drivers are
+chosen through one registry."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+import tauopt
+from tauopt import ApiError, AsyncClient, Client, Engine
+from tauopt._drivers import driver_name
+from tauopt.operations import OPERATIONS, UNSET, Operations, Unset
+from tauopt.transport.http._client import HttpDriver
+
+
+def _shape(fn: Any, *, drop_owner: bool = False) -> list[tuple[str, Any, Any, Any]]:
+    params = list(inspect.signature(fn).parameters.values())[1:]  # without self
+    if drop_owner:
+        assert params[-1].name == "owner" and params[-1].default is None, fn
+        params = params[:-1]
+    return [(p.name, p.kind, p.default, p.annotation) for p in params]
+
+
+def test_the_protocol_lists_the_thirteen_operations() -> None:
+    assert OPERATIONS == (
+        "create_experiment", "experiment", "experiments", "update_experiment", "archive_experiment", "suggest",
+        "observe", "suggestions", "suggestion", "close_suggestion", "close_all_suggestions", "observations", "best",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("impl", [HttpDriver, AsyncClient, Client], ids=lambda c: c.__name__)
+def test_every_driver_and_client_has_the_protocols_exact_signatures(impl: type) -> None:
+    for name in OPERATIONS:
+        ours, theirs = getattr(impl, name), getattr(Operations, name)
+        assert _shape(ours) == _shape(theirs), (impl.__name__, name)
+        assert inspect.signature(ours).return_annotation == inspect.signature(theirs).return_annotation, name
+        assert inspect.iscoroutinefunction(ours) == (impl is not Client), name
+        assert ours.__qualname__.startswith(impl.__name__ + "."), f"{impl.__name__}.{name} is inherited or generated"
+
+
+def test_the_engine_implements_the_protocol_plus_owner() -> None:
+    for name in OPERATIONS:
+        ours, theirs = getattr(Engine, name), getattr(Operations, name)
+        assert _shape(ours, drop_owner=True) == _shape(theirs), name
+        assert inspect.signature(ours).return_annotation == inspect.signature(theirs).return_annotation, name
+
+
+def test_client_methods_are_written_out_with_docstrings() -> None:
+    for cls in (AsyncClient, Client):
+        for name in OPERATIONS:
+            assert name in vars(cls), f"{cls.__name__}.{name} is not written out in the class body"
+            assert vars(cls)[name].__doc__ == getattr(Operations, name).__doc__, name
+
+
+@pytest.mark.anyio
+async def test_opened_drivers_are_operations_at_runtime() -> None:
+    async with Engine() as engine:
+        assert isinstance(engine, Operations)
+    async with HttpDriver(base_url="http://127.0.0.1:9") as driver:  # never connects
+        assert isinstance(driver, Operations)
+    async with AsyncClient(driver="local") as client:
+        assert isinstance(client, Operations) and isinstance(client.engine, Engine)
+
+
+def test_one_unset_everywhere() -> None:
+    from tauopt.engine import UNSET as engine_unset
+
+    assert engine_unset is UNSET and Unset() is UNSET and repr(UNSET) == "UNSET"
+    import pickle
+
+    assert pickle.loads(pickle.dumps(UNSET)) is UNSET
+
+
+def test_drivers_are_chosen_by_name_or_url_through_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TAUOPT_BASE_URL", raising=False)
+    assert driver_name(None, None) == ("local", None)
+    assert driver_name("local", None) == ("local", None)
+    assert driver_name("http", "http://h:1") == ("http", "http://h:1")
+    assert driver_name("https://example.org:8443", None) == ("http", "https://example.org:8443")
+    assert AsyncClient("http://127.0.0.1:9").driver == "http"
+    with pytest.raises(ApiError) as info:
+        driver_name("carrier-pigeon", None)
+    assert info.value.error_type == "invalid_request" and "'local'" in info.value.message
+
+
+def test_a_url_driver_talks_to_that_url() -> None:
+    client = tauopt.AsyncClient("http://127.0.0.1:9")
+    assert client._options["base_url"] == "http://127.0.0.1:9"
+
+
+def test_update_experiment_adds_parameters_through_a_local_client() -> None:
+    with Client(driver="local") as c:
+        exp = c.create_experiment("p", [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}], {"name": "y"})
+        params = [p.to_dict() for p in exp.parameters] + [{"name": "z", "type": "int", "bounds": [1, 3]}]
+        assert [p.name for p in c.update_experiment(exp.id, parameters=params).parameters] == ["x", "z"]
