@@ -2,15 +2,18 @@
 
 Each door registers its own subcommands (`register(subparsers)` in its
 `_cli` module, each setting `func`, which returns an exit code); this module
-only assembles them, importing each door lazily so `tauopt --help` stays fast.
+assembles them, importing each door lazily so `tauopt --help` stays fast, and
+composes doors: `kerastuner chief --http-port` serves the HTTP door on the
+chief's engine. Doors never import each other; only this module knows both.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 _DOORS = (
     "tauopt.transport.http._cli",
@@ -37,7 +40,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
+    _compose_doors(args)
     return int(func(args) or 0)
+
+
+def _compose_doors(args: argparse.Namespace) -> None:
+    """Other doors a serving command opens on its engine, as `args.doors`."""
+    doors = []
+    http_port = getattr(args, "http_port", None)
+    if http_port is not None:
+        from .transport.http._cli import serve_on_engine
+
+        doors.append(functools.partial(_with_port, serve_on_engine, http_port))
+    args.doors = tuple(doors)
+
+
+async def _with_port(door: Any, port: int, tg: Any, engine: Any, host: str) -> Any:
+    return await door(tg, engine, host, port)
 
 
 if __name__ == "__main__":

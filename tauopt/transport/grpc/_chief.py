@@ -16,9 +16,10 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 import anyio
+from anyio.abc import TaskGroup
 
 from ...errors import ApiError, invalid
 from ...models import Parameter
@@ -26,7 +27,7 @@ from ...space import Space
 from ._env import check_env
 from ._oracle import ChiefConfig, KerasTunerOracle
 
-__all__ = ["ChiefOptions", "serve_chief", "run_chief_from_args", "load_space"]
+__all__ = ["ChiefOptions", "ExtraDoor", "serve_chief", "run_chief_from_args", "load_space"]
 
 log = logging.getLogger("tauopt.kerastuner")
 
@@ -39,7 +40,12 @@ class ChiefOptions:
     ip: str
     port: int
     db: str | None = None
-    http_port: int | None = None
+
+
+# Another door served on the chief's engine (the CLI composes them; this door
+# never imports another): started in the chief's task group with the engine and
+# the chief's host, it returns what it adds to the ready line and how to stop it.
+ExtraDoor = Callable[[TaskGroup, Any, str], Awaitable[tuple[dict[str, Any], Callable[[], None]]]]
 
 
 def load_space(path: str) -> tuple[Parameter, ...]:
@@ -56,7 +62,11 @@ def load_space(path: str) -> tuple[Parameter, ...]:
     return space.parameters
 
 
-async def serve_chief(options: ChiefOptions, on_ready: Callable[[dict[str, Any]], None] | None = None) -> int:
+async def serve_chief(
+    options: ChiefOptions,
+    on_ready: Callable[[dict[str, Any]], None] | None = None,
+    doors: Sequence[ExtraDoor] = (),
+) -> int:
     import grpc
 
     from ...engine import Engine
@@ -85,17 +95,18 @@ async def serve_chief(options: ChiefOptions, on_ready: Callable[[dict[str, Any]]
         await server.start()
         try:
             async with anyio.create_task_group() as tg:
-                http = None
-                if options.http_port is not None:
-                    http = await _start_http(tg, engine, options.ip, options.http_port)
                 ready = {
                     "event": "ready",
                     "endpoint": f"{options.ip}:{bound}",
                     "port": bound,
                     "experiment_id": exp.id,
                     "project": exp.name,
-                    "http_port": options.http_port,
                 }
+                stops = []
+                for door in doors:
+                    info, stop_door = await door(tg, engine, options.ip)
+                    ready.update(info)
+                    stops.append(stop_door)
                 if on_ready is not None:
                     on_ready(ready)
                 _install_signal_handlers(stop)
@@ -103,8 +114,8 @@ async def serve_chief(options: ChiefOptions, on_ready: Callable[[dict[str, Any]]
                     await oracle.maintain()
                     with anyio.move_on_after(TICK_S):
                         await stop.wait()
-                if http is not None:
-                    http.should_exit = True
+                for stop_door in stops:
+                    stop_door()
         finally:
             with anyio.move_on_after(5, shield=True):
                 await server.stop(grace=1.0)
@@ -128,23 +139,6 @@ def _install_signal_handlers(stop: anyio.Event) -> None:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
             pass
-
-
-async def _start_http(tg: Any, engine: Any, ip: str, port: int) -> Any:
-    try:
-        import uvicorn
-
-        from ..http import create_app
-    except ImportError as exc:
-        raise invalid(f"--http-port needs the server extra (pip install 'tauopt[server]'): {exc}") from exc
-    host = ip[1:-1] if ip.startswith("[") else ip
-    config = uvicorn.Config(create_app(engine), host=host, port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # older uvicorn
-    tg.start_soon(server.serve)
-    while not server.started:
-        await anyio.sleep(0.02)
-    return server
 
 
 def options_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ChiefOptions:
@@ -174,7 +168,7 @@ def options_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> C
         space=space,
     )
     assert env.ip is not None and env.port is not None
-    return ChiefOptions(config, env.ip, env.port, args.db, args.http_port)
+    return ChiefOptions(config, env.ip, env.port, args.db)
 
 
 def run_chief_from_args(args: argparse.Namespace) -> int:
@@ -189,7 +183,7 @@ def run_chief_from_args(args: argparse.Namespace) -> int:
         print(json.dumps(info), flush=True)
 
     try:
-        return anyio.run(serve_chief, options, ready, backend="asyncio")
+        return anyio.run(serve_chief, options, ready, tuple(getattr(args, "doors", ())), backend="asyncio")
     except ApiError as exc:
         print(f"tauopt kerastuner chief: {exc.message}", file=sys.stderr)
         return 2

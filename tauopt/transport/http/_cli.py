@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["register", "token_path", "ensure_first_token"]
+__all__ = ["register", "token_path", "ensure_first_token", "serve_on_engine"]
 
 DEFAULT_DB = "./tauopt.db"
 
@@ -143,6 +143,29 @@ def _serve(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda signum, frame: (stopped.append(signum), setattr(server, "should_exit", True)))
     server.run()
     return 0 if server.started or stopped else 1
+
+
+async def serve_on_engine(tg: Any, engine: Any, host: str, port: int) -> tuple[dict[str, Any], Callable[[], None]]:
+    """Serve the HTTP API for an engine another door owns (the CLI composes them),
+    in that door's task group: ({"http_port": port}, stop)."""
+    import anyio
+
+    from ...errors import invalid
+
+    try:
+        import uvicorn
+
+        from ._server import create_app
+    except ImportError as exc:
+        raise invalid(f"--http-port needs the server extra (pip install 'tauopt[server]'): {exc}") from exc
+    host = host[1:-1] if host.startswith("[") else host
+    config = uvicorn.Config(create_app(engine), host=host, port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # older uvicorn
+    tg.start_soon(server.serve)
+    while not server.started:
+        await anyio.sleep(0.02)
+    return {"http_port": port}, lambda: setattr(server, "should_exit", True)
 
 
 # -- token --------------------------------------------------------------------------------
