@@ -30,6 +30,7 @@ from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Observation, Parameter, Suggestion, Value
 from ..space import Key, Space
 from ..strategies import INLINE, SuggestRequest, propose, resolve_for
+from ._admin import best_observation
 from ._messages import (
     ArchiveExperiment,
     Best,
@@ -555,10 +556,7 @@ class ExperimentActor:
         reply(request, stats)
 
     def _on_Best(self, request: Request[Any], msg: Best) -> None:
-        sign = self._exp.metric.sign
-        scored = [o for o in self._observations if not o.failed and o.value is not None]
-        best = min(scored, key=lambda o: sign * o.value, default=None)  # first of equals wins
-        self._commit(request, [], best)
+        self._commit(request, [], best_observation(self._exp, self._observations))
 
 
 def _not_open_error(s: Suggestion) -> ApiError:

@@ -24,6 +24,7 @@ from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space
 from . import _messages as m
 from ._actor import ExperimentActor
+from ._admin import Admin, list_experiments
 from ._store import MemoryStore, PutExperiment, Store, Write
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl
 
@@ -218,8 +219,7 @@ class Engine:
     async def experiments(self, state: ExperimentState | None = None, owner: str | None = None) -> list[Experiment]:
         if state is not None and state not in ("active", "completed", "archived"):
             raise invalid(f"state: {state!r} is not one of ['active', 'completed', 'archived']")
-        found = await self.store.list_experiments(state, owner)
-        return sorted(found, key=lambda e: (e.created_at, e.id))
+        return await list_experiments(self.store, state, owner)
 
     async def update_experiment(
         self,
@@ -294,6 +294,11 @@ class Engine:
         """Internal counters of a live experiment (max open suggestions ever seen, GP
         proposals and fallbacks). For tests and benchmarks; not a stable API."""
         return await self._ask(experiment_id, m.Inspect())
+
+    @property
+    def admin(self) -> Admin:
+        """Credentials and stored-experiment reports (what `tauopt token` / `experiments` use)."""
+        return Admin(self.store)
 
     @property
     def live_actors(self) -> int:

@@ -70,22 +70,32 @@ def register(subparsers: Any) -> None:
     show.set_defaults(func=_experiments_show)
 
 
-# -- store access -------------------------------------------------------------------
+# -- the engine's admin API over the database ---------------------------------------
 
 
-def _with_store(db: str, work: Callable[[Any], Any], *, create: bool = True) -> Any:
+def _with_admin(db: str, work: Callable[[Any], Any], *, create: bool = True) -> Any:
+    """Run `work(admin)` on the engine's admin API over the database at `db`."""
     import anyio
 
+    from ...engine._admin import Admin
     from ...engine._engine import open_store
 
     if not create and not Path(db).exists():
         raise SystemExit(f"tauopt: no database at {db}; pass --db PATH")
 
+    from ...errors import ApiError
+
     async def run() -> Any:
         async with open_store(db) as store:
-            return await work(store)
+            try:
+                return await work(Admin(store))
+            except ApiError as exc:  # raised below, outside the store's task group (no ExceptionGroup)
+                return exc
 
-    return anyio.run(run)
+    result = anyio.run(run)
+    if isinstance(result, ApiError):
+        raise result
+    return result
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -93,20 +103,17 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
-async def ensure_first_token(store: Any, db: str) -> Path | None:
+async def ensure_first_token(admin: Any, db: str) -> Path | None:
     """On an empty database, create one credential and write its token to
     `<db>.token` (mode 0600). Returns the file's path, or None if credentials exist."""
-    from ...engine._auth import new_credential
-
-    if await store.credentials():
+    if await admin.credentials():
         return None
     path = token_path(db)
-    cred, token = new_credential("default")
+    cred, token = await admin.create_credential("default")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         os.fchmod(f.fileno(), 0o600)  # also when the file already existed
         f.write(token + "\n")
-    await store.put_credential(cred)
     return path
 
 
@@ -121,7 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
     from ._server import create_app
 
     try:
-        first = _with_store(args.db, lambda store: ensure_first_token(store, args.db))
+        first = _with_admin(args.db, lambda admin: ensure_first_token(admin, args.db))
     except StoreError as exc:
         return _fail(str(exc))
     if first is not None:
@@ -172,28 +179,25 @@ async def serve_on_engine(tg: Any, engine: Any, host: str, port: int) -> tuple[d
 
 
 def _token_create(args: argparse.Namespace) -> int:
-    from ...engine._auth import new_credential
     from ...errors import ApiError
 
+    async def create(admin: Any) -> Any:
+        return await admin.create_credential(args.name, args.suggestions_per_day, args.max_active_experiments)
+
     try:
-        cred, token = new_credential(args.name, args.suggestions_per_day, args.max_active_experiments)
+        cred, token = _with_admin(args.db, create)
     except ApiError as exc:
         return _fail(exc.message, 2)
-
-    async def put(store: Any) -> None:
-        await store.put_credential(cred)
-
-    _with_store(args.db, put)
     print(token, flush=True)
     print(f"tauopt: created credential {cred.id} ({cred.name}); the token is shown only once", file=sys.stderr)
     return 0
 
 
 def _token_list(args: argparse.Namespace) -> int:
-    async def creds(store: Any) -> list[Any]:
-        return await store.credentials()
+    async def creds(admin: Any) -> list[Any]:
+        return await admin.credentials()
 
-    found = _with_store(args.db, creds, create=False)
+    found = _with_admin(args.db, creds, create=False)
     rows = [
         {
             "id": c.id,
@@ -219,19 +223,15 @@ def _token_list(args: argparse.Namespace) -> int:
 
 
 def _token_revoke(args: argparse.Namespace) -> int:
-    async def revoke(store: Any) -> str:
-        found = await store.credentials()
-        matches = [c for c in found if c.id == args.credential] or [c for c in found if c.name == args.credential]
-        if not matches:
-            return f"no credential {args.credential!r}; see `tauopt token list`"
-        if len(matches) > 1:
-            return f"{len(matches)} credentials are named {args.credential!r}; revoke by id"
-        await store.revoke_credential(matches[0].id)
-        return ""
+    from ...errors import ApiError
 
-    problem = _with_store(args.db, revoke, create=False)
-    if problem:
-        return _fail(problem)
+    async def revoke(admin: Any) -> Any:
+        return await admin.revoke_credential(args.credential)
+
+    try:
+        _with_admin(args.db, revoke, create=False)
+    except ApiError as exc:
+        return _fail(exc.message)
     print(f"tauopt: revoked {args.credential} (a running server stops accepting it within seconds)", file=sys.stderr)
     return 0
 
@@ -240,10 +240,10 @@ def _token_revoke(args: argparse.Namespace) -> int:
 
 
 def _experiments_list(args: argparse.Namespace) -> int:
-    async def listing(store: Any) -> list[Any]:
-        return await store.list_experiments(args.state, args.owner)
+    async def listing(admin: Any) -> list[Any]:
+        return await admin.experiments(args.state, args.owner)
 
-    found = sorted(_with_store(args.db, listing, create=False), key=lambda e: (e.created_at, e.id))
+    found = _with_admin(args.db, listing, create=False)
     if args.json:
         print(json.dumps([dict(e.to_dict(), owner=e.owner) for e in found], indent=2))
         return 0
@@ -254,16 +254,18 @@ def _experiments_list(args: argparse.Namespace) -> int:
 
 
 def _experiments_show(args: argparse.Namespace) -> int:
-    async def load(store: Any) -> Any:
-        return await store.load(args.experiment_id)
+    from ...errors import ApiError
 
-    snap = _with_store(args.db, load, create=False)
-    if snap is None:
+    async def load(admin: Any) -> Any:
+        return await admin.report(args.experiment_id)
+
+    try:
+        report = _with_admin(args.db, load, create=False)
+    except ApiError as exc:
+        if exc.error_type != "not_found":
+            raise
         return _fail(f"no experiment {args.experiment_id!r} in {args.db}")
-    exp = snap.experiment
-    sign = exp.metric.sign
-    done = [o for o in snap.observations if not o.failed and o.value is not None]
-    best = min(done, key=lambda o: sign * o.value) if done else None
+    exp, best = report.experiment, report.best
     out = dict(exp.to_dict(), owner=exp.owner, best=None if best is None else best.to_dict())
     print(json.dumps(out, indent=2))
     return 0

@@ -1,0 +1,86 @@
+"""The engine's admin API (`Engine.admin`, what `tauopt token` / `tauopt
+experiments` use): listings and "best" computed by the same functions as the
+operations, credentials through the store's credential interface."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tauopt import ApiError, Engine
+from tauopt.engine._admin import Admin
+from tauopt.engine._engine import open_store
+
+X = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}]
+
+
+@pytest.mark.anyio
+async def test_admin_reports_the_same_best_and_listing_as_the_operations(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    async with Engine(db) as engine:
+        ids = []
+        for objective, values in (("minimize", [0.5, 0.2, 0.2, 0.9]), ("maximize", [0.5, 0.7, 0.1])):
+            exp = await engine.create_experiment(objective, X, {"name": "y", "objective": objective})
+            for v in values:
+                s = await engine.suggest(exp.id)
+                await engine.observe(exp.id, s.id, value=v)
+            await engine.observe(exp.id, assignments={"x": 0.1}, failed=True)
+            ids.append(exp.id)
+        for eid in ids:
+            report = await engine.admin.report(eid)
+            assert report.best == await engine.best(eid)
+        assert [e.id for e in await engine.admin.experiments()] == [e.id for e in await engine.experiments()]
+        live = {e.id: e.observations for e in await engine.experiments()}
+    async with open_store(db) as store:  # the CLI's view: the store alone, no owning engine
+        admin = Admin(store)
+        assert {e.id: e.observations for e in await admin.experiments()} == live
+        assert (await admin.report(ids[0])).best.value == 0.2
+        assert (await admin.report(ids[1])).best.value == 0.7
+        with pytest.raises(ApiError) as info:
+            await admin.report("nope")
+        assert info.value.error_type == "not_found"
+
+
+@pytest.mark.anyio
+async def test_admin_credentials_create_revoke_by_id_or_unique_name() -> None:
+    async with Engine() as engine:
+        admin = engine.admin
+        a, token = await admin.create_credential("ci", 5)
+        assert token.startswith("tau_") and a.suggestions_per_day == 5
+        await admin.create_credential("twin")
+        await admin.create_credential("twin")
+        with pytest.raises(ApiError) as info:
+            await admin.revoke_credential("twin")
+        assert info.value.error_type == "invalid_request" and "revoke by id" in info.value.message
+        with pytest.raises(ApiError) as info:
+            await admin.revoke_credential("nobody")
+        assert info.value.error_type == "not_found"
+        assert (await admin.revoke_credential("ci")).id == a.id
+        assert [c.revoked_at is not None for c in await admin.credentials()] == [True, False, False]
+
+
+def test_experiments_show_prints_the_operations_best(tmp_path: Path) -> None:
+    import anyio
+
+    db = tmp_path / "s.db"
+
+    async def fill() -> tuple[str, float]:
+        async with Engine(db) as engine:
+            exp = await engine.create_experiment("shown", X, {"name": "acc", "objective": "maximize"})
+            for v in (0.3, 0.8, 0.5):
+                s = await engine.suggest(exp.id)
+                await engine.observe(exp.id, s.id, value=v)
+            best = await engine.best(exp.id)
+            assert best is not None and best.value is not None
+            return exp.id, best.value
+
+    eid, best = anyio.run(fill)
+    out = subprocess.run(
+        [sys.executable, "-m", "tauopt.cli", "experiments", "show", eid, "--db", str(db)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert json.loads(out.stdout)["best"]["value"] == best == 0.8
