@@ -1,6 +1,6 @@
-"""HttpDriver's own HTTP/1.1 wire (`_wire.py`): framing, keep-alive reuse and
-stale connections, the request line it writes, https, and the proxy fallback
-through httpx. Scripted raw servers on 127.0.0.1 say exactly what goes over
+"""HttpDriver's one wire, an httpx.AsyncClient over our H11Transport
+(`_transport.py`): framing, keep-alive reuse and stale connections, the request
+line it writes, https, and proxies through httpx's own transport. Scripted raw servers on 127.0.0.1 say exactly what goes over
 the socket; https runs against a real uvicorn with a throwaway certificate."""
 
 from __future__ import annotations
@@ -196,4 +196,30 @@ async def test_https_base_url_verifies_the_server_certificate(tls_server: tuple[
         assert (await d.health())["scheme"] == "https"
     async with HttpDriver(url, "t0k") as d:  # default trust store: a self-signed certificate is refused
         with pytest.raises(httpx.ConnectError):
+            await d.health()
+
+
+@pytest.mark.anyio
+async def test_one_httpx_client_per_driver_on_our_h11_transport_unless_proxied(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tauopt.transport.http._transport import H11Transport
+
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    async with HttpDriver("http://127.0.0.1:9", "t0k") as d:
+        assert isinstance(d._http, httpx.AsyncClient)
+        assert isinstance(d._http._transport_for_url(httpx.URL("http://127.0.0.1:9/")), H11Transport)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    async with HttpDriver("http://tauopt.example:8080", "t0k") as d:
+        assert not isinstance(d._http._transport_for_url(httpx.URL("http://tauopt.example:8080/")), H11Transport)
+
+
+@pytest.mark.anyio
+async def test_a_server_that_closes_mid_answer_raises_httpx_remote_protocol_error() -> None:
+    async def handler(stream: anyio.abc.SocketStream, n: int) -> None:
+        if await srv.read_request(stream) is not None:
+            await stream.send(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{\"status")
+
+    srv = RawServer(handler)
+    async with srv as url, HttpDriver(url, "t0k") as d:
+        with pytest.raises(httpx.RemoteProtocolError):
             await d.health()

@@ -11,12 +11,13 @@ The response policy is layered like httpx's own client:
     _send_handling_retries   the retry loop; the decision is `retry_delay` (pure)
     _send_single_request     one attempt on the wire
 
-The wire is our own HTTP/1.1 keep-alive pool on anyio streams (`_wire.py`,
-~6x less client CPU per request than httpx's pool, see there), or an
-httpx.AsyncClient when a `transport` is injected or a proxy applies from the
-environment (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY). Either way the
-errors are httpx's: transport errors (httpx.ConnectError, httpx.ReadTimeout,
-...) are raised as they are and never retried; redirects are never followed.
+One wire: one `httpx.AsyncClient` per driver. Its transport is ours,
+`H11Transport` (`_transport.py`: a keep-alive pool framed by h11, ~10x less
+client CPU than httpx's pool, see there), unless a proxy applies from the
+environment (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY: httpx's own
+transport honours it) or a `transport` is injected. Transport errors are
+httpx's own (httpx.ConnectError, httpx.ReadTimeout, ...), raised as they are
+and never retried; redirects are never followed.
 
 Imports only httpx, anyio, the stdlib and tauopt's models and errors, so a
 worker on a compute node never loads fastapi, aiosqlite, torch or grpc.
@@ -24,6 +25,7 @@ worker on a compute node never loads fastapi, aiosqlite, torch or grpc.
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
 import ssl
@@ -38,7 +40,7 @@ from ...errors import ApiError, error_type_for_status, invalid
 from ...models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
 from ...operations import UNSET, ExperimentState, SuggestionState
 from ._retry import parse_retry_after, retry_delay
-from ._wire import WirePool, WireResponse
+from ._transport import H11Transport
 
 __all__ = ["HttpDriver", "DEFAULT_BASE_URL"]
 
@@ -80,23 +82,28 @@ class HttpDriver:
             timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0), pool=None)
         self.base_url = base_url.rstrip("/")
         self._sleep: Sleep = sleep or anyio.sleep
-        self._wire: WirePool | None = None
-        self._http: httpx.AsyncClient | None = None
-        if transport is None and not _proxied(self.base_url) and not urlsplit(self.base_url).username:
-            ssl_context = _ssl_context(verify) if self.base_url.startswith("https:") else None
-            self._wire = WirePool(
-                self.base_url, headers, timeout=timeout, max_connections=max_connections, ssl_context=ssl_context
-            )
-        else:
-            self._http = httpx.AsyncClient(
-                base_url=self.base_url,
-                headers=headers,
-                timeout=timeout,
-                follow_redirects=False,
-                limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-                transport=transport,
-                verify=verify if isinstance(verify, bool) else _ssl_context(verify),
-            )
+        ssl_context = _ssl_context(verify) if self.base_url.startswith("https:") else None
+        if transport is None and not _proxied(self.base_url):
+            transport = H11Transport(max_connections=max_connections, ssl_context=ssl_context)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=timeout,
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            transport=transport,
+            verify=ssl_context or True,
+            cookies=_NoCookies(),
+        )
+        # Only what a JSON API needs on every request (h11 validates each header
+        # per request): no Accept-Encoding (answers are small JSON, never
+        # compressed) and no Connection: keep-alive (HTTP/1.1's default).
+        for name in ("Accept-Encoding", "Connection"):
+            self._http.headers.pop(name, None)
+        self._urls: dict[str, httpx.URL] = {}
+        self._json_headers = httpx.Headers(self._http.headers)
+        self._json_headers["Content-Type"] = "application/json"
+        self._extensions = self._http.build_request("GET", "/").extensions
 
     async def __aenter__(self) -> "HttpDriver":
         return self
@@ -105,10 +112,7 @@ class HttpDriver:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._wire is not None:
-            await self._wire.aclose()
-        if self._http is not None:
-            await self._http.aclose()
+        await self._http.aclose()
 
     # -- the response policy -------------------------------------------------
 
@@ -142,7 +146,7 @@ class HttpDriver:
             return json.loads(response.content)
         raise _api_error(response)
 
-    async def _send_handling_retries(self, method: str, path: str, content: bytes | None) -> WireResponse:
+    async def _send_handling_retries(self, method: str, path: str, content: bytes | None) -> httpx.Response:
         attempt = 1
         while True:
             response = await self._send_single_request(method, path, content)
@@ -152,14 +156,18 @@ class HttpDriver:
             await self._sleep(delay)
             attempt += 1
 
-    async def _send_single_request(self, method: str, path: str, content: bytes | None) -> WireResponse:
-        if self._wire is not None:
-            return await self._wire.request(method, path, content, "application/json" if content is not None else None)
-        assert self._http is not None
-        headers = {"Content-Type": "application/json"} if content is not None else None
-        request = self._http.build_request(method, path, content=content, headers=headers)
-        r = await self._http.send(request, follow_redirects=False)
-        return WireResponse(r.status_code, dict(r.headers), r.content, method, str(request.url))
+    async def _send_single_request(self, method: str, path: str, content: bytes | None) -> httpx.Response:
+        # The request as `AsyncClient.build_request` makes it (base URL, client
+        # headers, timeout), with the merged URL and headers cached: merging costs
+        # more client CPU than the whole wire. The driver sends no cookies.
+        url = self._urls.get(path)
+        if url is None:
+            if len(self._urls) >= 1024:
+                self._urls.clear()
+            url = self._urls[path] = self._http.build_request("GET", path).url
+        headers = self._json_headers if content is not None else self._http.headers
+        request = httpx.Request(method, url, headers=headers, content=content, extensions=self._extensions)
+        return await self._http.send(request, follow_redirects=False)
 
     # -- operations (same as Engine, without `owner`) -------------------------
 
@@ -268,6 +276,14 @@ class HttpDriver:
         return None if data is None else Observation.from_dict(data)
 
 
+class _NoCookies(http.cookiejar.CookieJar):
+    """The API sets no cookies and the driver keeps none (as the hand-written wire
+    before it): httpx would otherwise parse every answer for Set-Cookie."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+
 def _seg(value: str) -> str:
     return quote(str(value), safe="")
 
@@ -310,7 +326,7 @@ def _proxied(base_url: str) -> bool:
     return not urllib.request.proxy_bypass(parts.hostname or "")
 
 
-def _api_error(response: WireResponse) -> ApiError:
+def _api_error(response: httpx.Response) -> ApiError:
     """The ApiError a non-2xx answer stands for, with its headers and Retry-After."""
     status = response.status_code
     headers = dict(response.headers)
@@ -326,6 +342,6 @@ def _api_error(response: WireResponse) -> ApiError:
         error_type = error_type_for_status(status, default="internal")  # not our answer: a proxy, a redirect
         snippet = response.text[:200].strip()
         hint = " (redirects are not followed; check base_url)" if 300 <= status < 400 else ""
-        message = f"HTTP {status} from {response.method} {response.url}{hint}: {snippet!r}"
+        message = f"HTTP {status} from {response.request.method} {response.request.url}{hint}: {snippet!r}"
         details = {}
     return ApiError(status, error_type, message, details, headers=headers, retry_after=retry_after)
