@@ -1,198 +1,40 @@
-"""The REST door: `create_app(engine)` returns a FastAPI (ASGI) app.
+"""The REST door: `create_app(engine)` returns the ASGI app.
 
-The app only translates: JSON ↔ engine call, ApiError ↔ the catalogue's
-status and `{"error": {"type", "message", "details"}}`. Auth and the
-per-credential limits sit at the door (`tauopt.engine._auth.Gate`).
-
-Error rendering has one source: `render_error(ApiError)`, fed by the
-catalogue. Pydantic validation errors, malformed JSON, unknown routes and
-methods, and oversized bodies are all turned into catalogue errors first, so a
-client never sees a 5xx for anything it can send.
+Declared once, Starlette style: the routes (one per operation, `_routes.py`),
+/openapi.json and /docs (FastAPI-generated from the same declarations,
+`_openapi.py`), the middleware (the body limit), the exception handlers (every
+error rendered by `_render.render_error` from the catalogue) and the lifespan
+(the engine and the door's gate, read as `request.state`). The app only
+translates; auth and per-credential limits sit at the door
+(`tauopt.engine._auth.Gate`), read through the store's credential interface.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, AsyncIterator, Callable, Literal
+from functools import partial
+from typing import Any, AsyncIterator, Callable
 
-from fastapi import Depends, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from fastapi.openapi.docs import get_swagger_ui_html
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ...errors import CATALOGUE, ApiError, api_error, error_type_for_status, kind_of
-from ...engine._auth import Credential, Gate, Limits
-from ._fastpath import FastPath
+from ...engine._auth import Gate, Limits
+from ...errors import ApiError, api_error
+from ._openapi import openapi_document
+from ._render import MAX_BODY_BYTES, from_http_exception, internal_error, render_error
+from ._routes import OPERATIONS, ROUTES
 
-__all__ = ["create_app", "render_error", "MAX_BODY_BYTES"]
-
-MAX_BODY_BYTES = 1 << 20
-
-
-# -- wire schemas (for validation and /openapi.json) ------------------------------
-
-_STRICT = ConfigDict(extra="forbid", strict=True)
+__all__ = ["create_app", "render_error", "MAX_BODY_BYTES", "BodyLimit"]
 
 
-class CreateExperimentBody(BaseModel):
-    model_config = _STRICT
-    name: str
-    parameters: list[dict[str, Any]] = Field(
-        description="Parameters: {name, type: double|int|categorical|boolean|fixed, bounds, scale, step, values, "
-        "value, conditions, default}",
-        examples=[[{"name": "lr", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"}]],
-    )
-    metric: dict[str, Any] = Field(examples=[{"name": "loss", "objective": "minimize"}])
-    parallel_bandwidth: int = 1
-    suggestion_ttl_s: float | None = None
-    observation_budget: int | None = None
-    strategy: str = "auto"
-    strategy_options: dict[str, Any] | None = None
-
-
-class UpdateExperimentBody(BaseModel):
-    """Keys left out are unchanged; null unsets suggestion_ttl_s or observation_budget."""
-
-    model_config = _STRICT
-    name: str | None = None
-    parallel_bandwidth: int | None = None
-    suggestion_ttl_s: float | None = None
-    observation_budget: int | None = None
-    parameters: list[dict[str, Any]] | None = Field(
-        default=None, description="the full list: the stored parameters unchanged, plus any new ones"
-    )
-
-
-class SuggestBody(BaseModel):
-    model_config = _STRICT
-    tag: str | None = Field(default=None, description="1-128 printable characters, e.g. job-17/rank-3")
-
-
-class ObserveBody(BaseModel):
-    model_config = _STRICT
-    suggestion_id: str | None = None
-    assignments: dict[str, Any] | None = Field(default=None, description="for an unsolicited observation")
-    value: float | None = None
-    failed: bool = False
-    metrics: dict[str, float] | None = None
-
-
-class MetricOut(BaseModel):
-    name: str
-    objective: Literal["minimize", "maximize"]
-
-
-class ExperimentOut(BaseModel):
-    id: str
-    name: str
-    parameters: list[dict[str, Any]]
-    metric: MetricOut
-    parallel_bandwidth: int
-    suggestion_ttl_s: float | None
-    observation_budget: int | None
-    strategy: str
-    strategy_options: dict[str, Any]
-    state: Literal["active", "completed", "archived"]
-    created_at: float
-    open_suggestions: int
-    observations: int
-
-
-class SuggestionOut(BaseModel):
-    id: str
-    experiment_id: str
-    assignments: dict[str, Any]
-    state: Literal["open", "observed", "closed", "expired"]
-    tag: str | None
-    created_at: float
-
-
-class ObservationOut(BaseModel):
-    id: str
-    experiment_id: str
-    suggestion_id: str | None
-    assignments: dict[str, Any]
-    value: float | None
-    failed: bool
-    created_at: float
-    metrics: dict[str, float]
-
-
-class ClosedOut(BaseModel):
-    closed: int
-
-
-class HealthOut(BaseModel):
-    status: str
-
-
-class ErrorBody(BaseModel):
-    type: str
-    message: str
-    details: dict[str, Any]
-
-
-class ErrorOut(BaseModel):
-    error: ErrorBody
-
-
-def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    return {s: {"model": ErrorOut, "description": ", ".join(k.error_type for k in CATALOGUE.values() if k.http_status == s)} for s in statuses}
-
-
-_COMMON = (400, 401, 404, 413)
-
-
-# -- errors ------------------------------------------------------------------------
-
-
-def render_error(e: ApiError) -> JSONResponse:
-    """The one place an ApiError becomes an HTTP response."""
-    kind = kind_of(e)
-    body = {"error": {"type": e.error_type, "message": e.message, "details": _jsonable(e.details)}}
-    return JSONResponse(body, status_code=kind.http_status, headers=kind.http_headers(e))
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value, allow_nan=False)
-        return value
-    except (TypeError, ValueError):
-        return json.loads(json.dumps(value, default=repr, allow_nan=True).replace("NaN", "null"))
-
-
-def _validation_error(exc: RequestValidationError) -> ApiError:
-    problems = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body",)) or "body"
-        problems.append({"field": loc, "problem": str(err.get("msg", "invalid"))})
-    bad_json = [err for err in exc.errors() if err.get("type") == "json_invalid"]
-    if bad_json:
-        why = (bad_json[0].get("ctx") or {}).get("error", "JSON decode error")
-        message = f"the body is not valid JSON ({why}); send a JSON object (NaN and Infinity are not JSON)"
-        problems = [{"field": "body", "problem": str(why)}]
-    else:
-        message = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5]) or "invalid request"
-    return api_error("invalid_request", message, errors=problems)
-
-
-def _http_error(exc: StarletteHTTPException) -> ApiError:
-    if exc.status_code == 404:
-        return api_error("not_found", "no such route; the API lives under /v1 (see /docs)")
-    if exc.status_code == 405:
-        return api_error("method_not_allowed", "this path does not accept this method (see /docs)")
-    if exc.status_code == 413:
-        return api_error("payload_too_large", f"request body over {MAX_BODY_BYTES} bytes; send less")
-    return ApiError(exc.status_code, error_type_for_status(exc.status_code), str(exc.detail))
-
-
-class _BodyTooLarge(StarletteHTTPException):
+class _BodyTooLarge(HTTPException):
     """Raised from `receive`: an HTTPException, so the framework's body reader re-raises it."""
 
     def __init__(self) -> None:
@@ -244,37 +86,12 @@ class BodyLimit:
                 raise
             await self._too_large()(scope, receive, send)
 
-    def _too_large(self) -> JSONResponse:
+    def _too_large(self) -> Response:
         # built only when needed: a response per request would cost every request a JSON encode
         return render_error(api_error("payload_too_large", f"request body over {self.limit} bytes; send less"))
 
 
-def _reject_constant(name: str) -> Any:
-    raise json.JSONDecodeError(f"{name} is not valid JSON", name, 0)
-
-
-class _StrictJSONRequest(Request):
-    async def json(self) -> Any:
-        if not hasattr(self, "_json"):
-            self._json = json.loads(await self.body(), parse_constant=_reject_constant)
-        return self._json
-
-
-class _StrictJSONRoute(APIRoute):
-    """Parse bodies as strict JSON: NaN and Infinity are refused, as JSON says."""
-
-    def get_route_handler(self) -> Callable[[Request], Any]:
-        handler = super().get_route_handler()
-
-        async def strict_handler(request: Request) -> Any:
-            return await handler(_StrictJSONRequest(request.scope, request.receive))
-
-        return strict_handler
-
-
 # -- the app -----------------------------------------------------------------------
-
-_bearer = HTTPBearer(auto_error=False, description="a token from `tauopt token create`")
 
 
 def create_app(
@@ -286,8 +103,7 @@ def create_app(
     auth: bool = True,
     clock: Callable[[], float] = time.time,
     max_body_bytes: int = MAX_BODY_BYTES,
-    fast_path: bool = True,
-) -> FastAPI:
+) -> Starlette:
     """The REST API as an ASGI app.
 
     engine: an entered `tauopt.Engine` (the caller owns its lifetime), or None:
@@ -296,12 +112,10 @@ def create_app(
     auth: False serves without tokens (owner None, no quotas): for embedding
         behind your own authentication only.
     clock: the quotas' clock (wall time; injectable for tests).
-    fast_path: answer well-formed asks and observes without the framework
-        (`_fastpath.py`); False routes them through FastAPI like the rest.
     """
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         async with AsyncExitStack() as stack:
             eng = engine
             if eng is None:
@@ -309,209 +123,46 @@ def create_app(
 
                 eng = await stack.enter_async_context(Engine(store=db, **(engine_options or {})))
             app.state.gate = Gate(eng.store, limits, clock=clock)
-            yield {"engine": eng, "gate": app.state.gate}
+            yield {"engine": eng, "gate": app.state.gate, "auth": auth}
 
-    app = FastAPI(
-        title="tauopt",
-        summary="Coordination engine for hyperparameter search",
-        version=_version(),
+    schema: dict[str, Any] = {}
+
+    async def openapi(request: Request) -> Response:
+        if not schema:
+            schema.update(openapi_document(OPERATIONS, title="tauopt", summary=_SUMMARY, version=_version()))
+        return JSONResponse(schema)
+
+    async def docs(request: Request) -> Response:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(openapi_url=root + "/openapi.json", title="tauopt - Swagger UI")
+
+    return Starlette(
+        routes=[*ROUTES, Route("/openapi.json", openapi, include_in_schema=False), Route("/docs", docs, include_in_schema=False)],
+        middleware=[Middleware(BodyLimit, limit=max_body_bytes)],
+        exception_handlers={
+            ApiError: _on_api_error,
+            HTTPException: partial(_on_http_error, max_body_bytes),
+            Exception: _on_bug,
+        },
         lifespan=lifespan,
-        redoc_url=None,
     )
-    app.router.route_class = _StrictJSONRoute
-    # innermost first: the fast path for asks and observes sits inside the body limit
-    if fast_path:
-        app.add_middleware(FastPath, auth=auth, render=render_error)
-    app.add_middleware(BodyLimit, limit=max_body_bytes)
-
-    @app.exception_handler(ApiError)
-    async def _on_api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return render_error(exc)
-
-    @app.exception_handler(RequestValidationError)
-    async def _on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return render_error(_validation_error(exc))
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return render_error(_http_error(exc))
-
-    @app.exception_handler(Exception)
-    async def _on_bug(request: Request, exc: Exception) -> JSONResponse:
-        return render_error(api_error("internal", f"internal error ({type(exc).__name__}); it was logged, retry later"))
-
-    async def owner(request: Request, _: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Credential | None:
-        if not auth:
-            return None
-        gate: Gate = request.state.gate
-        return await gate.authenticate(request.headers.get("authorization"))
-
-    def oid(cred: Credential | None) -> str | None:
-        return None if cred is None else cred.id
-
-    def ok(value: Any, status: int = 200) -> JSONResponse:
-        return JSONResponse(value, status_code=status)
-
-    @app.get("/v1/health", response_model=HealthOut, tags=["meta"])
-    async def health() -> JSONResponse:
-        return ok({"status": "ok"})
-
-    @app.post(
-        "/v1/experiments", status_code=201, response_model=ExperimentOut, tags=["experiments"],
-        responses=_errors(*_COMMON, 429),
-    )
-    async def create_experiment(
-        body: CreateExperimentBody, request: Request, cred: Credential | None = Depends(owner)
-    ) -> JSONResponse:
-        engine_ = request.state.engine
-
-        async def create() -> Any:
-            return await engine_.create_experiment(
-                body.name, body.parameters, body.metric,
-                parallel_bandwidth=body.parallel_bandwidth, suggestion_ttl_s=body.suggestion_ttl_s,
-                observation_budget=body.observation_budget, strategy=body.strategy,
-                strategy_options=body.strategy_options, owner=oid(cred),
-            )
-
-        if cred is None:
-            exp = await create()
-        else:
-            async with request.state.gate.experiment_creation(cred):
-                exp = await create()
-        return ok(exp.to_dict(), 201)
-
-    @app.get("/v1/experiments", response_model=list[ExperimentOut], tags=["experiments"], responses=_errors(*_COMMON))
-    async def list_experiments(
-        request: Request,
-        state: Literal["active", "completed", "archived"] | None = None,
-        cred: Credential | None = Depends(owner),
-    ) -> JSONResponse:
-        found = await request.state.engine.experiments(state, owner=oid(cred))
-        return ok([e.to_dict() for e in found])
-
-    @app.get("/v1/experiments/{id}", response_model=ExperimentOut, tags=["experiments"], responses=_errors(*_COMMON))
-    async def get_experiment(id: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
-        return ok((await request.state.engine.experiment(id, owner=oid(cred))).to_dict())
-
-    @app.patch("/v1/experiments/{id}", response_model=ExperimentOut, tags=["experiments"], responses=_errors(*_COMMON, 409))
-    async def update_experiment(
-        id: str, body: UpdateExperimentBody, request: Request, cred: Credential | None = Depends(owner)
-    ) -> JSONResponse:
-        changes = {k: getattr(body, k) for k in body.model_fields_set}
-        exp = await request.state.engine.update_experiment(id, owner=oid(cred), **changes)
-        return ok(exp.to_dict())
-
-    @app.post(
-        "/v1/experiments/{id}/archive", response_model=ExperimentOut, tags=["experiments"],
-        responses=_errors(*_COMMON),
-    )
-    async def archive_experiment(id: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
-        return ok((await request.state.engine.archive_experiment(id, owner=oid(cred))).to_dict())
-
-    @app.post(
-        "/v1/experiments/{id}/suggestions", status_code=201, response_model=SuggestionOut, tags=["suggestions"],
-        responses=_errors(*_COMMON, 409, 429),
-    )
-    async def suggest(
-        id: str, request: Request, body: SuggestBody | None = None, cred: Credential | None = Depends(owner)
-    ) -> JSONResponse:
-        tag = body.tag if body is not None else None
-        engine_ = request.state.engine
-        if cred is None:
-            s = await engine_.suggest(id, tag=tag)
-        else:
-            async with request.state.gate.suggestion(cred):
-                s = await engine_.suggest(id, tag=tag, owner=cred.id)
-        return ok(s.to_dict(), 201)
-
-    @app.get(
-        "/v1/experiments/{id}/suggestions", response_model=list[SuggestionOut], tags=["suggestions"],
-        responses=_errors(*_COMMON, 429),
-    )
-    async def list_suggestions(
-        id: str,
-        request: Request,
-        state: Literal["open", "observed", "closed", "expired"] | None = None,
-        tag: str | None = None,
-        cred: Credential | None = Depends(owner),
-    ) -> JSONResponse:
-        if cred is not None:
-            request.state.gate.heavy_read(cred)
-        found = await request.state.engine.suggestions(id, state=state, tag=tag, owner=oid(cred))
-        return ok([s.to_dict() for s in found])
-
-    @app.get(
-        "/v1/experiments/{id}/suggestions/{sid}", response_model=SuggestionOut, tags=["suggestions"],
-        responses=_errors(*_COMMON),
-    )
-    async def get_suggestion(id: str, sid: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
-        return ok((await request.state.engine.suggestion(id, sid, owner=oid(cred))).to_dict())
-
-    @app.delete(
-        "/v1/experiments/{id}/suggestions/{sid}", response_model=SuggestionOut, tags=["suggestions"],
-        responses=_errors(*_COMMON, 409),
-    )
-    async def close_suggestion(id: str, sid: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
-        return ok((await request.state.engine.close_suggestion(id, sid, owner=oid(cred))).to_dict())
-
-    @app.delete(
-        "/v1/experiments/{id}/suggestions", response_model=ClosedOut, tags=["suggestions"],
-        responses=_errors(*_COMMON),
-    )
-    async def close_all_suggestions(id: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
-        return ok({"closed": await request.state.engine.close_all_suggestions(id, owner=oid(cred))})
-
-    @app.post(
-        "/v1/experiments/{id}/observations", status_code=201, response_model=ObservationOut, tags=["observations"],
-        responses=_errors(*_COMMON, 409),
-    )
-    async def observe(id: str, body: ObserveBody, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
-        o = await request.state.engine.observe(
-            id, suggestion_id=body.suggestion_id, assignments=body.assignments, value=body.value,
-            failed=body.failed, metrics=body.metrics, owner=oid(cred),
-        )
-        return ok(o.to_dict(), 201)
-
-    @app.get(
-        "/v1/experiments/{id}/observations", response_model=list[ObservationOut], tags=["observations"],
-        responses=_errors(*_COMMON, 429),
-    )
-    async def list_observations(id: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
-        if cred is not None:
-            request.state.gate.heavy_read(cred)
-        return ok([o.to_dict() for o in await request.state.engine.observations(id, owner=oid(cred))])
-
-    @app.get(
-        "/v1/experiments/{id}/best", response_model=ObservationOut | None, tags=["observations"],
-        responses=_errors(*_COMMON),
-    )
-    async def best(id: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
-        o = await request.state.engine.best(id, owner=oid(cred))
-        return ok(None if o is None else o.to_dict())
-
-    _drop_422(app)
-    return app
 
 
-def _drop_422(app: FastAPI) -> None:
-    """Validation errors are rendered as 400 invalid_request; say so in /openapi.json."""
-    original = app.openapi
+_SUMMARY = "Coordination engine for hyperparameter search"
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = original()
-            for path in schema.get("paths", {}).values():
-                for op in path.values():
-                    responses = op.get("responses", {})
-                    if responses.pop("422", None) is not None and "400" not in responses:
-                        responses["400"] = {
-                            "description": "invalid_request",
-                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
-                        }
-            app.openapi_schema = schema
-        return app.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+async def _on_api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return render_error(exc)
+
+
+async def _on_http_error(max_body_bytes: int, request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return render_error(from_http_exception(exc, max_body_bytes))
+
+
+async def _on_bug(request: Request, exc: Exception) -> Response:
+    return render_error(internal_error(exc))
 
 
 def _version() -> str:

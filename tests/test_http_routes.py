@@ -1,7 +1,8 @@
-"""The fast path for asks and observes (`_fastpath.py`) answers exactly as the
-FastAPI routes do: the same requests against two real servers, one with the
-fast path and one without, give the same statuses, error types and response
-shapes; plus the limits it must keep (body size, mounting under a prefix)."""
+"""Asks and observes, each served by its one route function (`_routes.py`),
+answer exactly as the FastAPI routes did: statuses, error types and response
+shapes for each body below are those the FastAPI routes gave (recorded from
+the last version that had them, when a fast path answered beside them); plus
+the limits they must keep (body size, mounting under a prefix)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ X = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}]
 METRIC = {"name": "y", "objective": "minimize"}
 
 
-def _server(fast_path: bool, **options: Any) -> tuple[ServerThread, str, str]:
+def _server(**options: Any) -> tuple[ServerThread, str, str]:
     store = MemoryStore()
     tokens: dict[str, str] = {}
 
@@ -33,18 +34,18 @@ def _server(fast_path: bool, **options: Any) -> tuple[ServerThread, str, str]:
             await store.put_credential(cred)
 
     anyio.run(seed)
-    app = create_app(db=store, limits=Limits(suggestions_per_day=10_000), fast_path=fast_path, **options)
+    app = create_app(db=store, limits=Limits(suggestions_per_day=10_000), **options)
     return ServerThread(app), tokens["alice"], tokens["bob"]
 
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[list[tuple[str, str, str]]]:
-    (fast, fa, fb), (slow, sa, sb) = _server(True), _server(False)
-    with fast, slow:
-        yield [(fast.url, fa, fb), (slow.url, sa, sb)]
+    server, alice, bob = _server()
+    with server:
+        yield [(server.url, alice, bob)]
 
 
-# (what is sent) -> each is sent to both servers on a fresh experiment (bandwidth 2) after one ask
+# (what is sent) -> each is sent on a fresh experiment (bandwidth 2) after one ask
 SUGGEST_CASES: list[tuple[str, Any]] = [
     ("no body", None),
     ("empty object", {}),
@@ -75,6 +76,38 @@ OBSERVE_CASES: list[tuple[str, Any]] = [
 ]
 
 
+SUGGESTION = sorted(["id", "experiment_id", "assignments", "state", "tag", "created_at"])
+OBSERVATION = sorted(["id", "experiment_id", "suggestion_id", "assignments", "value", "failed", "created_at", "metrics"])
+# What the FastAPI routes answered to each case (status, error type or sorted keys).
+ROUTE_ANSWERS: dict[str, dict[str, tuple[int, Any]]] = {"suggest": {
+    'no body': (201, SUGGESTION),
+    'empty object': (201, SUGGESTION),
+    'tag': (201, SUGGESTION),
+    'null tag': (201, SUGGESTION),
+    'int tag': (400, 'invalid_request'),
+    'empty tag': (400, 'invalid_request'),
+    'extra key': (400, 'invalid_request'),
+    'array': (400, 'invalid_request'),
+    'text/plain': (400, 'invalid_request'),
+    'bad JSON': (400, 'invalid_request'),
+    'NaN': (400, 'invalid_request'),
+}, "observe": {
+    'float value': (201, OBSERVATION),
+    'int value': (201, OBSERVATION),
+    'bool value': (400, 'invalid_request'),
+    'failed': (201, OBSERVATION),
+    'failed as int': (400, 'invalid_request'),
+    'metrics': (201, OBSERVATION),
+    'int metric': (201, OBSERVATION),
+    'no value': (400, 'invalid_request'),
+    'extra key': (400, 'invalid_request'),
+    'NaN': (400, 'invalid_request'),
+    'unknown suggestion': (404, 'not_found'),
+    'unsolicited': (201, OBSERVATION),
+    'no body': (400, 'invalid_request'),
+}}
+
+
 def _post(http: httpx.Client, path: str, body: Any, sid: str | None = None) -> tuple[int, Any]:
     if body is None:
         r = http.post(path)
@@ -102,18 +135,18 @@ def _run(url: str, token: str, kind: str, body: Any) -> tuple[int, Any]:
 
 
 @pytest.mark.parametrize("name,body", SUGGEST_CASES, ids=[c[0] for c in SUGGEST_CASES])
-def test_ask_answers_as_the_route_does(servers: list[tuple[str, str, str]], name: str, body: Any) -> None:
-    (fast, ft, _), (slow, st, _) = servers
-    assert _run(fast, ft, "suggest", body) == _run(slow, st, "suggest", body)
+def test_ask_answers_as_the_fastapi_route_did(servers: list[tuple[str, str, str]], name: str, body: Any) -> None:
+    ((url, token, _),) = servers
+    assert _run(url, token, "suggest", body) == ROUTE_ANSWERS["suggest"][name]
 
 
 @pytest.mark.parametrize("name,body", OBSERVE_CASES, ids=[c[0] for c in OBSERVE_CASES])
-def test_observe_answers_as_the_route_does(servers: list[tuple[str, str, str]], name: str, body: Any) -> None:
-    (fast, ft, _), (slow, st, _) = servers
-    assert _run(fast, ft, "observe", body) == _run(slow, st, "observe", body)
+def test_observe_answers_as_the_fastapi_route_did(servers: list[tuple[str, str, str]], name: str, body: Any) -> None:
+    ((url, token, _),) = servers
+    assert _run(url, token, "observe", body) == ROUTE_ANSWERS["observe"][name]
 
 
-def test_auth_ownership_and_backpressure_on_the_fast_path(servers: list[tuple[str, str, str]]) -> None:
+def test_auth_ownership_and_backpressure_on_the_hot_routes(servers: list[tuple[str, str, str]]) -> None:
     url, alice, bob = servers[0]
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {alice}"}) as http:
         exp = http.post("/v1/experiments", json={"name": "e", "parameters": X, "metric": METRIC}).json()
@@ -132,8 +165,8 @@ def test_auth_ownership_and_backpressure_on_the_fast_path(servers: list[tuple[st
         assert http.get(path).json()["observations"] == 1
 
 
-def test_a_body_over_the_limit_is_refused_with_413_on_the_fast_path() -> None:
-    server, token, _ = _server(True, max_body_bytes=1000)
+def test_a_body_over_the_limit_is_refused_with_413_on_the_hot_routes() -> None:
+    server, token, _ = _server(max_body_bytes=1000)
     with server, httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}) as http:
         exp = http.post("/v1/experiments", json={"name": "e", "parameters": X, "metric": METRIC}).json()
         big = json.dumps({"tag": "x" * 2000}).encode()
@@ -147,7 +180,7 @@ def test_a_body_over_the_limit_is_refused_with_413_on_the_fast_path() -> None:
             assert (r.status_code, r.json()["error"]["type"]) == (413, "payload_too_large")
 
 
-def test_the_fast_path_serves_the_app_mounted_under_a_prefix() -> None:
+def test_the_hot_routes_serve_the_app_mounted_under_a_prefix() -> None:
     store = MemoryStore()
     cred, token = new_credential("alice")
     anyio.run(store.put_credential, cred)
@@ -159,3 +192,39 @@ def test_the_fast_path_serves_the_app_mounted_under_a_prefix() -> None:
         assert s.status_code == 201 and s.json()["tag"] == "m"
         o = http.post(f"/v1/experiments/{exp['id']}/observations", json={"suggestion_id": s.json()["id"], "value": 0.1})
         assert o.status_code == 201 and o.json()["suggestion_id"] == s.json()["id"]
+
+
+def test_served_routes_and_the_openapi_document_describe_the_same_operations() -> None:
+    from starlette.routing import Route
+
+    from tauopt.transport.http._routes import OPERATIONS
+
+    app = create_app(db=MemoryStore())
+    served = {
+        (method, route.path, route.name)
+        for route in app.routes
+        if isinstance(route, Route) and route.path.startswith("/v1/")
+        for method in (route.methods or ()) - {"HEAD"}
+    }
+    with ServerThread(app) as server:
+        spec = httpx.get(server.url + "/openapi.json").json()
+    documented = {
+        (method.upper(), path, doc["operationId"].split("_v1_")[0])
+        for path, ops in spec["paths"].items()
+        for method, doc in ops.items()
+    }
+    assert served == documented and len(served) == len(OPERATIONS) == 14
+    for op in OPERATIONS:  # one function per operation, each served by exactly one route
+        assert [r.name for r in app.routes if getattr(r, "name", None) == op.name] == [op.name]
+        doc = spec["paths"][op.path][op.method.lower()]
+        assert str(op.status) in doc["responses"]
+        assert ("requestBody" in doc) == (op.body is not None)
+        assert ("security" in doc) == op.auth
+        assert {p["name"] for p in doc.get("parameters", []) if p["in"] == "query"} == set(op.query)
+
+
+def test_the_old_fast_path_module_is_gone_one_definition_per_operation() -> None:
+    import importlib.util
+
+    assert importlib.util.find_spec("tauopt.transport.http._fastpath") is None
+    assert importlib.util.find_spec("tauopt.transport.http._wire") is None

@@ -1,0 +1,66 @@
+"""/openapi.json from the operations' one declaration (`_routes.OPERATIONS`).
+
+FastAPI writes the document (it is what clients and the fuzzer read, and what
+FastAPI's own routes produced before): each Operation becomes a documentation
+-only `APIRoute` whose signature is built from the declaration (path
+parameters, optional query parameters, the body model), never served.
+Validation errors are answered 400 `invalid_request`, so FastAPI's 422 is
+replaced by 400 in every operation.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+from fastapi import Body, Depends, Path, Query
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPBearer
+
+from ._routes import Operation
+from ._schema import error_responses
+
+__all__ = ["openapi_document", "bearer"]
+
+bearer = HTTPBearer(auto_error=False, description="a token from `tauopt token create`")
+_P = inspect.Parameter
+
+
+def _signature(op: Operation) -> inspect.Signature:
+    params = [_P(name, _P.KEYWORD_ONLY, default=Path(), annotation=str) for name in re.findall(r"{(\w+)}", op.path)]
+    for name, kind in op.query.items():
+        params.append(_P(name, _P.KEYWORD_ONLY, default=Query(None), annotation=kind | None))
+    if op.body is not None:
+        if op.body_required:
+            params.append(_P("body", _P.KEYWORD_ONLY, default=Body(), annotation=op.body))
+        else:
+            params.append(_P("body", _P.KEYWORD_ONLY, default=Body(None), annotation=op.body | None))
+    return inspect.Signature(params)
+
+
+def _doc_route(op: Operation) -> APIRoute:
+    def documented(**_: Any) -> None:  # pragma: no cover - never served
+        raise AssertionError("documentation only")
+
+    documented.__signature__ = _signature(op)  # type: ignore[attr-defined]
+    documented.__name__ = op.name
+    documented.__doc__ = inspect.getdoc(op.handler)
+    return APIRoute(
+        op.path, documented, methods=[op.method], name=op.name, status_code=op.status, response_model=op.response,
+        responses=error_responses(*op.errors), tags=[op.tag], dependencies=[Depends(bearer)] if op.auth else None,
+    )  # fmt: skip
+
+
+def openapi_document(operations: list[Operation], *, title: str, summary: str, version: str) -> dict[str, Any]:
+    schema = get_openapi(title=title, summary=summary, version=version, routes=[_doc_route(op) for op in operations])
+    for path in schema.get("paths", {}).values():
+        for doc in path.values():
+            responses = doc.get("responses", {})
+            if responses.pop("422", None) is not None and "400" not in responses:
+                responses["400"] = {
+                    "description": "invalid_request",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+                }
+    return schema

@@ -1,0 +1,84 @@
+"""The HTTP door's one rendering of answers and errors.
+
+`render_error` is the only place an ApiError becomes an HTTP response: status
+and headers from the catalogue (`errors.CATALOGUE`), body
+`{"error": {"type", "message", "details"}}`. Everything a client can send
+wrong (bad JSON, a body the schema refuses, an unknown route or method, a body
+over the limit) is turned into a catalogue error first, so a client never sees
+a 5xx for anything it can send.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from ...errors import ApiError, api_error, error_type_for_status, kind_of
+
+__all__ = [
+    "render_error", "render_json", "bad_json", "invalid_fields", "from_http_exception", "internal_error",
+    "MAX_BODY_BYTES",
+]
+
+MAX_BODY_BYTES = 1 << 20
+_JSON = "application/json"
+
+
+def render_json(value: Any, status: int = 200) -> Response:
+    """A JSON answer, compact and strict (NaN and Infinity are not JSON)."""
+    data = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    return Response(data, status_code=status, media_type=_JSON)
+
+
+def render_error(e: ApiError) -> Response:
+    """The one place an ApiError becomes an HTTP response."""
+    kind = kind_of(e)
+    body = {"error": {"type": e.error_type, "message": e.message, "details": _jsonable(e.details)}}
+    return Response(
+        json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(),
+        status_code=kind.http_status, headers=kind.http_headers(e), media_type=_JSON,
+    )  # fmt: skip
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, default=repr, allow_nan=True).replace("NaN", "null"))
+
+
+def bad_json(why: str) -> ApiError:
+    return api_error(
+        "invalid_request",
+        f"the body is not valid JSON ({why}); send a JSON object (NaN and Infinity are not JSON)",
+        errors=[{"field": "body", "problem": why}],
+    )
+
+
+def invalid_fields(errors: Iterable[Mapping[str, Any]], prefix: tuple[str, ...] = ()) -> ApiError:
+    """invalid_request from pydantic's error list: `field: problem` for the first five."""
+    problems = []
+    for err in errors:
+        loc = ".".join(str(p) for p in prefix + tuple(err.get("loc", ()))) or "body"
+        problems.append({"field": loc, "problem": str(err.get("msg", "invalid"))})
+    message = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5]) or "invalid request"
+    return api_error("invalid_request", message, errors=problems)
+
+
+def from_http_exception(exc: HTTPException, max_body_bytes: int = MAX_BODY_BYTES) -> ApiError:
+    """The routing layer's own errors (no route, wrong method, body too large) as catalogue errors."""
+    if exc.status_code == 404:
+        return api_error("not_found", "no such route; the API lives under /v1 (see /docs)")
+    if exc.status_code == 405:
+        return api_error("method_not_allowed", "this path does not accept this method (see /docs)")
+    if exc.status_code == 413:
+        return api_error("payload_too_large", f"request body over {max_body_bytes} bytes; send less")
+    return ApiError(exc.status_code, error_type_for_status(exc.status_code), str(exc.detail))
+
+
+def internal_error(exc: BaseException) -> ApiError:
+    return api_error("internal", f"internal error ({type(exc).__name__}); it was logged, retry later")
