@@ -58,7 +58,7 @@ async def main() -> None:
         await engine.store.put_credential(cred)
         app = create_app(engine, limits=Limits(suggestions_per_day=10**9))
         async with app.router.lifespan_context(app) as state:
-            exp = await engine.create_experiment("b", X, {"name": "y"}, parallel_bandwidth=10, owner=cred.id)
+            exp = await engine.create_experiment("b", X, {"name": "y"}, parallel_bandwidth=10, strategy="random", owner=cred.id)
             path = f"/v1/experiments/{exp.id}"
 
             async def door_pair() -> None:
