@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup
 from ..actors import ActorGone, ActorRef
 from ..errors import api_error, invalid
 from ..models import Experiment, Metric, Observation, StrategyOptions, Suggestion
-from ..space import Space
+from ..space import Space, is_large_space
 from . import _messages as m
 from ._actor import ExperimentActor
 from ._store import MemoryStore, PutExperiment, Store, Write
@@ -195,7 +195,12 @@ class Engine:
         owner: str | None = None,
     ) -> Experiment:
         options = StrategyOptions.parse(strategy_options)
-        space = Space.parse(parameters)
+        if is_large_space(parameters):
+            # up to 10,000 parameters take a good fraction of a second to check: a worker
+            # thread keeps the loop (health, other experiments' asks) answering meanwhile
+            space = await anyio.to_thread.run_sync(Space.parse, parameters)
+        else:
+            space = Space.parse(parameters)
         strategy = check_strategy(strategy)
         if strategy == "grid":
             space.grid(options.grid_size)  # refuses continuous parameters without a grid size

@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._json import loads_body
 from ...errors import ApiError, api_error
 
 __all__ = ["FastPath"]
@@ -37,10 +38,6 @@ _JSON_CT = b"application/json"
 
 class _NotFast(Exception):
     """The request is not one the fast path answers as is: hand it to the app."""
-
-
-def _reject_constant(name: str) -> Any:
-    raise _NotFast(name)
 
 
 class FastPath:
@@ -167,8 +164,8 @@ def _parse(scope: Scope, kind: tuple[str, str], body: bytes) -> dict[str, Any]:
     if content_type is None or content_type.split(";", 1)[0].strip().lower() != "application/json":
         raise _NotFast("content type")
     try:
-        value = json.loads(body, parse_constant=_reject_constant)
-    except ValueError:
+        value = loads_body(body)
+    except (ValueError, ApiError):
         raise _NotFast("bad JSON") from None
     if not isinstance(value, dict):
         raise _NotFast("not an object")

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._json import loads_body
 from ...errors import CATALOGUE, ApiError, api_error
 from ...engine._auth import Credential, Gate, Limits
 from ._fastpath import FastPath
@@ -259,14 +260,13 @@ class BodyLimit:
         return render_error(api_error("payload_too_large", f"request body over {self.limit} bytes; send less"))
 
 
-def _reject_constant(name: str) -> Any:
-    raise json.JSONDecodeError(f"{name} is not valid JSON", name, 0)
-
-
 class _StrictJSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = json.loads(await self.body(), parse_constant=_reject_constant)
+            try:
+                self._json = loads_body(await self.body())
+            except ApiError as exc:  # an HTTPException: the framework's body parsing re-raises it as is
+                raise StarletteHTTPException(400, exc.message) from None
         return self._json
 
 
