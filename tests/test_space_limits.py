@@ -188,3 +188,13 @@ async def test_ten_thousand_booleans_with_grid_create_and_ask(engine: Engine) ->
     a, b = await engine.suggest(exp.id), await engine.suggest(exp.id)
     assert len(a.assignments) == len(b.assignments) == 10_000 and a.assignments != b.assignments
     await engine.observe(exp.id, suggestion_id=a.id, value=1.0)
+
+
+async def test_a_lone_surrogate_in_added_parameters_is_refused_and_the_space_is_unchanged(engine: Engine) -> None:
+    exp = await engine.create_experiment("e", [{"name": "x", "type": "boolean"}], Y)
+    bad = "\ud800"
+    for param in ({"name": "n" + bad, "type": "boolean", "default": True}, {"name": "c", "type": "categorical", "values": ["a", bad], "default": "a"}):
+        await refused(engine.update_experiment(exp.id, parameters=[{"name": "x", "type": "boolean"}, param]), "surrogate")
+    assert [p.name for p in (await engine.experiment(exp.id)).parameters] == ["x"]
+    s = await engine.suggest(exp.id)
+    await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
