@@ -58,7 +58,7 @@ def _last_step(p: Parameter) -> int:
     (exact for ints, whatever the width of the range)."""
     lo, hi = p.bounds  # type: ignore[misc]
     if p.type == "int":
-        return (hi - lo) // (p.step or 1)
+        return int((hi - lo) // (p.step or 1))
     return int(math.floor((hi - lo) / p.step + 1e-9))  # type: ignore[operator]
 
 
@@ -67,21 +67,21 @@ class _Steps(Sequence[Value]):
     a domain of 2**62 values costs nothing until a value is read."""
 
     def __init__(self, p: Parameter) -> None:
-        self._p, self.count = p, _last_step(p) + 1
+        self._p, self.n_values = p, _last_step(p) + 1
 
     def __len__(self) -> int:
-        return self.count
+        return self.n_values
 
     def __getitem__(self, k: Any) -> Any:
         if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(self.count))]
-        if not -self.count <= k < self.count:
+            return [self[i] for i in range(*k.indices(self.n_values))]
+        if not -self.n_values <= k < self.n_values:
             raise IndexError(k)
-        return _step_value(self._p, k % self.count)
+        return _step_value(self._p, k % self.n_values)
 
     def __iter__(self) -> Iterator[Value]:
         k = 0
-        while k < self.count:  # not range(): a count past sys.maxsize is fine here
+        while k < self.n_values:  # not range(): a count past sys.maxsize is fine here
             yield _step_value(self._p, k)
             k += 1
 
@@ -95,7 +95,7 @@ def _step_value(p: Parameter, k: int) -> Value:
 
 
 def _count(domain: Sequence[Value]) -> int:
-    return domain.count if isinstance(domain, _Steps) else len(domain)
+    return domain.n_values if isinstance(domain, _Steps) else len(domain)
 
 
 def _grid_value(lo: float, hi: float, k: int, step: float) -> float:
@@ -307,7 +307,7 @@ class Space:
                 i -= 1
                 continue
             if v is not _INACTIVE:
-                partial[p.name] = v
+                partial[p.name] = v  # type: ignore[assignment]
             i += 1
 
     def size(self, grid_size: int | None = None) -> int | None:
