@@ -482,11 +482,8 @@ class ExperimentActor:
             raise invalid("give suggestion_id or assignments, not both")
         if msg.suggestion_id is not None:
             s = self._suggestion(msg.suggestion_id)
-            if s.state == "open":
-                ttl = self._exp.suggestion_ttl_s
-                if ttl is not None and self._clock() - s.created_at > ttl:
-                    s = self._leave_open(s, "expired")
-                    writes.append(PutSuggestion(s))
+            # Expiry happens only at the experiment's next ask (_on_Suggest): a late
+            # observe of a row still open keeps the link to its suggestion.
             if s.state != "open":
                 self._commit(request, writes, _not_open_error(s))
                 return
