@@ -424,12 +424,10 @@ class ExperimentActor:
         try:
             if self._pool is not None:
                 result = await self._pool.propose(self.id, "gp", request, deadline_s=self._fit_deadline_s)
-            else:
-                from ..strategies._pool_types import ProposeResult
+            else:  # Engine(pool=None): in a thread here, torch pinned like the thread pool's
+                from ..strategies._pool import propose_here
 
-                rng = np.random.default_rng([request.seed, request.drawn, len(request.history)])
-                cands = await anyio.to_thread.run_sync(propose, "gp", request, rng)
-                result = ProposeResult(tuple(cands), "gp")
+                result = await anyio.to_thread.run_sync(propose_here, "gp", request, self._fit_deadline_s)
         except Exception as exc:  # the fallback below answers the asks anyway
             error = exc
         assert self._self_ref is not None

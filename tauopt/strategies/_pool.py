@@ -44,7 +44,7 @@ from ..models import Value
 from ._pool_types import ProposeResult
 from ._request import SuggestRequest
 
-__all__ = ["StrategyPool", "PoolStats", "ProposeResult", "run_job", "torch_threads"]
+__all__ = ["StrategyPool", "PoolStats", "ProposeResult", "propose_here", "run_job", "torch_threads"]
 
 PoolKind = Literal["process", "thread"]
 _DEADLINE_GRACE_S = 1.0  # past deadline_s + this, the caller gets a Sobol point without the worker
@@ -86,10 +86,20 @@ def run_job(job: _Job) -> _Outcome:
         from .gp import propose_gp
 
         r = propose_gp(job.request, rng, job.warm, job.deadline_s)
+        if r.info.no_model:  # the initial design, not a failure: no fallback reason
+            return _Outcome(tuple(r.candidates), "sobol", None, r.info.fit_seconds, r.state)
         used = "gp" if r.info.fallback_reason is None else "sobol"
         return _Outcome(tuple(r.candidates), used, r.info.fallback_reason, r.info.fit_seconds, r.state)
     cands = propose(name, job.request, rng)
     return _Outcome(tuple(cands), name, None, time.monotonic() - t0, job.warm)
+
+
+def propose_here(strategy: str, request: SuggestRequest, deadline_s: float | None = None) -> ProposeResult:
+    """One strategy call in the calling thread, torch pinned to one thread while it
+    runs (as in the thread pool); for Engine(pool=None)."""
+    with _torch_pinned():
+        out = run_job(_Job(strategy, request, None, deadline_s))
+    return ProposeResult(out.candidates, out.strategy_used, out.fallback_reason, out.fit_seconds)
 
 
 def torch_threads(hold_s: float = 0.0) -> tuple[int, int]:
