@@ -46,6 +46,7 @@ CATALOGUE: Mapping[str, ErrorKind] = _kinds(
     ("bandwidth_full", 429, "RESOURCE_EXHAUSTED", "parallel_bandwidth suggestions are open"),
     ("quota_exceeded", 429, "RESOURCE_EXHAUSTED", "daily suggestion quota used up"),
     ("rate_limited", 429, "RESOURCE_EXHAUSTED", "too many heavy reads per second"),
+    ("store_in_use", 409, "FAILED_PRECONDITION", "another engine holds the SQLite file; serve it over HTTP"),
     ("active_experiment_cap", 429, "RESOURCE_EXHAUSTED", "too many non-archived experiments"),
     ("internal", 500, "INTERNAL", "a bug or a storage failure; nothing half-done is kept"),
     ("unavailable", 503, "UNAVAILABLE", "the engine is shutting down or not started"),

@@ -291,6 +291,7 @@ def test_expired_suggestion_409_then_repost_as_unsolicited_observation(api: Api)
         exp = c.create_experiment("ttl", X, METRIC, parallel_bandwidth=2, suggestion_ttl_s=0.2)
         lost = c.suggest(exp.id, tag="job-1/rank-0")
         time.sleep(0.3)
+        c.suggest(exp.id)  # expiry happens at the experiment's next ask, not at the observe
         with pytest.raises(ApiError) as info:
             c.observe(exp.id, suggestion_id=lost.id, value=0.7)
         e = info.value

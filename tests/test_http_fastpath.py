@@ -6,6 +6,7 @@ shapes; plus the limits it must keep (body size, mounting under a prefix)."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Iterator
 
 import anyio
@@ -159,3 +160,25 @@ def test_the_fast_path_serves_the_app_mounted_under_a_prefix() -> None:
         assert s.status_code == 201 and s.json()["tag"] == "m"
         o = http.post(f"/v1/experiments/{exp['id']}/observations", json={"suggestion_id": s.json()["id"], "value": 0.1})
         assert o.status_code == 201 and o.json()["suggestion_id"] == s.json()["id"]
+
+
+def test_ttl_expiry_only_at_the_next_ask_on_both_paths(servers: list[tuple[str, str, str]]) -> None:
+    """A late observe with no sibling ask in between succeeds (the row is still
+    listed open); once an ask has expired a row, its observe is 409 with the point."""
+    for url, token, _ in servers:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}) as http:
+            body = {"name": "ttl", "parameters": X, "metric": METRIC, "parallel_bandwidth": 2, "suggestion_ttl_s": 0.1}
+            path = f"/v1/experiments/{http.post('/v1/experiments', json=body).json()['id']}"
+            late = http.post(path + "/suggestions", json={}).json()
+            time.sleep(0.2)  # past the TTL; no ask follows
+            listed = http.get(path + "/suggestions", params={"state": "open"}).json()
+            assert [s["id"] for s in listed] == [late["id"]], url
+            r = http.post(path + "/observations", json={"suggestion_id": late["id"], "value": 0.5})
+            assert r.status_code == 201 and r.json()["suggestion_id"] == late["id"], (url, r.text)
+            lost = http.post(path + "/suggestions", json={}).json()
+            time.sleep(0.2)
+            assert http.post(path + "/suggestions", json={}).status_code == 201  # this ask expires `lost`
+            assert http.get(f"{path}/suggestions/{lost['id']}").json()["state"] == "expired"
+            r = http.post(path + "/observations", json={"suggestion_id": lost["id"], "value": 0.5})
+            assert r.status_code == 409 and r.json()["error"]["type"] == "suggestion_expired", (url, r.text)
+            assert r.json()["error"]["details"]["assignments"] == lost["assignments"]

@@ -424,12 +424,10 @@ class ExperimentActor:
         try:
             if self._pool is not None:
                 result = await self._pool.propose(self.id, "gp", request, deadline_s=self._fit_deadline_s)
-            else:
-                from ..strategies._pool_types import ProposeResult
+            else:  # Engine(pool=None): in a thread here, torch pinned like the thread pool's
+                from ..strategies._pool import propose_here
 
-                rng = np.random.default_rng([request.seed, request.drawn, len(request.history)])
-                cands = await anyio.to_thread.run_sync(propose, "gp", request, rng)
-                result = ProposeResult(tuple(cands), "gp")
+                result = await anyio.to_thread.run_sync(propose_here, "gp", request, self._fit_deadline_s)
         except Exception as exc:  # the fallback below answers the asks anyway
             error = exc
         assert self._self_ref is not None
@@ -482,11 +480,8 @@ class ExperimentActor:
             raise invalid("give suggestion_id or assignments, not both")
         if msg.suggestion_id is not None:
             s = self._suggestion(msg.suggestion_id)
-            if s.state == "open":
-                ttl = self._exp.suggestion_ttl_s
-                if ttl is not None and self._clock() - s.created_at > ttl:
-                    s = self._leave_open(s, "expired")
-                    writes.append(PutSuggestion(s))
+            # Expiry happens only at the experiment's next ask (_on_Suggest): a late
+            # observe of a row still open keeps the link to its suggestion.
             if s.state != "open":
                 self._commit(request, writes, _not_open_error(s))
                 return

@@ -42,6 +42,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup, TaskStatus
 
 from ..models import Experiment, Observation, Suggestion
+from ._filelock import FileLock
 from ._store import (
     CredentialRecord,
     Done,
@@ -318,7 +319,13 @@ class SqliteStore(Store):
     durable = True
 
     def __init__(
-        self, path: str | os.PathLike[str], durability: Durability = "os", *, close_timeout: float = 10.0, gather_turns: int = 16
+        self,
+        path: str | os.PathLike[str],
+        durability: Durability = "os",
+        *,
+        close_timeout: float = 10.0,
+        gather_turns: int = 16,
+        exclusive: bool = True,
     ) -> None:
         if durability not in _SYNCHRONOUS:
             raise ValueError(f"durability must be 'os' or 'fsync', not {durability!r}")
@@ -327,6 +334,9 @@ class SqliteStore(Store):
             text = text[len("sqlite:///") :]
         self.path = Path(text)
         self.durability: Durability = durability
+        # exclusive=False is for the CLI's short token/experiments edits beside a running
+        # engine: SQLite's own locking keeps those safe; an engine must own its file.
+        self._lock = FileLock(self.path) if exclusive else None
         self.close_timeout = close_timeout
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
@@ -354,7 +364,12 @@ class SqliteStore(Store):
             )
         if self._state != "new":
             raise StoreError(f"{self!r} was already started")
-        version = await anyio.to_thread.run_sync(_inspect, self.path)
+        version = await anyio.to_thread.run_sync(_inspect, self.path)  # read-only checks
+        if self._lock is not None:
+            try:
+                self._lock.acquire()  # before any write: a refused open touches nothing
+            except OSError as exc:
+                raise StoreError(_explain(self.path, sqlite3.OperationalError(f"read-only: {exc}"))) from exc
         try:
             self._writer = await self._connect(self.path)
             await self._writer.execute("PRAGMA busy_timeout = 5000")
@@ -370,6 +385,7 @@ class SqliteStore(Store):
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await self._close_connections()
+            self._release_lock()
             if isinstance(exc, sqlite3.Error):
                 raise StoreError(_explain(self.path, exc)) from exc
             raise
@@ -392,7 +408,12 @@ class SqliteStore(Store):
         self._fail_queued(StoreError(f"{self!r} closed before these writes were committed"))
         with anyio.move_on_after(self.close_timeout, shield=True):
             await self._close_connections()
+        self._release_lock()
         self._state = "closed"
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
 
     @staticmethod
     async def _connect(path: Path) -> aiosqlite.Connection:

@@ -73,16 +73,21 @@ def register(subparsers: Any) -> None:
 # -- store access -------------------------------------------------------------------
 
 
-def _with_store(db: str, work: Callable[[Any], Any], *, create: bool = True) -> Any:
+def _with_store(db: str, work: Callable[[Any], Any], *, create: bool = True, exclusive: bool = False) -> Any:
+    """Run `work(store)` on the database. Not exclusive by default: token and
+    experiments commands work beside a daemon that owns the file (their short
+    transactions go through SQLite's own locking); `serve` asks for ownership."""
     import anyio
 
     from ...engine._engine import open_store
+    from ...engine._sqlite import SqliteStore
 
     if not create and not Path(db).exists():
         raise SystemExit(f"tauopt: no database at {db}; pass --db PATH")
 
     async def run() -> Any:
-        async with open_store(db) as store:
+        store = open_store(db) if db == ":memory:" else SqliteStore(db, exclusive=exclusive)
+        async with store:
             return await work(store)
 
     return anyio.run(run)
@@ -118,12 +123,15 @@ def _serve(args: argparse.Namespace) -> int:
 
     from ...engine._auth import Limits
     from ...engine._store import StoreError
+    from ...errors import ApiError
     from ._server import create_app
 
     try:
-        first = _with_store(args.db, lambda store: ensure_first_token(store, args.db))
+        first = _with_store(args.db, lambda store: ensure_first_token(store, args.db), exclusive=True)
     except StoreError as exc:
         return _fail(str(exc))
+    except ApiError as exc:  # store_in_use: another engine serves this file
+        return _fail(exc.message)
     if first is not None:
         print(str(first.resolve()), flush=True)
         print(f"tauopt: first start; a token was written to {first} (mode 0600)", file=sys.stderr, flush=True)
