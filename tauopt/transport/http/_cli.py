@@ -89,7 +89,13 @@ def _with_store(db: str, work: Callable[[Any], Any], *, create: bool = True) -> 
         async with open_store(db) as store:
             return await work(store)
 
-    return anyio.run(run)
+    try:
+        return anyio.run(run)
+    except BaseExceptionGroup as group:
+        # The store's task group wraps what `work` raised; the commands catch the error itself.
+        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
+            raise group.exceptions[0] from None
+        raise
 
 
 def _shown(text: str) -> str:
@@ -156,6 +162,7 @@ def _serve(args: argparse.Namespace) -> int:
     from ._guard import ConnectionLimits, guarded_protocol
     from ._server import create_app
 
+    _log_to_stderr(args.log_level)
     try:
         first = _with_store(args.db, lambda store: ensure_first_token(store, args.db))
     except (StoreError, TokenFileExists) as exc:
@@ -183,6 +190,20 @@ def _serve(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda signum, frame: (stopped.append(signum), setattr(server, "should_exit", True)))
     server.run()
     return 0 if server.started or stopped else 1
+
+
+def _log_to_stderr(level: str) -> None:
+    """tauopt's own log records (a store failure, a file gone) on stderr with their
+    level, like uvicorn's; without a handler Python prints bare messages."""
+    import logging
+
+    logger = logging.getLogger("tauopt")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(level.upper())
 
 
 # -- token --------------------------------------------------------------------------------
