@@ -114,6 +114,15 @@ def test_a_restart_of_an_existing_deployment_keeps_its_token_file(tmp_path: Path
     assert r.status_code == 200 and code == 0 and out == "" and token_of(again) == token
 
 
+def test_a_non_positive_connection_limit_is_refused_at_start(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(tmp_path / "x.db"), "--header-timeout", "0"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2 and "--header-timeout must be positive" in r.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
 # -- connections ------------------------------------------------------------------------
 
 
@@ -151,7 +160,11 @@ def test_a_connection_that_never_completes_its_headers_is_closed(guarded: Daemon
 def test_a_kept_alive_connection_gets_the_deadline_again_for_its_next_request(guarded: Daemon) -> None:
     with connect(guarded) as s:
         s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
-        first = s.recv(65536)
+        first = b""
+        while not first.endswith(b"}"):  # the whole response (headers and JSON body) before the next request
+            chunk = s.recv(65536)
+            assert chunk, first
+            first += chunk
         s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")
         rest = read_until_closed(s)
     assert first.startswith(b"HTTP/1.1 200") and rest == b""

@@ -162,6 +162,9 @@ def _serve(args: argparse.Namespace) -> int:
     from ._guard import ConnectionLimits, guarded_protocol
     from ._server import create_app
 
+    for option in ("header_timeout", "max_header_bytes", "max_headers", "max_connections"):
+        if not getattr(args, option) > 0:
+            return _fail(f"--{option.replace('_', '-')} must be positive, not {getattr(args, option)}", 2)
     _log_to_stderr(args.log_level)
     try:
         first = _with_store(args.db, lambda store: ensure_first_token(store, args.db))
