@@ -48,7 +48,6 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._header_count = 0
-        self._in_headers = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if len(self.server_state.connections) >= self.limits.max_connections:
@@ -64,14 +63,10 @@ class _GuardedProtocol(HttpToolsProtocol):
             return  # refused in connection_made
         super().connection_lost(exc)
 
-    def data_received(self, data: bytes) -> None:
-        if self._header_timer is None and not self._in_headers and (self.cycle is None or self.cycle.response_complete):
-            self._arm()  # the first byte of a request on a kept-alive connection
-        super().data_received(data)
-
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._in_headers = True
+        if self._header_timer is None:
+            self._arm()  # the first byte of a request on a kept-alive (or pipelining) connection
         self._header_bytes = 0
         self._header_count = 0
 
@@ -84,7 +79,6 @@ class _GuardedProtocol(HttpToolsProtocol):
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
-        self._in_headers = False
         self._disarm()
         super().on_headers_complete()
 
