@@ -126,3 +126,12 @@ async def test_writes_are_refused_once_the_file_is_deleted_replaced_truncated_or
     assert "while the store was open" in str(first.value) and "restore" in str(first.value)
     errors = [r for r in caplog.records if r.levelname == "ERROR" and "while the store was open" in r.getMessage()]
     assert len(errors) == 1  # logged once, not once per refused write
+
+
+async def test_a_missing_database_beside_its_leftover_wal_is_refused_not_recreated(tmp_path: Path) -> None:
+    db = tmp_path / "deleted.db"
+    Path(f"{db}-wal").write_bytes(b"left by a killed daemon")
+    with pytest.raises(StoreError, match="is missing but its write-ahead log"):
+        async with SqliteStore(db):
+            pass
+    assert not db.exists()

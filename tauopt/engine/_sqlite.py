@@ -266,6 +266,12 @@ def _inspect(path: Path) -> int | None:
     if not path.exists():
         if not path.parent.is_dir():
             raise StoreError(f"{path}: directory {path.parent} does not exist; create it first")
+        if Path(f"{path}-wal").exists():
+            # SQLite would replay this log into a new empty file: half a store, silently.
+            raise StoreError(
+                f"{path} is missing but its write-ahead log {path}-wal is there: the database was deleted "
+                "or moved; restore it, or remove the -wal and -shm files to start a new store"
+            )
         return None
     if path.is_dir():
         raise StoreError(f"{path} is a directory; give the path of a database file (e.g. {path / 'tauopt.db'})")
