@@ -57,7 +57,13 @@ def test_deleting_the_database_under_the_daemon_answers_503_and_a_restart_refuse
     assert asked.status_code == 503 and asked.json()["error"]["type"] == "store_unavailable"
     assert health.status_code == 200  # the process lives; reads still answer
     assert code == 0 and "ERROR" in err and "was deleted while the store was open" in err
-    # The restart finds an empty database beside an existing token file: it says so and writes nothing.
+    # A restart finds the deleted file's -wal, and refuses rather than replay it into a new file.
+    again = serve_once(d.db)
+    assert again.returncode != 0 and "Traceback" not in again.stderr and again.stderr.count("\n") == 1
+    assert "is missing but its write-ahead log" in again.stderr and not d.db.exists()
+    # Without the -wal: an empty database beside an existing token file; it says so and writes nothing.
+    for leftover in (Path(f"{d.db}-wal"), Path(f"{d.db}-shm")):
+        leftover.unlink(missing_ok=True)
     again = serve_once(d.db)
     assert again.returncode != 0 and "Traceback" not in again.stderr
     assert f"{token_file} already exists" in again.stderr and "restore it" in again.stderr
