@@ -50,6 +50,7 @@ CATALOGUE: Mapping[str, ErrorKind] = _kinds(
     ("active_experiment_cap", 429, "RESOURCE_EXHAUSTED", "too many non-archived experiments"),
     ("internal", 500, "INTERNAL", "a bug or a storage failure; nothing half-done is kept"),
     ("unavailable", 503, "UNAVAILABLE", "the engine is shutting down or not started"),
+    ("store_unavailable", 503, "UNAVAILABLE", "the database file was deleted or replaced; writes are refused"),
 )
 
 

@@ -28,13 +28,13 @@ def tauopt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 
 
 class Daemon:
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, *extra: str) -> None:
         self.db = db
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", str(self.port), "--pool", "thread",
-             "--log-level", "warning"],
+             "--log-level", "warning", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         deadline = time.monotonic() + 30

@@ -46,6 +46,7 @@ from ._messages import (
     Suggest,
     UpdateExperiment,
 )
+from ._filewatch import commit_error
 from ._store import PutExperiment, PutObservation, PutSuggestion, Snapshot, Store, Write
 from ._validate import check_tag, check_update, check_value_and_metrics
 
@@ -185,7 +186,7 @@ class ExperimentActor:
                 self._poisoned = exc
                 log.error("store commit failed for experiment %s: %r", self.id, exc)
                 if request is not None:
-                    fail(request, api_error("internal", f"the store failed to commit ({exc}); nothing of this request was kept, retry it"))
+                    fail(request, commit_error(exc, "nothing of this request was kept, retry it"))
                 return
             if request is not None:
                 self._answer(request, outcome)

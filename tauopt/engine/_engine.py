@@ -23,6 +23,7 @@ from ..models import Experiment, Metric, Observation, StrategyOptions, Suggestio
 from ..space import Space, is_large_space
 from . import _messages as m
 from ._actor import ExperimentActor
+from ._filewatch import commit_error
 from ._store import MemoryStore, PutExperiment, Store, Write
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl
 
@@ -178,7 +179,7 @@ class Engine:
         try:
             await self.store.write(writes)
         except Exception as exc:
-            raise api_error("internal", f"the store failed to commit ({exc}); nothing was kept, retry") from exc
+            raise commit_error(exc, "nothing was kept, retry") from exc
 
     # -- experiments ---------------------------------------------------------------
 

@@ -36,6 +36,10 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--max-active-experiments", type=int, default=100, help="default per-credential cap")
     serve.add_argument("--heavy-read-rate", type=float, default=15.0, help="listings per second per credential")
     serve.add_argument("--heavy-read-burst", type=int, default=30)
+    serve.add_argument("--header-timeout", type=float, default=10.0, help="seconds a connection has to send its request headers")
+    serve.add_argument("--max-connections", type=int, default=1000, help="open connections beyond this are closed at once")
+    serve.add_argument("--max-header-bytes", type=int, default=64 * 1024, help="request line + headers, in bytes")
+    serve.add_argument("--max-headers", type=int, default=100, help="header lines per request")
     serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     serve.set_defaults(func=_serve)
 
@@ -90,7 +94,22 @@ def _with_store(db: str, work: Callable[[Any], Any], *, create: bool = True, exc
         async with store:
             return await work(store)
 
-    return anyio.run(run)
+    try:
+        return anyio.run(run)
+    except BaseExceptionGroup as group:
+        # The store's task group wraps what `work` raised; the commands catch the error itself.
+        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
+            raise group.exceptions[0] from None
+        raise
+
+
+def _shown(text: str) -> str:
+    """A stored name as the terminal should see it: control, format and line-
+    separator characters escaped (an ESC in a name must not drive the terminal,
+    a newline must not forge a row)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -98,21 +117,43 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
+class TokenFileExists(Exception):
+    """A first start found something at the token file's path; nothing was written."""
+
+
 async def ensure_first_token(store: Any, db: str) -> Path | None:
-    """On an empty database, create one credential and write its token to
-    `<db>.token` (mode 0600). Returns the file's path, or None if credentials exist."""
+    """On a database without credentials, create one and write its token to a
+    NEW file `<db>.token` (mode 0600). Returns its path, or None if credentials
+    exist (a restart). Raises TokenFileExists if anything is at that path."""
     from ...engine._auth import new_credential
 
     if await store.credentials():
         return None
     path = token_path(db)
     cred, token = new_credential("default")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        os.fchmod(f.fileno(), 0o600)  # also when the file already existed
-        f.write(token + "\n")
-    await store.put_credential(cred)
+    fd = _create_token_file(path, db)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
+        await store.put_credential(cred)
+    except BaseException:
+        path.unlink(missing_ok=True)  # ours (O_EXCL): a token without its credential is useless
+        raise
     return path
+
+
+def _create_token_file(path: Path, db: str) -> int:
+    """O_EXCL|O_NOFOLLOW, 0600: never write through a symlink, into a file someone
+    else created (and may read), or over the token of an existing deployment."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        kind = "a symbolic link" if path.is_symlink() else "a file"
+        raise TokenFileExists(
+            f"{db} has no credentials, but {path} already exists ({kind}); nothing was written. "
+            f"If this is an existing deployment, its database was deleted or replaced: restore it. "
+            f"To start a new deployment, remove {path} (or choose another --db)"
+        ) from None
 
 
 # -- serve ------------------------------------------------------------------------------
@@ -124,11 +165,16 @@ def _serve(args: argparse.Namespace) -> int:
     from ...engine._auth import Limits
     from ...engine._store import StoreError
     from ...errors import ApiError
+    from ._guard import ConnectionLimits, guarded_protocol
     from ._server import create_app
 
+    for option in ("header_timeout", "max_header_bytes", "max_headers", "max_connections"):
+        if not getattr(args, option) > 0:
+            return _fail(f"--{option.replace('_', '-')} must be positive, not {getattr(args, option)}", 2)
+    _log_to_stderr(args.log_level)
     try:
         first = _with_store(args.db, lambda store: ensure_first_token(store, args.db), exclusive=True)
-    except StoreError as exc:
+    except (StoreError, TokenFileExists) as exc:
         return _fail(str(exc))
     except ApiError as exc:  # store_in_use: another engine serves this file
         return _fail(exc.message)
@@ -142,7 +188,11 @@ def _serve(args: argparse.Namespace) -> int:
         heavy_read_burst=args.heavy_read_burst,
     )
     app = create_app(db=args.db, engine_options={"pool": args.pool, "durability": args.durability}, limits=limits)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30)
+    guard = ConnectionLimits(args.header_timeout, args.max_header_bytes, args.max_headers, args.max_connections)
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30,
+        http=guarded_protocol(guard), backlog=min(2048, args.max_connections),
+    )  # fmt: skip
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal
     # under the handlers it found. Finding these no-ops, the process exits 0.
@@ -151,6 +201,20 @@ def _serve(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda signum, frame: (stopped.append(signum), setattr(server, "should_exit", True)))
     server.run()
     return 0 if server.started or stopped else 1
+
+
+def _log_to_stderr(level: str) -> None:
+    """tauopt's own log records (a store failure, a file gone) on stderr with their
+    level, like uvicorn's; without a handler Python prints bare messages."""
+    import logging
+
+    logger = logging.getLogger("tauopt")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(level.upper())
 
 
 # -- token --------------------------------------------------------------------------------
@@ -199,7 +263,7 @@ def _token_list(args: argparse.Namespace) -> int:
         status = "revoked" if r["revoked_at"] is not None else "active"
         per_day = r["suggestions_per_day"] or "default"
         cap = r["max_active_experiments"] or "default"
-        print(f"{r['id']:<22} {r['name'][:20]:<20} {created:<20} {per_day!s:>8} {cap!s:>7}  {status}")
+        print(f"{r['id']:<22} {_shown(r['name'])[:20]:<20} {created:<20} {per_day!s:>8} {cap!s:>7}  {status}")
     return 0
 
 
@@ -234,7 +298,8 @@ def _experiments_list(args: argparse.Namespace) -> int:
         return 0
     print(f"{'ID':<18} {'NAME':<24} {'STATE':<10} {'OPEN':>5} {'OBS':>6}  OWNER")
     for e in found:
-        print(f"{e.id:<18} {e.name[:24]:<24} {e.state:<10} {e.open_suggestions:>5} {e.observations:>6}  {e.owner or '-'}")
+        name, owner = _shown(e.name)[:24], _shown(e.owner or "-")
+        print(f"{e.id:<18} {name:<24} {e.state:<10} {e.open_suggestions:>5} {e.observations:>6}  {owner}")
     return 0
 
 
