@@ -11,6 +11,7 @@ and never holds the exit up.
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import threading
@@ -49,12 +50,25 @@ def _pick_driver(driver: str | None, base_url: str | None) -> str:
     return driver
 
 
+def check_deadline_s(deadline_s: Any) -> float | None:
+    """deadline_s as a float (None: no deadline), or an invalid_request ApiError saying what is accepted."""
+    if deadline_s is None:
+        return None
+    if isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float)) or not math.isfinite(deadline_s) or deadline_s < 0:
+        raise invalid(
+            f"deadline_s: {deadline_s!r} is not a finite number of seconds >= 0; "
+            "pass e.g. deadline_s=30, or None for no deadline"
+        )
+    return float(deadline_s)
+
+
 class AsyncClient:
     """`async with AsyncClient(driver="local") as client:` then `await client.suggest(...)`.
 
     Local options: store (None = memory, a path or sqlite:/// URL), durability,
-    and any other Engine keyword. HTTP options: base_url, token, and any
-    HttpDriver keyword.
+    and any other Engine keyword. HTTP options: base_url, token, deadline_s
+    (bounds every call, the transport's retries included), and any HttpDriver
+    keyword. Every operation also takes `deadline_s=` for that call alone.
     """
 
     def __init__(self, driver: str | None = None, *, base_url: str | None = None, token: str | None = None, **options: Any) -> None:
@@ -103,8 +117,15 @@ class AsyncClient:
 
 
 def _async_op(name: str) -> Callable[..., Any]:
-    async def op(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
-        return await getattr(self._require(), name)(*args, **kwargs)
+    async def op(self: AsyncClient, *args: Any, deadline_s: float | None = None, **kwargs: Any) -> Any:
+        backend = self._require()
+        call = getattr(backend, name)
+        if self.driver == "local" or deadline_s is None:
+            # In process there is no transport retry to bound: the engine answers at once.
+            check_deadline_s(deadline_s)
+            return await call(*args, **kwargs)
+        with backend.deadline(deadline_s):
+            return await call(*args, **kwargs)
 
     op.__name__ = name
     return op

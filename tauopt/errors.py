@@ -6,6 +6,7 @@
       .message                    what to do about it
       .details                    machine-readable extras (e.g. assignments)
       .headers / .retry_after     filled by the HTTP client; empty in process
+                                  (headers: an httpx.Headers, case-insensitive)
 
 Transports translate with one table: `CATALOGUE[error_type]` gives the HTTP
 status and the gRPC status code name. Nothing else maps errors.
@@ -14,7 +15,10 @@ status and the gRPC status code name. Nothing else maps errors.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # httpx is imported on first use of .headers: `import tauopt` stays light
+    import httpx
 
 __all__ = ["ApiError", "ErrorKind", "CATALOGUE", "api_error"]
 
@@ -71,8 +75,21 @@ class ApiError(Exception):
         self.error_type = error_type
         self.message = message
         self.details: dict[str, Any] = dict(details or {})
-        self.headers: dict[str, str] = dict(headers or {})
+        self._raw_headers: Mapping[str, str] = headers or {}
+        self._headers: httpx.Headers | None = None
         self.retry_after = retry_after
+
+    @property
+    def headers(self) -> "httpx.Headers":
+        """The response headers, looked up case-insensitively (`e.headers["Retry-After"]`).
+
+        An httpx.Headers, so `dict(e.headers)` has lower-case names and is `{}` in process.
+        """
+        if self._headers is None:
+            import httpx
+
+            self._headers = httpx.Headers(self._raw_headers)
+        return self._headers
 
     def __repr__(self) -> str:
         return f"ApiError({self.status_code}, {self.error_type!r}, {self.message!r})"
@@ -83,7 +100,7 @@ class ApiError(Exception):
     def __reduce__(self):  # picklable across process pools
         return (
             ApiError,
-            (self.status_code, self.error_type, self.message, self.details, self.headers, self.retry_after),
+            (self.status_code, self.error_type, self.message, self.details, dict(self._raw_headers), self.retry_after),
         )
 
     @property
