@@ -4,11 +4,13 @@
         python examples/parallel_workers.py --workers 4
 
 Creates an experiment with parallel_bandwidth=N (or joins --experiment-id, for
-a batch job array), then every worker loops: suggest (tagged with its name)
--> evaluate -> observe. Checks, and exits 1 when broken: no assignment is ever
-suggested twice, and no more than `parallel_bandwidth` suggestions were ever
-open at once. Every wait is bounded by --deadline-s; when it expires the
-program exits 2 and names the error it was waiting on.
+a batch job array), then every worker loops: suggest (tagged
+`{job_id}-worker-{rank}`, see _workers.py) -> evaluate -> observe. Checks, and
+exits 1 naming the error type when broken: no assignment is ever suggested
+twice (`repeated_assignment`), and no more than `parallel_bandwidth`
+suggestions were ever open at once (`bandwidth_exceeded`). Every call is
+bounded by --deadline-s (the client's `deadline_s=`, retries included); when it
+expires the program exits 2 and names the error it was waiting on.
 """
 
 from __future__ import annotations
@@ -18,12 +20,11 @@ import json
 import math
 import os
 import random
-import socket
 import sys
 import threading
 import time
-from collections import Counter
 
+from _workers import Tally, violations, worker_tags
 from tauopt import ApiError, Client
 
 PARAMETERS = [
@@ -45,24 +46,19 @@ class DeadlineExpired(Exception):
         self.error_type = error_type
 
 
-class Shared:
-    """What the workers check together, under one lock."""
-
-    def __init__(self, bandwidth: int) -> None:
-        self.lock = threading.Lock()
-        self.seen: Counter[tuple] = Counter()
-        self.bandwidth = bandwidth
-        self.open_now = 0
-        self.max_open = 0
-        self.observed = 0
-        self.errors: list[str] = []
+def left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
 
 
 def suggest_within(client: Client, exp_id: str, tag: str, deadline: float):
-    """Suggest, waiting out 429s (bandwidth_full is backpressure) until the deadline."""
+    """Suggest, waiting out 429s (bandwidth_full is backpressure) until the deadline.
+
+    The client already retries a 429 after its Retry-After, but at most 5
+    times and never past `deadline_s`; this loop keeps waiting while time is left.
+    """
     while True:
         try:
-            return client.suggest(exp_id, tag=tag)
+            return client.suggest(exp_id, tag=tag, deadline_s=left(deadline))
         except ApiError as e:
             if e.status_code != 429:
                 raise
@@ -72,29 +68,20 @@ def suggest_within(client: Client, exp_id: str, tag: str, deadline: float):
             time.sleep(wait)
 
 
-def worker(name: str, exp_id: str, rounds: int, deadline: float, shared: Shared, timeout: float) -> None:
+def worker(tag: str, exp_id: str, rounds: int, deadline: float, tally: Tally, timeout: float) -> None:
     with Client(driver="http", timeout=timeout) as client:
         for _ in range(rounds):
-            s = suggest_within(client, exp_id, name, deadline)
-            key = tuple(sorted(s.assignments.items()))
-            with shared.lock:
-                shared.seen[key] += 1
-                shared.open_now += 1
-                shared.max_open = max(shared.max_open, shared.open_now)
+            s = suggest_within(client, exp_id, tag, deadline)
+            tally.opened(s.assignments)
             value = evaluate(s.assignments)
-            with shared.lock:
-                # Before the observe leaves: a slot can only be reused once the server has it.
-                shared.open_now -= 1
+            tally.closing()
             try:
-                client.observe(exp_id, suggestion_id=s.id, value=value)
+                client.observe(exp_id, suggestion_id=s.id, value=value, deadline_s=left(deadline))
             except ApiError as e:
                 if e.error_type != "suggestion_expired":
                     raise
-                client.observe(exp_id, assignments=e.details["assignments"], value=value)
-            with shared.lock:
-                shared.observed += 1
-
-
+                client.observe(exp_id, assignments=e.details["assignments"], value=value, deadline_s=left(deadline))
+            tally.observed_one()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=4)
@@ -102,13 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--experiment-id", default=None, help="join this experiment (job arrays) instead of creating one")
     parser.add_argument("--bandwidth", type=int, default=None, help="parallel_bandwidth of a new experiment (default --workers)")
     parser.add_argument("--strategy", default="auto", help="strategy of a new experiment: auto, sobol, random, gp")
-    parser.add_argument("--deadline-s", type=float, default=120.0)
-    parser.add_argument("--tag-prefix", default=os.environ.get("SLURM_ARRAY_TASK_ID") and f"job-{os.environ['SLURM_ARRAY_TASK_ID']}" or socket.gethostname())
+    parser.add_argument("--deadline-s", type=float, default=120.0, help="bounds every call, retries included")
+    parser.add_argument("--job-id", default=None, help="tags are {job_id}-worker-{rank} (default: the scheduler's job id)")
     args = parser.parse_args(argv)
 
     start = time.monotonic()
     deadline = start + args.deadline_s
-    with Client(driver="http", timeout=args.deadline_s) as client:
+    with Client(driver="http", timeout=args.deadline_s, deadline_s=args.deadline_s) as client:
         if args.experiment_id is None:
             exp = client.create_experiment(
                 name="parallel-workers",
@@ -119,46 +106,48 @@ def main(argv: list[str] | None = None) -> int:
             )
         else:
             exp = client.experiment(args.experiment_id)
-    shared = Shared(exp.parallel_bandwidth)
+    tally = Tally()
+    errors: list[str] = []
+    tags = worker_tags(args.workers, os.environ, args.job_id)
 
-    def run(rank: int) -> None:
+    def run(tag: str) -> None:
         try:
-            remaining = max(0.1, deadline - time.monotonic())
-            worker(f"{args.tag_prefix}/rank-{rank}", exp.id, args.rounds, deadline, shared, remaining)
+            worker(tag, exp.id, args.rounds, deadline, tally, max(0.1, left(deadline)))
         except DeadlineExpired as e:
-            shared.errors.append(f"rank {rank}: deadline of {args.deadline_s} s expired waiting on {e.error_type}")
+            errors.append(f"{tag}: {e.error_type}: deadline of {args.deadline_s} s expired waiting on it")
         except ApiError as e:
-            shared.errors.append(f"rank {rank}: {e.error_type}: {e.message}")
+            errors.append(f"{tag}: {e.error_type}: {e.message}")
         except Exception as e:  # a transport error (e.g. httpx.ReadTimeout) names itself
-            shared.errors.append(f"rank {rank}: {type(e).__name__}: {e}")
+            errors.append(f"{tag}: {type(e).__name__}: {e}")
 
-    threads = [threading.Thread(target=run, args=(r,), daemon=True) for r in range(args.workers)]
+    threads = [threading.Thread(target=run, args=(tag,), daemon=True) for tag in tags]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()) + 1.0)
+        t.join(left(deadline) + 1.0)
     hung = sum(t.is_alive() for t in threads)
     if hung:
-        shared.errors.append(f"{hung} worker(s) still running after the deadline of {args.deadline_s} s")
+        errors.append(f"deadline_expired: {hung} worker(s) still running after the deadline of {args.deadline_s} s")
 
-    repeats = {k: n for k, n in shared.seen.items() if n > 1}
+    broken = violations(tally, exp.parallel_bandwidth)
     report = {
         "experiment_id": exp.id,
         "workers": args.workers,
+        "tags": tags,
         "parallel_bandwidth": exp.parallel_bandwidth,
-        "suggestions": sum(shared.seen.values()),
-        "observations": shared.observed,
-        "repeats": len(repeats),
-        "max_open": shared.max_open,
+        "suggestions": sum(tally.seen.values()),
+        "observations": tally.observed,
+        "repeats": len(tally.repeats()),
+        "max_open": tally.max_open,
         "seconds": round(time.monotonic() - start, 2),
-        "errors": shared.errors,
+        "errors": errors,
     }
     print(json.dumps(report))
-    if repeats or shared.max_open > exp.parallel_bandwidth:
-        print(f"FAIL: {len(repeats)} repeated assignment(s), max open {shared.max_open} > {exp.parallel_bandwidth}", file=sys.stderr)
+    if broken:
+        print("FAIL " + "; ".join(broken), file=sys.stderr)
         return 1
-    if shared.errors:
-        print("FAIL: " + "; ".join(shared.errors), file=sys.stderr)
+    if errors:
+        print("FAIL " + "; ".join(errors), file=sys.stderr)
         return 2
     return 0
 

@@ -17,16 +17,18 @@ and never holds the exit up.
 from __future__ import annotations
 
 import functools
+import math
 import queue
 import threading
 import weakref
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import anyio
 from anyio.from_thread import BlockingPortal
 
 from ._drivers import driver_name, open_driver
+from .errors import invalid
 from .models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
 from .operations import UNSET, ExperimentState, Operations, SuggestionState
 
@@ -35,12 +37,25 @@ __all__ = ["AsyncClient", "Client"]
 T = TypeVar("T")
 
 
+def check_deadline_s(deadline_s: Any) -> float | None:
+    """deadline_s as a float (None: no deadline), or an invalid_request ApiError saying what is accepted."""
+    if deadline_s is None:
+        return None
+    if isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float)) or not math.isfinite(deadline_s) or deadline_s < 0:
+        raise invalid(
+            f"deadline_s: {deadline_s!r} is not a finite number of seconds >= 0; "
+            "pass e.g. deadline_s=30, or None for no deadline"
+        )
+    return float(deadline_s)
+
+
 class AsyncClient:
     """`async with AsyncClient(driver="local") as client:` then `await client.suggest(...)`.
 
     Local options: store (None = memory, a path or sqlite:/// URL), durability,
     and any other Engine keyword. HTTP options: base_url, token, and any
-    HttpDriver keyword.
+    HttpDriver keyword (deadline_s bounds every call, retries included).
+    Every operation also takes `deadline_s=` for that call alone.
     """
 
     def __init__(self, driver: str | None = None, *, base_url: str | None = None, token: str | None = None, **options: Any) -> None:
@@ -77,6 +92,13 @@ class AsyncClient:
             raise RuntimeError("use the client as `async with AsyncClient(...) as client:` (it is not open)")
         return self._ops
 
+    def _bounded(self, deadline_s: float | None) -> AbstractContextManager[None]:
+        """The call's deadline over the HTTP driver's retries; in process there is no retry to bound."""
+        if self.driver == "local" or deadline_s is None:
+            check_deadline_s(deadline_s)
+            return nullcontext()
+        return self._require().deadline(deadline_s)  # type: ignore[attr-defined]
+
     # -- operations (tauopt.operations.Operations) ------------------------------------
 
     async def create_experiment(
@@ -89,20 +111,25 @@ class AsyncClient:
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+        *,
+        deadline_s: float | None = None,
     ) -> Experiment:
         """Create an active experiment; its id is chosen by the engine."""
-        return await self._require().create_experiment(
-            name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
-            strategy_options,
-        )  # fmt: skip
+        with self._bounded(deadline_s):
+            return await self._require().create_experiment(
+                name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
+                strategy_options,
+            )  # fmt: skip
 
-    async def experiment(self, experiment_id: str) -> Experiment:
+    async def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
         """One experiment with its counts; `not_found` if absent (or another credential's)."""
-        return await self._require().experiment(experiment_id)
+        with self._bounded(deadline_s):
+            return await self._require().experiment(experiment_id)
 
-    async def experiments(self, state: ExperimentState | None = None) -> list[Experiment]:
+    async def experiments(self, state: ExperimentState | None = None, *, deadline_s: float | None = None) -> list[Experiment]:
         """Experiments, oldest first, optionally in one state."""
-        return await self._require().experiments(state)
+        with self._bounded(deadline_s):
+            return await self._require().experiments(state)
 
     async def update_experiment(
         self,
@@ -113,20 +140,24 @@ class AsyncClient:
         suggestion_ttl_s: float | None = UNSET,
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
+        deadline_s: float | None = None,
     ) -> Experiment:
         """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
-        return await self._require().update_experiment(
-            experiment_id, name=name, parallel_bandwidth=parallel_bandwidth, suggestion_ttl_s=suggestion_ttl_s,
-            observation_budget=observation_budget, parameters=parameters,
-        )  # fmt: skip
+        with self._bounded(deadline_s):
+            return await self._require().update_experiment(
+                experiment_id, name=name, parallel_bandwidth=parallel_bandwidth, suggestion_ttl_s=suggestion_ttl_s,
+                observation_budget=observation_budget, parameters=parameters,
+            )  # fmt: skip
 
-    async def archive_experiment(self, experiment_id: str) -> Experiment:
+    async def archive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
         """Archive: no more asks or observations; open suggestions close."""
-        return await self._require().archive_experiment(experiment_id)
+        with self._bounded(deadline_s):
+            return await self._require().archive_experiment(experiment_id)
 
-    async def suggest(self, experiment_id: str, tag: str | None = None) -> Suggestion:
+    async def suggest(self, experiment_id: str, tag: str | None = None, *, deadline_s: float | None = None) -> Suggestion:
         """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open."""
-        return await self._require().suggest(experiment_id, tag)
+        with self._bounded(deadline_s):
+            return await self._require().suggest(experiment_id, tag)
 
     async def observe(
         self,
@@ -136,35 +167,44 @@ class AsyncClient:
         value: float | None = None,
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
+        *,
+        deadline_s: float | None = None,
     ) -> Observation:
         """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments)."""
-        return await self._require().observe(experiment_id, suggestion_id, assignments, value, failed, metrics)
+        with self._bounded(deadline_s):
+            return await self._require().observe(experiment_id, suggestion_id, assignments, value, failed, metrics)
 
     async def suggestions(
-        self, experiment_id: str, state: SuggestionState | None = None, tag: str | None = None
+        self, experiment_id: str, state: SuggestionState | None = None, tag: str | None = None, *, deadline_s: float | None = None
     ) -> list[Suggestion]:
         """The experiment's suggestions, optionally filtered by state and tag."""
-        return await self._require().suggestions(experiment_id, state, tag)
+        with self._bounded(deadline_s):
+            return await self._require().suggestions(experiment_id, state, tag)
 
-    async def suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+    async def suggestion(self, experiment_id: str, suggestion_id: str, *, deadline_s: float | None = None) -> Suggestion:
         """One suggestion by id."""
-        return await self._require().suggestion(experiment_id, suggestion_id)
+        with self._bounded(deadline_s):
+            return await self._require().suggestion(experiment_id, suggestion_id)
 
-    async def close_suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+    async def close_suggestion(self, experiment_id: str, suggestion_id: str, *, deadline_s: float | None = None) -> Suggestion:
         """Close an open suggestion without an observation (its point may be suggested again)."""
-        return await self._require().close_suggestion(experiment_id, suggestion_id)
+        with self._bounded(deadline_s):
+            return await self._require().close_suggestion(experiment_id, suggestion_id)
 
-    async def close_all_suggestions(self, experiment_id: str) -> int:
+    async def close_all_suggestions(self, experiment_id: str, *, deadline_s: float | None = None) -> int:
         """Close every open suggestion; the number closed."""
-        return await self._require().close_all_suggestions(experiment_id)
+        with self._bounded(deadline_s):
+            return await self._require().close_all_suggestions(experiment_id)
 
-    async def observations(self, experiment_id: str) -> list[Observation]:
+    async def observations(self, experiment_id: str, *, deadline_s: float | None = None) -> list[Observation]:
         """Every observation, in the order recorded."""
-        return await self._require().observations(experiment_id)
+        with self._bounded(deadline_s):
+            return await self._require().observations(experiment_id)
 
-    async def best(self, experiment_id: str) -> Observation | None:
+    async def best(self, experiment_id: str, *, deadline_s: float | None = None) -> Observation | None:
         """The best successful observation by the metric's objective, or None."""
-        return await self._require().best(experiment_id)
+        with self._bounded(deadline_s):
+            return await self._require().best(experiment_id)
 
 
 def _start_portal() -> tuple[BlockingPortal, threading.Thread]:
@@ -256,20 +296,22 @@ class Client:
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+        *,
+        deadline_s: float | None = None,
     ) -> Experiment:
         """Create an active experiment; its id is chosen by the engine."""
         return self._run(
             self._client.create_experiment, name, parameters, metric, parallel_bandwidth, suggestion_ttl_s,
-            observation_budget, strategy, strategy_options,
+            observation_budget, strategy, strategy_options, deadline_s=deadline_s,
         )  # fmt: skip
 
-    def experiment(self, experiment_id: str) -> Experiment:
+    def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
         """One experiment with its counts; `not_found` if absent (or another credential's)."""
-        return self._run(self._client.experiment, experiment_id)
+        return self._run(self._client.experiment, experiment_id, deadline_s=deadline_s)
 
-    def experiments(self, state: ExperimentState | None = None) -> list[Experiment]:
+    def experiments(self, state: ExperimentState | None = None, *, deadline_s: float | None = None) -> list[Experiment]:
         """Experiments, oldest first, optionally in one state."""
-        return self._run(self._client.experiments, state)
+        return self._run(self._client.experiments, state, deadline_s=deadline_s)
 
     def update_experiment(
         self,
@@ -280,20 +322,21 @@ class Client:
         suggestion_ttl_s: float | None = UNSET,
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
+        deadline_s: float | None = None,
     ) -> Experiment:
         """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
         return self._run(
             self._client.update_experiment, experiment_id, name=name, parallel_bandwidth=parallel_bandwidth,
-            suggestion_ttl_s=suggestion_ttl_s, observation_budget=observation_budget, parameters=parameters,
+            suggestion_ttl_s=suggestion_ttl_s, observation_budget=observation_budget, parameters=parameters, deadline_s=deadline_s,
         )  # fmt: skip
 
-    def archive_experiment(self, experiment_id: str) -> Experiment:
+    def archive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
         """Archive: no more asks or observations; open suggestions close."""
-        return self._run(self._client.archive_experiment, experiment_id)
+        return self._run(self._client.archive_experiment, experiment_id, deadline_s=deadline_s)
 
-    def suggest(self, experiment_id: str, tag: str | None = None) -> Suggestion:
+    def suggest(self, experiment_id: str, tag: str | None = None, *, deadline_s: float | None = None) -> Suggestion:
         """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open."""
-        return self._run(self._client.suggest, experiment_id, tag)
+        return self._run(self._client.suggest, experiment_id, tag, deadline_s=deadline_s)
 
     def observe(
         self,
@@ -303,32 +346,34 @@ class Client:
         value: float | None = None,
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
+        *,
+        deadline_s: float | None = None,
     ) -> Observation:
         """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments)."""
-        return self._run(self._client.observe, experiment_id, suggestion_id, assignments, value, failed, metrics)
+        return self._run(self._client.observe, experiment_id, suggestion_id, assignments, value, failed, metrics, deadline_s=deadline_s)
 
     def suggestions(
-        self, experiment_id: str, state: SuggestionState | None = None, tag: str | None = None
+        self, experiment_id: str, state: SuggestionState | None = None, tag: str | None = None, *, deadline_s: float | None = None
     ) -> list[Suggestion]:
         """The experiment's suggestions, optionally filtered by state and tag."""
-        return self._run(self._client.suggestions, experiment_id, state, tag)
+        return self._run(self._client.suggestions, experiment_id, state, tag, deadline_s=deadline_s)
 
-    def suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+    def suggestion(self, experiment_id: str, suggestion_id: str, *, deadline_s: float | None = None) -> Suggestion:
         """One suggestion by id."""
-        return self._run(self._client.suggestion, experiment_id, suggestion_id)
+        return self._run(self._client.suggestion, experiment_id, suggestion_id, deadline_s=deadline_s)
 
-    def close_suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+    def close_suggestion(self, experiment_id: str, suggestion_id: str, *, deadline_s: float | None = None) -> Suggestion:
         """Close an open suggestion without an observation (its point may be suggested again)."""
-        return self._run(self._client.close_suggestion, experiment_id, suggestion_id)
+        return self._run(self._client.close_suggestion, experiment_id, suggestion_id, deadline_s=deadline_s)
 
-    def close_all_suggestions(self, experiment_id: str) -> int:
+    def close_all_suggestions(self, experiment_id: str, *, deadline_s: float | None = None) -> int:
         """Close every open suggestion; the number closed."""
-        return self._run(self._client.close_all_suggestions, experiment_id)
+        return self._run(self._client.close_all_suggestions, experiment_id, deadline_s=deadline_s)
 
-    def observations(self, experiment_id: str) -> list[Observation]:
+    def observations(self, experiment_id: str, *, deadline_s: float | None = None) -> list[Observation]:
         """Every observation, in the order recorded."""
-        return self._run(self._client.observations, experiment_id)
+        return self._run(self._client.observations, experiment_id, deadline_s=deadline_s)
 
-    def best(self, experiment_id: str) -> Observation | None:
+    def best(self, experiment_id: str, *, deadline_s: float | None = None) -> Observation | None:
         """The best successful observation by the metric's objective, or None."""
-        return self._run(self._client.best, experiment_id)
+        return self._run(self._client.best, experiment_id, deadline_s=deadline_s)

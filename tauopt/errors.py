@@ -6,6 +6,7 @@
       .message                    what to do about it
       .details                    machine-readable extras (e.g. assignments)
       .headers / .retry_after     filled by the HTTP client; empty in process
+                                  (headers: an httpx.Headers, case-insensitive)
 
 One table, `CATALOGUE[error_type]`, gives everything a door needs: the HTTP
 status, the gRPC status code name, the Retry-After policy and any other
@@ -18,7 +19,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
+
+if TYPE_CHECKING:  # httpx is imported on first use of .headers: `import tauopt` stays light
+    import httpx
 
 __all__ = ["ApiError", "ErrorKind", "CATALOGUE", "api_error", "invalid", "kind_of", "error_type_for_status"]
 
@@ -68,9 +72,11 @@ CATALOGUE: Mapping[str, ErrorKind] = _kinds(
     _K("bandwidth_full", 429, "RESOURCE_EXHAUSTED", "parallel_bandwidth suggestions are open", retry_after=1),
     _K("quota_exceeded", 429, "RESOURCE_EXHAUSTED", "daily suggestion quota used up"),
     _K("rate_limited", 429, "RESOURCE_EXHAUSTED", "too many heavy reads per second"),
+    _K("store_in_use", 409, "FAILED_PRECONDITION", "another engine holds the SQLite file; serve it over HTTP"),
     _K("active_experiment_cap", 429, "RESOURCE_EXHAUSTED", "too many non-archived experiments", retry_after="never"),
     _K("internal", 500, "INTERNAL", "a bug or a storage failure; nothing half-done is kept"),
     _K("unavailable", 503, "UNAVAILABLE", "the engine is shutting down or not started"),
+    _K("store_unavailable", 503, "UNAVAILABLE", "the database file was deleted or replaced; writes are refused"),
 )
 del _K
 
@@ -117,8 +123,21 @@ class ApiError(Exception):
         self.error_type = error_type
         self.message = message
         self.details: dict[str, Any] = dict(details or {})
-        self.headers: dict[str, str] = dict(headers or {})
+        self._raw_headers: Mapping[str, str] = headers or {}
+        self._headers: httpx.Headers | None = None
         self.retry_after = retry_after
+
+    @property
+    def headers(self) -> "httpx.Headers":
+        """The response headers, looked up case-insensitively (`e.headers["Retry-After"]`).
+
+        An httpx.Headers, so `dict(e.headers)` has lower-case names and is `{}` in process.
+        """
+        if self._headers is None:
+            import httpx
+
+            self._headers = httpx.Headers(self._raw_headers)
+        return self._headers
 
     def __repr__(self) -> str:
         return f"ApiError({self.status_code}, {self.error_type!r}, {self.message!r})"
@@ -129,7 +148,7 @@ class ApiError(Exception):
     def __reduce__(self):  # picklable across process pools
         return (
             ApiError,
-            (self.status_code, self.error_type, self.message, self.details, self.headers, self.retry_after),
+            (self.status_code, self.error_type, self.message, self.details, dict(self._raw_headers), self.retry_after),
         )
 
     @property

@@ -13,6 +13,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Literal, Mapping, Union
 
 from .errors import invalid
+from .limits import (
+    MAX_CATEGORICAL_VALUES,
+    MAX_CONDITIONS,
+    MAX_TEXT_VALUE_CHARS,
+    as_float,
+    check_count,
+    check_int64,
+    check_text,
+)
 
 __all__ = [
     "Value",
@@ -45,16 +54,34 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _finite(where: str, v: int | float) -> bool:
+    return math.isfinite(as_float(where, v))
+
+
 def _check_value(where: str, v: Any) -> Value:
-    if isinstance(v, bool) or isinstance(v, str):
+    if isinstance(v, bool):
         return v
+    if isinstance(v, str):
+        return check_text(where, v, MAX_TEXT_VALUE_CHARS)
     if isinstance(v, int):
-        return v
+        return check_int64(where, v)
     if isinstance(v, float):
         if not math.isfinite(v):
             raise invalid(f"{where}: {v!r} is not finite; use a finite number")
         return v
     raise invalid(f"{where}: {v!r} is a {type(v).__name__}; use a str, int, float or bool")
+
+
+def _values(where: str, values: Any) -> tuple[Value, ...]:
+    """A non-empty list of values, at most MAX_CATEGORICAL_VALUES (counted before any is checked)."""
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise invalid(f"{where}: give a non-empty list of values")
+    values = tuple(values)
+    check_count(where, len(values), MAX_CATEGORICAL_VALUES, "values")
+    vals = tuple(_check_value(where, v) for v in values)
+    if not vals:
+        raise invalid(f"{where}: give a non-empty list of values")
+    return vals
 
 
 def _unknown_keys(where: str, given: Mapping[str, Any], allowed: Iterable[str]) -> None:
@@ -89,13 +116,7 @@ class Condition:
         parent = raw.get("parent")
         if not isinstance(parent, str) or not parent:
             raise invalid(f"{where}.parent: give the name of the parent parameter")
-        values = raw.get("values")
-        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-            raise invalid(f"{where}.values: give a non-empty list of parent values")
-        vals = tuple(_check_value(f"{where}.values", v) for v in values)
-        if not vals:
-            raise invalid(f"{where}.values: give a non-empty list of parent values")
-        return cls(parent, vals)
+        return cls(check_text(f"{where}.parent", parent), _values(f"{where}.values", raw.get("values")))
 
     def to_dict(self) -> dict[str, Any]:
         return {"parent": self.parent, "values": list(self.values)}
@@ -136,6 +157,7 @@ class Parameter:
         name = raw.get("name")
         if not isinstance(name, str) or not name.strip():
             raise invalid(f"{where}.name: give a non-empty string name")
+        check_text(f"{where}.name", name)
         where = f"parameters[{index}] ({name!r})"
         ptype = raw.get("type")
         if ptype not in PARAMETER_TYPES:
@@ -143,6 +165,10 @@ class Parameter:
         conditions = raw.get("conditions") or ()
         if isinstance(conditions, Mapping):
             conditions = (conditions,)
+        if isinstance(conditions, (str, bytes)) or not isinstance(conditions, Iterable):
+            raise invalid(f"{where}.conditions: give a list of conditions")
+        conditions = tuple(conditions)
+        check_count(f"{where}.conditions", len(conditions), MAX_CONDITIONS, "conditions")
         conds = tuple(Condition.parse(f"{where}.conditions[{i}]", c) for i, c in enumerate(conditions))
         scale = raw.get("scale", "linear") or "linear"
         if scale not in SCALES:
@@ -168,21 +194,30 @@ class Parameter:
             if not all(_is_number(b) for b in bounds):
                 raise invalid(f"{where}.bounds: both bounds must be numbers, got {list(bounds)}")
             lo, hi = bounds
-            if not (math.isfinite(lo) and math.isfinite(hi)):
+            if ptype == "int":  # before any float(): 10**400 is an int too wide, not a float overflow
+                for bound in bounds:
+                    if isinstance(bound, int):
+                        check_int64(f"{where}.bounds", bound)
+            if not (_finite(f"{where}.bounds", lo) and _finite(f"{where}.bounds", hi)):
                 raise invalid(f"{where}.bounds: bounds must be finite, got {list(bounds)}")
             if ptype == "int":
-                if float(lo) != int(lo) or float(hi) != int(hi):
+                if not all(isinstance(b, int) or b.is_integer() for b in bounds):
                     raise invalid(f"{where}.bounds: an int parameter needs integer bounds, got {list(bounds)}")
-                lo, hi = int(lo), int(hi)
+                lo, hi = check_int64(f"{where}.bounds", int(lo)), check_int64(f"{where}.bounds", int(hi))
             else:
                 lo, hi = float(lo), float(hi)
+                if not math.isfinite(hi - lo):
+                    raise invalid(
+                        f"{where}.bounds: hi - lo = {hi} - {lo} overflows a 64-bit float; "
+                        "narrow the range (hi - lo must be below about 1.8e308)"
+                    )
             if lo >= hi:
                 raise invalid(f"{where}.bounds: lo must be < hi, got lo={lo} hi={hi}")
             if scale != "linear" and lo <= 0:
                 raise invalid(f"{where}.scale: {scale} scale needs lo > 0, got lo={lo}")
             step = raw.get("step")
             if step is not None:
-                if not _is_number(step) or not math.isfinite(step) or step <= 0:
+                if not _is_number(step) or not _finite(f"{where}.step", step) or step <= 0:
                     raise invalid(f"{where}.step: give a positive number, got {step!r}")
                 if ptype == "int":
                     if float(step) != int(step):
@@ -192,20 +227,21 @@ class Parameter:
                     step = float(step)
                 if step > hi - lo:
                     raise invalid(f"{where}.step: step {step} is larger than hi - lo = {hi - lo}")
+                if ptype == "double" and (hi - lo) / step > 2.0**63:
+                    raise invalid(f"{where}.step: {step} splits [{lo}, {hi}] into more than 2**63 steps; use a larger step")
             if default is not None and not (_is_number(default) and lo <= default <= hi):
                 raise invalid(f"{where}.default: {default!r} is outside bounds [{lo}, {hi}]")
             return cls(name, ptype, (lo, hi), scale, step, None, None, conds, default)
         if ptype == "categorical":
             forbid("bounds", "scale", "step", "value")
-            values = raw.get("values")
-            if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
-                raise invalid(f"{where}.values: give a non-empty list of values")
-            vals = tuple(_check_value(f"{where}.values", v) for v in values)
-            if not vals:
-                raise invalid(f"{where}.values: give a non-empty list of values")
-            for i, v in enumerate(vals):
-                if any(same_value(v, w) and type(v) is type(w) for w in vals[:i]):
+            vals = _values(f"{where}.values", raw.get("values"))
+            # a duplicate is the same type and equal (1 and 1.0 may both appear): hashing
+            # (type, value) finds it in O(n)
+            seen: set[tuple[type, Value]] = set()
+            for v in vals:
+                if (type(v), v) in seen:
                     raise invalid(f"{where}.values: duplicate value {v!r}; each value must appear once")
+                seen.add((type(v), v))
             if default is not None and not any(same_value(default, v) for v in vals):
                 raise invalid(f"{where}.default: {default!r} is not one of the values")
             return cls(name, ptype, None, "linear", None, vals, None, conds, default)
@@ -259,6 +295,7 @@ class Metric:
         name = raw.get("name")
         if not isinstance(name, str) or not name.strip():
             raise invalid("metric.name: give a non-empty string name")
+        check_text("metric.name", name)
         objective = raw.get("objective", "minimize")
         if objective not in OBJECTIVES:
             raise invalid(f"metric.objective: {objective!r} is not one of {list(OBJECTIVES)}")

@@ -13,30 +13,89 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterator, Mapping, Sequence
 
-from .errors import invalid
+from .errors import ApiError, invalid
+from .limits import MAX_CONDITION_DEPTH, MAX_PARAMETERS, check_count
 from .models import Parameter, Value, same_value
 
-__all__ = ["Space", "Key"]
+__all__ = ["Space", "Key", "is_large_space"]
 
 Key = tuple  # canonical, hashable form of an assignment
 _ENUMERATION_CAP = 200_000  # spaces with more discrete points are treated as unbounded
 
 
+_LARGE_SPACE = 2_000  # parameters plus listed values over which parsing leaves the event loop
+
+
+def is_large_space(raw: Any) -> bool:
+    """Whether checking `raw` (a parameters list, unparsed) may take long enough to stall an
+    event loop: a cheap count, no validation."""
+    if not isinstance(raw, Sequence) or isinstance(raw, (str, bytes)):
+        return False
+    cost = len(raw)
+    for p in raw:
+        if cost > _LARGE_SPACE:
+            return True
+        if isinstance(p, Mapping):
+            values = p.get("values")
+            cost += len(values) if isinstance(values, Sequence) else 0
+            conditions = p.get("conditions")
+            cost += len(conditions) if isinstance(conditions, Sequence) else 0
+    return cost > _LARGE_SPACE
+
+
 def _token(v: Value) -> tuple[str, Any]:
+    """Hashable and equal exactly when same_value is: 1 and 1.0 are one token, True is not.
+    Ints stay ints, so 2**62 and 2**62 + 1 stay apart (a float would merge them)."""
     if isinstance(v, bool):
         return ("b", v)
     if isinstance(v, str):
         return ("s", v)
-    return ("n", float(v))
+    return ("n", v if isinstance(v, int) else float(v))
 
 
-def _stepped_values(p: Parameter) -> list[Value]:
+def _last_step(p: Parameter) -> int:
+    """k of the last value lo + k*step of an int or stepped parameter, by arithmetic
+    (exact for ints, whatever the width of the range)."""
+    lo, hi = p.bounds  # type: ignore[misc]
+    if p.type == "int":
+        return int((hi - lo) // (p.step or 1))
+    return int(math.floor((hi - lo) / p.step + 1e-9))  # type: ignore[operator]
+
+
+class _Steps(Sequence[Value]):
+    """The values lo + k*step of an int or stepped parameter, computed on demand:
+    a domain of 2**62 values costs nothing until a value is read."""
+
+    def __init__(self, p: Parameter) -> None:
+        self._p, self.n_values = p, _last_step(p) + 1
+
+    def __len__(self) -> int:
+        return self.n_values
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self.n_values))]
+        if not -self.n_values <= k < self.n_values:
+            raise IndexError(k)
+        return _step_value(self._p, k % self.n_values)
+
+    def __iter__(self) -> Iterator[Value]:
+        k = 0
+        while k < self.n_values:  # not range(): a count past sys.maxsize is fine here
+            yield _step_value(self._p, k)
+            k += 1
+
+
+def _step_value(p: Parameter, k: int) -> Value:
     lo, hi = p.bounds  # type: ignore[misc]
     step = p.step if p.step is not None else 1
-    n = int(math.floor((hi - lo) / step + 1e-9)) + 1
     if p.type == "int":
-        return [int(lo + k * step) for k in range(n)]
-    return [_grid_value(lo, hi, k, step) for k in range(n)]
+        return int(lo + k * step)
+    return _grid_value(lo, hi, k, step)
+
+
+def _count(domain: Sequence[Value]) -> int:
+    return domain.n_values if isinstance(domain, _Steps) else len(domain)
 
 
 def _grid_value(lo: float, hi: float, k: int, step: float) -> float:
@@ -54,6 +113,7 @@ class Space:
     def parse(cls, raw: Sequence[Any]) -> "Space":
         if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
             raise invalid("parameters: give a list of parameters")
+        check_count("parameters", len(raw), MAX_PARAMETERS, "parameters")
         return cls(tuple(Parameter.parse(p, i) for i, p in enumerate(raw)))
 
     def __post_init__(self) -> None:
@@ -72,13 +132,26 @@ class Space:
                     )
                 if parent is p:
                     raise invalid(f"parameter {p.name!r}: a parameter cannot be its own condition parent")
+                lookup = self._lookup.get(parent.name)
                 for v in c.values:
-                    if not _in_domain(parent, v):
+                    if not _in_domain(parent, v, lookup):
                         raise invalid(
                             f"parameter {p.name!r}: condition value {v!r} is not a value "
                             f"parameter {parent.name!r} can take"
                         )
-        self.order  # raises on cycles
+        self._check_depth()  # and self.order raises on cycles
+
+    def _check_depth(self) -> None:
+        """Refuse condition chains longer than MAX_CONDITION_DEPTH (parents come first in order)."""
+        depth: dict[str, int] = {}
+        for p in self.order:
+            d = 1 + max((depth[c.parent] for c in p.conditions), default=0)
+            if d > MAX_CONDITION_DEPTH:
+                raise invalid(
+                    f"parameter {p.name!r}: its chain of conditions is {d} parameters deep, over the limit "
+                    f"of {MAX_CONDITION_DEPTH}; make the space flatter"
+                )
+            depth[p.name] = d
 
     # -- structure -------------------------------------------------------
 
@@ -87,24 +160,43 @@ class Space:
         return {p.name: p for p in self.parameters}
 
     @cached_property
-    def order(self) -> tuple[Parameter, ...]:
-        """Parents before children (declaration order otherwise)."""
-        done: dict[str, Parameter] = {}
-        visiting: set[str] = set()
-
-        def visit(p: Parameter) -> None:
-            if p.name in done:
-                return
-            if p.name in visiting:
-                raise invalid(f"parameter {p.name!r}: conditions form a cycle")
-            visiting.add(p.name)
-            for c in p.conditions:
-                visit(self.by_name[c.parent])
-            visiting.discard(p.name)
-            done[p.name] = p
-
+    def _lookup(self) -> dict[str, dict[tuple[str, Any], Value]]:
+        """Per categorical parameter: token -> declared value (the first of equal ones), so a
+        value is found in O(1) rather than by scanning up to 10,000 values."""
+        out: dict[str, dict[tuple[str, Any], Value]] = {}
         for p in self.parameters:
-            visit(p)
+            if p.type == "categorical":
+                index: dict[tuple[str, Any], Value] = {}
+                for v in p.values or ():
+                    index.setdefault(_token(v), v)
+                out[p.name] = index
+        return out
+
+    @cached_property
+    def order(self) -> tuple[Parameter, ...]:
+        """Parents before children (declaration order otherwise). Depth first with an explicit
+        stack: a chain of thousands of conditions must not exhaust Python's recursion limit."""
+        done: dict[str, Parameter] = {}
+        for root in self.parameters:
+            if root.name in done:
+                continue
+            stack: list[tuple[Parameter, int]] = [(root, 0)]
+            visiting = {root.name}
+            while stack:
+                p, k = stack[-1]
+                if k == len(p.conditions):
+                    stack.pop()
+                    visiting.discard(p.name)
+                    done[p.name] = p
+                    continue
+                stack[-1] = (p, k + 1)
+                parent = self.by_name[p.conditions[k].parent]
+                if parent.name in done:
+                    continue
+                if parent.name in visiting:
+                    raise invalid(f"parameter {parent.name!r}: conditions form a cycle")
+                visiting.add(parent.name)
+                stack.append((parent, 0))
         return tuple(done.values())
 
     @cached_property
@@ -112,11 +204,17 @@ class Space:
         """Parameters that take a unit-cube coordinate (all but fixed), declaration order."""
         return tuple(p for p in self.parameters if p.type != "fixed")
 
+    @cached_property
+    def _condition_tokens(self) -> dict[str, tuple[frozenset[tuple[str, Any]], ...]]:
+        """Per parameter, its conditions' values as token sets: activity is one hash lookup
+        per condition (token equality is same_value's), not a scan of up to 10,000 values."""
+        return {p.name: tuple(frozenset(_token(v) for v in c.values) for c in p.conditions) for p in self.parameters if p.conditions}
+
     def is_active(self, p: Parameter, assignments: Mapping[str, Value]) -> bool:
-        for c in p.conditions:
-            if c.parent not in assignments:
-                return False
-            if not any(same_value(assignments[c.parent], v) for v in c.values):
+        if not p.conditions:
+            return True
+        for c, tokens in zip(p.conditions, self._condition_tokens[p.name]):
+            if c.parent not in assignments or _token(assignments[c.parent]) not in tokens:
                 return False
         return True
 
@@ -153,7 +251,7 @@ class Space:
                     f"{field}.{p.name}: parameter is inactive for these parent values "
                     f"({_describe_conditions(p)}); leave it out"
                 )
-            out[p.name] = _canonical(p, assignments[p.name], f"{field}.{p.name}")
+            out[p.name] = _canonical(p, assignments[p.name], f"{field}.{p.name}", self._lookup.get(p.name))
         return {p.name: out[p.name] for p in self.parameters if p.name in out}
 
     def key(self, assignments: Mapping[str, Value]) -> Key:
@@ -161,8 +259,9 @@ class Space:
 
     # -- finite spaces ---------------------------------------------------
 
-    def domain(self, p: Parameter, grid_size: int | None = None) -> list[Value] | None:
-        """The values p can take, or None when it is continuous and no grid size is given."""
+    def domain(self, p: Parameter, grid_size: int | None = None) -> Sequence[Value] | None:
+        """The values p can take, or None when it is continuous and no grid size is given.
+        Int and stepped domains are lazy sequences: their values are computed when read."""
         if p.type == "fixed":
             return [p.value]  # type: ignore[list-item]
         if p.type == "boolean":
@@ -170,7 +269,7 @@ class Space:
         if p.type == "categorical":
             return list(p.values or ())
         if p.type == "int" or p.step is not None:
-            return _stepped_values(p)
+            return _Steps(p)
         if grid_size is None:
             return None
         return [value_at(p, k / (grid_size - 1) if grid_size > 1 else 0.0, closed=True) for k in range(grid_size)]
@@ -184,22 +283,32 @@ class Space:
                 f"strategy grid: continuous parameter(s) {names} need a grid size; "
                 "pass strategy_options={'grid_size': N} or give them a step"
             )
-        order = self.order
+        return self._walk(domains)  # type: ignore[arg-type]
 
-        def walk(i: int, partial: dict[str, Value]) -> Iterator[dict[str, Value]]:
-            if i == len(order):
+    def _walk(self, domains: list[Sequence[Value]]) -> Iterator[dict[str, Value]]:
+        """Depth first over the domains in order, an inactive parameter taking no value. One
+        iterator per level on an explicit stack: 10,000 parameters are 10,000 levels."""
+        order, n = self.order, len(self.order)
+        partial: dict[str, Value] = {}
+        levels: list[Iterator[Any]] = []
+        i = 0
+        while i >= 0:
+            if i == n:
                 yield {p.name: partial[p.name] for p in self.parameters if p.name in partial}
-                return
+                i -= 1
+                continue
             p = order[i]
-            if not self.is_active(p, partial):
-                yield from walk(i + 1, partial)
-                return
-            for v in domains[i]:  # type: ignore[union-attr]
-                partial[p.name] = v
-                yield from walk(i + 1, partial)
-            del partial[p.name]
-
-        return walk(0, {})
+            if len(levels) == i:  # entering level i: its activity depends on the levels above
+                levels.append(iter(domains[i]) if self.is_active(p, partial) else iter((_INACTIVE,)))
+            v = next(levels[i], _DONE)
+            if v is _DONE:
+                levels.pop()
+                partial.pop(p.name, None)
+                i -= 1
+                continue
+            if v is not _INACTIVE:
+                partial[p.name] = v  # type: ignore[assignment]
+            i += 1
 
     def size(self, grid_size: int | None = None) -> int | None:
         """Number of distinct assignments, or None for continuous or very large spaces."""
@@ -208,7 +317,7 @@ class Space:
             return None
         bound = 1
         for d in domains:
-            bound *= len(d) + 1  # type: ignore[arg-type]
+            bound *= _count(d) + 1  # type: ignore[arg-type]
             if bound > _ENUMERATION_CAP * 4:
                 return None
         return sum(1 for _ in self.grid(grid_size))
@@ -218,11 +327,14 @@ class Space:
         return self.size()
 
 
-def _in_domain(p: Parameter, v: Value) -> bool:
+_INACTIVE, _DONE = object(), object()  # markers of Space._walk
+
+
+def _in_domain(p: Parameter, v: Value, lookup: Mapping[tuple[str, Any], Value] | None = None) -> bool:
     try:
-        _canonical(p, v, "")
+        _canonical(p, v, "", lookup)
         return True
-    except Exception:
+    except ApiError:
         return False
 
 
@@ -239,7 +351,7 @@ def _on_step(p: Parameter, x: float) -> bool:
     return abs(x - (lo + k * p.step)) <= max(1e-6 * p.step, 1e-12 * max(1.0, abs(x), abs(lo)))
 
 
-def _canonical(p: Parameter, v: Any, where: str) -> Value:
+def _canonical(p: Parameter, v: Any, where: str, lookup: Mapping[tuple[str, Any], Value] | None = None) -> Value:
     if p.type == "fixed":
         if same_value(v, p.value):  # type: ignore[arg-type]
             return p.value  # type: ignore[return-value]
@@ -249,19 +361,16 @@ def _canonical(p: Parameter, v: Any, where: str) -> Value:
             return v
         raise invalid(f"{where}: give true or false, got {v!r}")
     if p.type == "categorical":
-        for w in p.values or ():
-            if same_value(v, w):
-                return w
-        raise invalid(f"{where}: {v!r} is not one of {list(p.values or ())}")
+        return _categorical(p, v, where, lookup)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise invalid(f"{where}: give a number, got {v!r}")
-    if not math.isfinite(v):
+    if isinstance(v, float) and not math.isfinite(v):
         raise invalid(f"{where}: {v!r} is not finite")
     lo, hi = p.bounds  # type: ignore[misc]
-    if not lo <= v <= hi:
-        raise invalid(f"{where}: {v!r} is outside bounds [{lo}, {hi}]")
+    if not lo <= v <= hi:  # exact for ints of any size: no float() of 10**400 here
+        raise invalid(f"{where}: {v if isinstance(v, float) or v.bit_length() < 200 else 'a huge integer'} is outside bounds [{lo}, {hi}]")
     if p.type == "int":
-        if float(v) != int(v):
+        if isinstance(v, float) and not v.is_integer():
             raise invalid(f"{where}: an int parameter needs an integer, got {v!r}")
         v = int(v)
         if (v - lo) % (p.step or 1) != 0:
@@ -272,13 +381,27 @@ def _canonical(p: Parameter, v: Any, where: str) -> Value:
     return float(v)
 
 
+def _categorical(p: Parameter, v: Any, where: str, lookup: Mapping[tuple[str, Any], Value] | None) -> Value:
+    if isinstance(v, (bool, str, int, float)):
+        found = lookup.get(_token(v)) if lookup is not None else None
+        if found is not None:
+            return found
+    if lookup is None:
+        for w in p.values or ():
+            if same_value(v, w):
+                return w
+    shown = list(p.values or ())
+    listed = f"{shown[:20]} (and {len(shown) - 20} more)" if len(shown) > 20 else f"{shown}"
+    raise invalid(f"{where}: {v!r} is not one of {listed}")
+
+
 def _scaled(p: Parameter, u: float) -> float:
     lo, hi = p.bounds  # type: ignore[misc]
     if p.scale == "log":
         return math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
     if p.scale == "reverse_log":
         return hi + lo - math.exp(math.log(lo) + (1.0 - u) * (math.log(hi) - math.log(lo)))
-    return lo + u * (hi - lo)
+    return lo + u * (hi - lo)  # finite: Parameter.parse refuses ranges whose hi - lo overflows
 
 
 def value_at(p: Parameter, u: float, closed: bool = False) -> Value:
@@ -295,7 +418,7 @@ def value_at(p: Parameter, u: float, closed: bool = False) -> Value:
     lo, hi = p.bounds  # type: ignore[misc]
     if p.type == "int" or p.step is not None:
         step = p.step if p.step is not None else 1
-        kmax = int(math.floor((hi - lo) / step + 1e-9))
+        kmax = _last_step(p)
         if p.scale == "linear":  # equal cells per grid value
             k = min(int(u * (kmax + 1)), kmax)
         else:

@@ -124,12 +124,28 @@ async def test_expired_suggestion_is_409_with_assignments():
         exp = await engine.create_experiment("e", X, Y, suggestion_ttl_s=10, parallel_bandwidth=1)
         s = await engine.suggest(exp.id, tag="w")
         clock.now += 11
+        await engine.suggest(exp.id)  # the sibling's ask expires it
         err = await raises(engine.observe(exp.id, suggestion_id=s.id, value=1.0), 409, "suggestion_expired", "re-post")
         assert err.details["assignments"] == s.assignments
         assert (await engine.suggestion(exp.id, s.id)).state == "expired"
         # the recipe: re-post the assignments as an unsolicited observation
         obs = await engine.observe(exp.id, assignments=err.details["assignments"], value=1.0)
         assert obs.suggestion_id is None and obs.assignments == s.assignments
+
+
+async def test_observe_past_the_ttl_before_any_ask_succeeds():
+    # expiry is lazy: only an ask expires; a late worker with no race keeps its link
+    clock = Clock()
+    async with Engine(clock=clock) as engine:
+        exp = await engine.create_experiment("e", X, Y, suggestion_ttl_s=10, parallel_bandwidth=2)
+        s = await engine.suggest(exp.id, tag="w")
+        clock.now += 11
+        assert [o.id for o in await engine.suggestions(exp.id, state="open")] == [s.id]
+        assert (await engine.suggestion(exp.id, s.id)).state == "open"
+        obs = await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
+        assert obs.suggestion_id == s.id and obs.assignments == s.assignments
+        assert (await engine.suggestion(exp.id, s.id)).state == "observed"
+        assert len(await engine.observations(exp.id)) == 1
 
 
 async def test_ttl_expiry_frees_the_slot_at_the_next_ask():

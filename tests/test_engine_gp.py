@@ -43,10 +43,20 @@ class GatedPool:
         return None
 
 
+async def gp_experiment(engine: Engine, name: str, bandwidth: int):
+    """A `gp` experiment past its initial design (one point, observed unsolicited,
+    so no suggestion is listed): its next asks go to the pool."""
+    exp = await engine.create_experiment(
+        name, XY, M, strategy="gp", parallel_bandwidth=bandwidth, strategy_options={"initial_points": 1}
+    )
+    await engine.observe(exp.id, assignments={"x": 0.5, "y": 0.5}, value=1.0)
+    return exp
+
+
 async def test_an_ask_on_b_is_answered_while_as_fit_runs():
     pool = GatedPool()
     async with Engine(pool=pool) as engine:
-        a = await engine.create_experiment("slow-gp", XY, M, strategy="gp", parallel_bandwidth=4)
+        a = await gp_experiment(engine, "slow-gp", 4)
         b = await engine.create_experiment("random", XY, M, strategy="random", parallel_bandwidth=4)
         got: dict[str, object] = {}
 
@@ -68,7 +78,7 @@ async def test_an_ask_on_b_is_answered_while_as_fit_runs():
 async def test_parked_asks_are_answered_in_arrival_order_with_distinct_points():
     pool = GatedPool()
     async with Engine(pool=pool) as engine:
-        exp = await engine.create_experiment("gp", XY, M, strategy="gp", parallel_bandwidth=8)
+        exp = await gp_experiment(engine, "gp", 8)
         order: list[str] = []
 
         async def ask(tag: str):
@@ -92,7 +102,7 @@ async def test_a_failing_pool_falls_back_to_sobol_and_records_why():
     pool = GatedPool(fail=True)
     pool.gate.set()
     async with Engine(pool=pool) as engine:
-        exp = await engine.create_experiment("gp", XY, M, strategy="gp", parallel_bandwidth=3)
+        exp = await gp_experiment(engine, "gp", 3)
         got = [await engine.suggest(exp.id) for _ in range(3)]
         stats = await engine.inspect(exp.id)
     assert len({tuple(sorted(s.assignments.items())) for s in got}) == 3
@@ -102,7 +112,7 @@ async def test_a_failing_pool_falls_back_to_sobol_and_records_why():
 async def test_computed_ahead_points_answer_asks_without_waiting_for_a_fit():
     pool = GatedPool(free_jobs=1)  # the first fit runs; every later one is held
     async with Engine(pool=pool) as engine:
-        exp = await engine.create_experiment("gp", XY, M, strategy="gp", parallel_bandwidth=1)
+        exp = await gp_experiment(engine, "gp", 1)
         with anyio.fail_after(30):
             s = await engine.suggest(exp.id)  # waits for the first fit, which also computes ahead
             await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
@@ -126,3 +136,80 @@ async def test_real_gp_through_the_thread_pool_gives_distinct_points():
         stats = await engine.inspect(exp.id)
     assert len({tuple(sorted(s.assignments.items())) for s in batch}) == 8
     assert stats["proposals"] >= 1
+
+
+async def _sequence(engine: Engine, strategy: str, options: dict, n: int) -> list[tuple[float, float]]:
+    exp = await engine.create_experiment(strategy, XY, M, strategy=strategy, strategy_options=options)
+    out = []
+    for _ in range(n):
+        s = await engine.suggest(exp.id)
+        x, y = s.assignments["x"], s.assignments["y"]
+        out.append((x, y))
+        await engine.observe(exp.id, suggestion_id=s.id, value=(x - 0.3) ** 2 + (y - 0.7) ** 2)
+    return out
+
+
+async def test_gp_starts_with_the_sobol_design_of_initial_points():
+    async with Engine(pool="thread") as engine:
+        with anyio.fail_after(120):
+            sobol = await _sequence(engine, "sobol", {"seed": 7}, 6)
+            three = await _sequence(engine, "gp", {"seed": 7, "initial_points": 3}, 6)
+            five = await _sequence(engine, "gp", {"seed": 7, "initial_points": 5}, 6)
+    assert three[:3] == sobol[:3] and five[:5] == sobol[:5]  # the design, as under auto
+    assert three != five  # initial_points is honoured: the GP takes over at 4 vs 6
+    corners = {0.0, 1.0}
+    assert not any(x in corners and y in corners for x, y in five[:5])
+
+
+async def _gp_asks(engine: Engine, n: int) -> None:
+    exp = await engine.create_experiment("gp", XY, M, strategy="gp", strategy_options={"initial_points": 2, "seed": 3})
+    with anyio.fail_after(120):
+        for i in range(n):
+            s = await engine.suggest(exp.id)
+            await engine.observe(exp.id, suggestion_id=s.id, value=float(i))
+
+
+async def test_gp_pins_torch_to_one_thread_without_a_pool_and_restores_it(monkeypatch):
+    import torch
+
+    from tauopt.strategies import gp
+
+    seen: list[int] = []
+    real = gp.propose_gp
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gp, "propose_gp", spy)
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        async with Engine(pool=None) as engine:
+            await _gp_asks(engine, 4)
+        after = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    assert seen and set(seen) == {1}
+    assert after == 3
+
+
+@pytest.mark.parametrize("pool", [None, "thread"])
+async def test_the_initial_design_is_not_logged_as_a_gp_fallback(pool, caplog):
+    async with Engine(pool=pool) as engine:
+        await _gp_asks(engine, 4)
+    assert not [r for r in caplog.records if "fell back" in r.getMessage()]
+
+
+@pytest.mark.parametrize("pool", [None, "thread"])
+async def test_a_real_gp_failure_is_still_logged_with_its_reason(pool, caplog, monkeypatch):
+    from tauopt.strategies import gp
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("cholesky exploded")
+
+    monkeypatch.setattr(gp, "_propose", broken)
+    async with Engine(pool=pool) as engine:
+        await _gp_asks(engine, 4)
+    warned = [r.getMessage() for r in caplog.records if "GP fell back to Sobol" in r.getMessage()]
+    assert warned and all("RuntimeError: cholesky exploded" in m for m in warned)

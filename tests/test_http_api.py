@@ -147,6 +147,38 @@ def test_openapi_and_docs_are_served(api: Api) -> None:
     assert http.get("/docs").status_code == 200
 
 
+def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_their_uses(api: Api) -> None:
+    schema = api.http(None).get("/openapi.json").json()
+    body = schema["components"]["schemas"]["CreateExperimentBody"]["properties"]
+    kinds = [v["properties"]["type"]["const"] for v in body["parameters"]["items"]["oneOf"]]
+    assert kinds == ["double", "int", "categorical", "boolean", "fixed"]
+    double = body["parameters"]["items"]["oneOf"][0]["properties"]
+    assert (double["bounds"]["minItems"], double["bounds"]["maxItems"]) == (2, 2)
+    assert double["scale"]["enum"] == ["linear", "log", "reverse_log"]
+    assert body["strategy"]["enum"] == ["auto", "random", "sobol", "grid", "gp"]
+    assert body["metric"]["properties"]["objective"]["enum"] == ["minimize", "maximize"]
+    assert body["parallel_bandwidth"]["minimum"] == 1 and body["name"]["maxLength"] == 256
+    tag = schema["components"]["schemas"]["SuggestBody"]["properties"]["tag"]["anyOf"][0]
+    assert (tag["minLength"], tag["maxLength"]) == (1, 128)
+    paths = schema["paths"]
+    from_create = paths["/v1/experiments"]["post"]["responses"]["201"]["links"]
+    assert len(from_create) == 9 and all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
+    from_suggest = paths["/v1/experiments/{id}/suggestions"]["post"]["responses"]["201"]["links"]
+    assert from_suggest["observe"]["requestBody"] == {"suggestion_id": "$response.body#/id"}
+    ids = {op["operationId"] for path in paths.values() for op in path.values()}
+    assert all(l["operationId"] in ids for l in [*from_create.values(), *from_suggest.values()])
+
+
+def test_integral_json_numbers_are_integers_and_fractions_are_refused(api: Api) -> None:
+    http = api.http()
+    exp = create(http, parallel_bandwidth=3.0, observation_budget=10.0, strategy_options={"seed": 7.0})
+    assert (exp["parallel_bandwidth"], exp["observation_budget"], exp["strategy_options"]["seed"]) == (3, 10, 7)
+    r = http.post("/v1/experiments", json={"name": "e", "parameters": X, "metric": METRIC, "parallel_bandwidth": 1.5})
+    assert error_of(r) == (400, "invalid_request")
+    r = http.patch(f"/v1/experiments/{exp['id']}", json={"parallel_bandwidth": 4.0})
+    assert r.status_code == 200 and r.json()["parallel_bandwidth"] == 4
+
+
 # -- errors -----------------------------------------------------------------------
 
 
@@ -291,6 +323,7 @@ def test_expired_suggestion_409_then_repost_as_unsolicited_observation(api: Api)
         exp = c.create_experiment("ttl", X, METRIC, parallel_bandwidth=2, suggestion_ttl_s=0.2)
         lost = c.suggest(exp.id, tag="job-1/rank-0")
         time.sleep(0.3)
+        c.suggest(exp.id)  # expiry happens at the experiment's next ask, not at the observe
         with pytest.raises(ApiError) as info:
             c.observe(exp.id, suggestion_id=lost.id, value=0.7)
         e = info.value

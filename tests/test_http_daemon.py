@@ -28,13 +28,13 @@ def tauopt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 
 
 class Daemon:
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, *extra: str) -> None:
         self.db = db
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", str(self.port), "--pool", "thread",
-             "--log-level", "warning"],
+             "--log-level", "warning", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         deadline = time.monotonic() + 30
@@ -108,8 +108,8 @@ def test_a_token_created_while_serving_works_at_once(daemon: Daemon) -> None:
     assert r.status_code == 200
 
 
-def run_example(daemon: Daemon, script: str, *args: str) -> dict:
-    env = dict(os.environ, TAUOPT_BASE_URL=daemon.url, TAUOPT_TOKEN=token_of(daemon))
+def run_example(daemon: Daemon, script: str, *args: str, env: dict[str, str] | None = None) -> dict:
+    env = dict(os.environ, TAUOPT_BASE_URL=daemon.url, TAUOPT_TOKEN=token_of(daemon), **(env or {}))
     p = subprocess.run(
         [sys.executable, str(ROOT / "examples" / script), *args], capture_output=True, text=True, env=env, timeout=120
     )
@@ -129,19 +129,38 @@ def test_parallel_workers_example_joins_an_experiment_like_a_job_array(daemon: D
     first = run_example(daemon, "parallel_workers.py", "--workers", "2", "--rounds", "3", "--bandwidth", "4", "--strategy", "sobol")
     again = run_example(
         daemon, "parallel_workers.py", "--workers", "4", "--rounds", "3", "--experiment-id", first["experiment_id"],
-        "--tag-prefix", "job-7", "--strategy", "sobol",
+        "--job-id", "job-7", "--strategy", "sobol",
     )
     assert again["experiment_id"] == first["experiment_id"] and again["repeats"] == 0
     r = httpx.get(
         f"{daemon.url}/v1/experiments/{first['experiment_id']}/suggestions",
-        params={"tag": "job-7/rank-3"}, headers={"Authorization": f"Bearer {token_of(daemon)}"},
+        params={"tag": "job-7-worker-3"}, headers={"Authorization": f"Bearer {token_of(daemon)}"},
     )
     assert len(r.json()) == 3
+
+
+def test_rest_example_joins_an_experiment_from_a_slurm_array_task(daemon: Daemon) -> None:
+    first = run_example(daemon, "parallel_workers_rest.py", "--workers", "1", "--rounds", "2", "--bandwidth", "3")
+    slurm = {"SLURM_ARRAY_JOB_ID": "4242", "SLURM_ARRAY_TASK_ID": "5", "SLURM_JOB_ID": "4247"}
+    again = run_example(
+        daemon, "parallel_workers_rest.py", "--workers", "1", "--rounds", "2", "--experiment-id", first["experiment_id"],
+        env=slurm,
+    )
+    assert again["experiment_id"] == first["experiment_id"] and again["tags"] == ["4242-worker-5"]
+    assert again["repeats"] == 0 and again["observations"] == 2
+    r = httpx.get(
+        f"{daemon.url}/v1/experiments/{first['experiment_id']}/suggestions",
+        params={"tag": "4242-worker-5"}, headers={"Authorization": f"Bearer {token_of(daemon)}"},
+    )
+    assert len(r.json()) == 2
+    assert len(httpx.get(f"{daemon.url}/v1/experiments/{first['experiment_id']}/observations",
+                         headers={"Authorization": f"Bearer {token_of(daemon)}"}).json()) == 4
 
 
 def test_rest_example_with_4_workers_waits_out_bandwidth_full(daemon: Daemon) -> None:
     report = run_example(daemon, "parallel_workers_rest.py", "--workers", "4", "--rounds", "6", "--bandwidth", "2")
     assert report["repeats"] == 0 and report["errors"] == [] and report["suggestions"] == 24
+    assert 1 <= report["max_open"] <= 2 and report["observations"] == 24
 
 
 def test_the_http_client_loads_no_server_store_or_ml_modules(daemon: Daemon) -> None:

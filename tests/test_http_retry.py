@@ -4,6 +4,7 @@ against a local ASGI server answering scripted 429/5xx sequences."""
 from __future__ import annotations
 
 import json
+import time
 from collections import deque
 from typing import Any
 
@@ -13,7 +14,8 @@ import pytest
 
 from tauopt.errors import ApiError
 from tauopt.transport.http._client import HttpDriver
-from tauopt.transport.http._retry import MAX_ATTEMPTS, parse_retry_after, retry_delay
+from tauopt import AsyncClient, Client
+from tauopt.transport.http._retry import MAX_ATTEMPTS, parse_retry_after, retry_delay, within_deadline
 from test_http_support import ServerThread, free_port
 
 
@@ -67,6 +69,14 @@ def test_parse_retry_after_reads_seconds_and_http_dates() -> None:
     now = 1_000_000_000.0  # 2001-09-09T01:46:40Z
     assert parse_retry_after("Sun, 09 Sep 2001 01:46:50 GMT", now=now) == 10.0
     assert parse_retry_after("Sun, 09 Sep 2001 01:46:30 GMT", now=now) == 0.0
+
+
+def test_a_delay_that_would_end_past_the_deadline_is_not_slept() -> None:
+    assert within_deadline(2.0, now=10.0, deadline=None) == 2.0
+    assert within_deadline(2.0, now=10.0, deadline=12.0) == 2.0
+    assert within_deadline(8.0, now=10.0, deadline=13.0) is None
+    assert within_deadline(0.0, now=10.0, deadline=9.0) is None  # already past: final
+    assert within_deadline(None, now=10.0, deadline=13.0) is None
 
 
 # -- against a real server ----------------------------------------------------
@@ -238,3 +248,96 @@ async def test_nan_value_is_refused_before_sending(driver: Any) -> None:
             await d.observe("e1", suggestion_id="s1", value=float("nan"))
     assert info.value.error_type == "invalid_request"
     assert app.seen == []
+
+
+# -- deadlines bound the retries (real sleeps, real server) -------------------
+# Bounds, not speed: the old client slept Retry-After (8 s) up to four times.
+
+
+@pytest.mark.anyio
+async def test_client_deadline_ends_a_429_retry_after_8_within_one_request_of_3_s(driver: Any) -> None:
+    app, d, _ = driver
+    app.script.extend([(429, {"Retry-After": "8"})] * 5)
+    start = anyio.current_time()
+    async with HttpDriver(d.base_url, "t0k", deadline_s=3) as real:
+        with pytest.raises(ApiError) as info:
+            await real.suggest("e1")
+    elapsed = anyio.current_time() - start
+    assert elapsed < 3 + 1.5 and elapsed < 8, elapsed
+    e = info.value
+    assert (e.status_code, e.error_type, e.retry_after) == (429, "scripted", 8.0)
+    assert e.headers["Retry-After"] == "8" and e.headers["retry-after"] == "8"
+    assert len(app.seen) == 1  # an 8 s wait cannot fit in 3 s: the first answer is final
+
+
+@pytest.mark.anyio
+async def test_call_deadline_retries_while_the_next_attempt_fits(driver: Any) -> None:
+    app, d, _ = driver
+    app.script.extend([(429, {"Retry-After": "1"})] * 5)
+    start = anyio.current_time()
+    async with AsyncClient(driver="http", base_url=d.base_url, token="t0k") as client:
+        with pytest.raises(ApiError) as info:
+            await client.suggest("e1", deadline_s=2.5)
+    elapsed = anyio.current_time() - start
+    # Attempts at ~0, 1, 2 s; a fourth would start at ~3 s, past 2.5 s.
+    assert 2 <= len(app.seen) <= 3, app.seen
+    assert elapsed < 2.5 + 1.5, elapsed
+    assert info.value.retry_after == 1.0 and info.value.headers["RETRY-AFTER"] == "1"
+
+
+@pytest.mark.anyio
+async def test_an_enclosing_cancel_scope_deadline_bounds_the_retries(driver: Any) -> None:
+    app, d, _ = driver
+    app.script.extend([(429, {"Retry-After": "8"})] * 5)
+    async with HttpDriver(d.base_url, "t0k") as real:
+        with anyio.move_on_after(3) as scope:
+            with pytest.raises(ApiError) as info:
+                await real.suggest("e1")
+    assert not scope.cancel_called and info.value.retry_after == 8.0 and len(app.seen) == 1
+
+
+def test_sync_client_takes_a_per_call_deadline(driver: Any) -> None:
+    app, d, _ = driver
+    app.script.extend([(429, {"Retry-After": "8"})] * 5)
+    start = time.monotonic()
+    with Client(driver="http", base_url=d.base_url, token="t0k") as client:
+        with pytest.raises(ApiError) as info:
+            client.suggest("e1", deadline_s=3)
+    assert time.monotonic() - start < 3 + 1.5
+    assert info.value.retry_after == 8.0 and len(app.seen) == 1
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "3", True])
+def test_a_bad_deadline_is_an_invalid_request(bad: Any) -> None:
+    with pytest.raises(ApiError) as info:
+        HttpDriver("http://127.0.0.1:9", "t0k", deadline_s=bad)
+    assert info.value.error_type == "invalid_request" and "deadline_s" in info.value.message
+    with Client(driver="local") as client:
+        with pytest.raises(ApiError) as info:
+            client.experiments(deadline_s=bad)
+    assert info.value.error_type == "invalid_request"
+
+
+def test_local_client_accepts_a_call_deadline() -> None:
+    with Client(driver="local") as client:
+        assert client.experiments(deadline_s=1.0) == []
+
+
+# -- ApiError.headers ----------------------------------------------------------
+
+
+def test_error_headers_are_case_insensitive_and_empty_in_process() -> None:
+    import pickle
+
+    e = ApiError(429, "bandwidth_full", "m", headers={"retry-after": "1", "X-Tauopt": "a"})
+    assert e.headers["Retry-After"] == e.headers["retry-after"] == "1" and e.headers["x-tauopt"] == "a"
+    assert "RETRY-AFTER" in e.headers and e.headers.get("Missing") is None
+    assert dict(e.headers) == {"retry-after": "1", "x-tauopt": "a"}
+    copy = pickle.loads(pickle.dumps(e))
+    assert copy.headers["Retry-After"] == "1"
+    with Client(driver="local") as client:
+        exp = client.create_experiment("one", [{"name": "x", "type": "double", "bounds": (0, 1)}], {"name": "y"})
+        client.suggest(exp.id)
+        with pytest.raises(ApiError) as info:
+            client.suggest(exp.id)
+    assert dict(info.value.headers) == {} and info.value.headers.get("Retry-After") is None

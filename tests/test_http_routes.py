@@ -7,6 +7,7 @@ the limits they must keep (body size, mounting under a prefix)."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Iterator
 
 import anyio
@@ -228,3 +229,25 @@ def test_the_old_fast_path_module_is_gone_one_definition_per_operation() -> None
 
     assert importlib.util.find_spec("tauopt.transport.http._fastpath") is None
     assert importlib.util.find_spec("tauopt.transport.http._wire") is None
+
+
+def test_ttl_expiry_only_at_the_next_ask_on_the_one_route_path(servers: list[tuple[str, str, str]]) -> None:
+    """A late observe with no sibling ask in between succeeds (the row is still
+    listed open); once an ask has expired a row, its observe is 409 with the point."""
+    for url, token, _ in servers:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}) as http:
+            body = {"name": "ttl", "parameters": X, "metric": METRIC, "parallel_bandwidth": 2, "suggestion_ttl_s": 0.1}
+            path = f"/v1/experiments/{http.post('/v1/experiments', json=body).json()['id']}"
+            late = http.post(path + "/suggestions", json={}).json()
+            time.sleep(0.2)  # past the TTL; no ask follows
+            listed = http.get(path + "/suggestions", params={"state": "open"}).json()
+            assert [s["id"] for s in listed] == [late["id"]], url
+            r = http.post(path + "/observations", json={"suggestion_id": late["id"], "value": 0.5})
+            assert r.status_code == 201 and r.json()["suggestion_id"] == late["id"], (url, r.text)
+            lost = http.post(path + "/suggestions", json={}).json()
+            time.sleep(0.2)
+            assert http.post(path + "/suggestions", json={}).status_code == 201  # this ask expires `lost`
+            assert http.get(f"{path}/suggestions/{lost['id']}").json()["state"] == "expired"
+            r = http.post(path + "/observations", json={"suggestion_id": lost["id"], "value": 0.5})
+            assert r.status_code == 409 and r.json()["error"]["type"] == "suggestion_expired", (url, r.text)
+            assert r.json()["error"]["details"]["assignments"] == lost["assignments"]

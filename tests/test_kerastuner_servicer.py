@@ -256,3 +256,26 @@ def test_a_restarted_chief_gives_a_running_trial_back_to_its_worker(tmp_path: Pa
             await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
 
     run(main)
+
+
+def test_a_wide_seed_int_is_sampled_without_enumeration_and_a_tiny_log_step_is_refused() -> None:
+    """KerasTuner's ordinary hp.Int("seed", 0, 2**31 - 1): trials are created in normal time;
+    a log step of 1 + 1e-9 (billions of grid values) is INVALID_ARGUMENT, not INTERNAL."""
+
+    async def main() -> None:
+        async with chief(max_trials=10) as (stub, oracle):
+            seed = kt.HyperParameters.Space(int_space=[kt.Int(name="seed", min_value=0, max_value=2**31 - 1, step=1, sampling=kt.LINEAR, default=0)])
+            await stub.UpdateSpace(pb.UpdateSpaceRequest(hyperparameters=kt.HyperParameters(space=seed)))
+            seeds = set()
+            for i in range(3):
+                trial = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id=f"w{i}"))).trial
+                assert trial.status == kt.RUNNING
+                seeds.add(trial.hyperparameters.values.values["seed"].int_value)
+            assert len(seeds) == 3 and all(0 <= s <= 2**31 - 1 for s in seeds)
+            tiny = kt.HyperParameters.Space(float_space=[kt.Float(name="lr", min_value=1e-6, max_value=1.0, step=1 + 1e-9, sampling=kt.LOG, default=1e-3)])
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.UpdateSpace(pb.UpdateSpaceRequest(hyperparameters=kt.HyperParameters(space=tiny)))
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "limit of 10000" in (err.value.details() or "")
+            assert "lr" not in [p.name for p in (await oracle.engine.experiment(oracle.experiment.id)).parameters]
+
+    run(main)

@@ -47,6 +47,7 @@ from ._messages import (
     Suggest,
     UpdateExperiment,
 )
+from ._filewatch import commit_error
 from ._store import PutExperiment, PutObservation, PutSuggestion, Snapshot, Store, Write
 from ._validate import check_tag, check_update, check_value_and_metrics
 
@@ -186,7 +187,7 @@ class ExperimentActor:
                 self._poisoned = exc
                 log.error("store commit failed for experiment %s: %r", self.id, exc)
                 if request is not None:
-                    fail(request, api_error("internal", f"the store failed to commit ({exc}); nothing of this request was kept, retry it"))
+                    fail(request, commit_error(exc, "nothing of this request was kept, retry it"))
                 return
             if request is not None:
                 self._answer(request, outcome)
@@ -425,12 +426,10 @@ class ExperimentActor:
         try:
             if self._pool is not None:
                 result = await self._pool.propose(self.id, "gp", request, deadline_s=self._fit_deadline_s)
-            else:
-                from ..strategies._pool_types import ProposeResult
+            else:  # Engine(pool=None): in a thread here, torch pinned like the thread pool's
+                from ..strategies._pool import propose_here
 
-                rng = np.random.default_rng([request.seed, request.drawn, len(request.history)])
-                cands = await anyio.to_thread.run_sync(propose, "gp", request, rng)
-                result = ProposeResult(tuple(cands), "gp")
+                result = await anyio.to_thread.run_sync(propose_here, "gp", request, self._fit_deadline_s)
         except Exception as exc:  # the fallback below answers the asks anyway
             error = exc
         assert self._self_ref is not None
@@ -483,11 +482,8 @@ class ExperimentActor:
             raise invalid("give suggestion_id or assignments, not both")
         if msg.suggestion_id is not None:
             s = self._suggestion(msg.suggestion_id)
-            if s.state == "open":
-                ttl = self._exp.suggestion_ttl_s
-                if ttl is not None and self._clock() - s.created_at > ttl:
-                    s = self._leave_open(s, "expired")
-                    writes.append(PutSuggestion(s))
+            # Expiry happens only at the experiment's next ask (_on_Suggest): a late
+            # observe of a row still open keeps the link to its suggestion.
             if s.state != "open":
                 self._commit(request, writes, _not_open_error(s))
                 return

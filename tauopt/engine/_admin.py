@@ -11,7 +11,7 @@ never touches an experiment's live state.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..errors import api_error
 from ..models import Experiment, Observation
@@ -60,10 +60,21 @@ class Admin:
         return await self.store.credentials()
 
     async def create_credential(
-        self, name: str, suggestions_per_day: int | None = None, max_active_experiments: int | None = None
+        self,
+        name: str,
+        suggestions_per_day: int | None = None,
+        max_active_experiments: int | None = None,
+        *,
+        write_token: Callable[[str], None] | None = None,
     ) -> tuple[CredentialRecord, str]:
-        """A new credential and its token (shown once; only its hash is stored)."""
+        """A new credential and its token (shown once; only its hash is stored).
+
+        `write_token(token)` runs before the credential is stored; if it raises,
+        nothing is stored (a first start's token file must exist before its
+        credential does)."""
         cred, token = new_credential(name, suggestions_per_day, max_active_experiments)
+        if write_token is not None:
+            write_token(token)
         return await self.store.put_credential(cred), token
 
     async def revoke_credential(self, id_or_name: str) -> CredentialRecord:

@@ -21,10 +21,11 @@ from ..actors import ActorGone, ActorRef
 from ..errors import api_error, invalid
 from ..models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
 from ..operations import UNSET, ExperimentState, SuggestionState
-from ..space import Space
+from ..space import Space, is_large_space
 from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
+from ._filewatch import commit_error
 from ._store import MemoryStore, PutExperiment, Store, Write
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl
 
@@ -175,7 +176,7 @@ class Engine:
         try:
             await self.store.write(writes)
         except Exception as exc:
-            raise api_error("internal", f"the store failed to commit ({exc}); nothing was kept, retry") from exc
+            raise commit_error(exc, "nothing was kept, retry") from exc
 
     # -- experiments ---------------------------------------------------------------
 
@@ -192,7 +193,12 @@ class Engine:
         owner: str | None = None,
     ) -> Experiment:
         options = StrategyOptions.parse(strategy_options)
-        space = Space.parse(parameters)
+        if is_large_space(parameters):
+            # up to 10,000 parameters take a good fraction of a second to check: a worker
+            # thread keeps the loop (health, other experiments' asks) answering meanwhile
+            space = await anyio.to_thread.run_sync(Space.parse, parameters)
+        else:
+            space = Space.parse(parameters)
         strategy = check_strategy(strategy)
         if strategy == "grid":
             space.grid(options.grid_size)  # refuses continuous parameters without a grid size

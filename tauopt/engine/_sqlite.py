@@ -42,6 +42,8 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup, TaskStatus
 
 from ..models import Experiment, Observation, Suggestion
+from ._filelock import FileLock
+from ._filewatch import FileWatch, create_private, unavailable
 from ._store import (
     CredentialRecord,
     Done,
@@ -265,6 +267,12 @@ def _inspect(path: Path) -> int | None:
     if not path.exists():
         if not path.parent.is_dir():
             raise StoreError(f"{path}: directory {path.parent} does not exist; create it first")
+        if Path(f"{path}-wal").exists():
+            # SQLite would replay this log into a new empty file: half a store, silently.
+            raise StoreError(
+                f"{path} is missing but its write-ahead log {path}-wal is there: the database was deleted "
+                "or moved; restore it, or remove the -wal and -shm files to start a new store"
+            )
         return None
     if path.is_dir():
         raise StoreError(f"{path} is a directory; give the path of a database file (e.g. {path / 'tauopt.db'})")
@@ -280,8 +288,9 @@ def _inspect(path: Path) -> int | None:
             f"{path} is not a SQLite database (it was left untouched); give a new path or the path of a tauopt store"
         )
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn = sqlite3.connect(_read_only_uri(path), uri=True)
         try:
+            _check_pages(conn, path)
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if "schema_version" not in tables:
                 if tables:
@@ -294,7 +303,10 @@ def _inspect(path: Path) -> int | None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: cannot read it as a SQLite database ({exc}); it was left untouched") from exc
+        raise StoreError(
+            f"{path}: cannot read it as a SQLite database ({exc}); it was left untouched; "
+            "restore it from a backup or give a new path"
+        ) from exc
     version = 0 if row is None else int(row[0])
     if version > SCHEMA_VERSION:
         raise StoreError(
@@ -302,6 +314,25 @@ def _inspect(path: Path) -> int | None:
             f"{SCHEMA_VERSION}); it was left untouched; upgrade tauopt to open it"
         )
     return version
+
+
+def _read_only_uri(path: Path) -> str:
+    """Read-only, and with no -wal: immutable too, else SQLite would create -wal
+    and -shm beside a file it may be about to refuse."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    return uri if Path(f"{path}-wal").exists() else uri + "&immutable=1"
+
+
+def _check_pages(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file with corrupt pages now, in one line, not at some later read.
+    quick_check reads every page once: about a second per few hundred MB."""
+    problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        found = "; ".join(line for p in problems for line in str(p).splitlines() if not line.startswith("***"))
+        raise StoreError(
+            f"{path}: the database is corrupt ({found[:300]}); it was left untouched; "
+            "restore it from a backup or give a new path"
+        )
 
 
 class SqliteStore(Store):
@@ -318,7 +349,13 @@ class SqliteStore(Store):
     durable = True
 
     def __init__(
-        self, path: str | os.PathLike[str], durability: Durability = "os", *, close_timeout: float = 10.0, gather_turns: int = 16
+        self,
+        path: str | os.PathLike[str],
+        durability: Durability = "os",
+        *,
+        close_timeout: float = 10.0,
+        gather_turns: int = 16,
+        exclusive: bool = True,
     ) -> None:
         if durability not in _SYNCHRONOUS:
             raise ValueError(f"durability must be 'os' or 'fsync', not {durability!r}")
@@ -327,6 +364,9 @@ class SqliteStore(Store):
             text = text[len("sqlite:///") :]
         self.path = Path(text)
         self.durability: Durability = durability
+        # exclusive=False is for the CLI's short token/experiments edits beside a running
+        # engine: SQLite's own locking keeps those safe; an engine must own its file.
+        self._lock = FileLock(self.path) if exclusive else None
         self.close_timeout = close_timeout
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
@@ -337,6 +377,8 @@ class SqliteStore(Store):
         self._writer_stopped = anyio.Event()
         self._state: Literal["new", "open", "closing", "closed"] = "new"
         self.gather_turns = gather_turns
+        self._watch: FileWatch | None = None
+        self._gone: BaseException | None = None  # set once the file is found gone: sticky
         # Counters, for tests and benchmarks: committed transactions and batches.
         self.transactions = 0
         self.batches = 0
@@ -354,8 +396,14 @@ class SqliteStore(Store):
             )
         if self._state != "new":
             raise StoreError(f"{self!r} was already started")
-        version = await anyio.to_thread.run_sync(_inspect, self.path)
+        version = await anyio.to_thread.run_sync(_inspect, self.path)  # read-only checks
+        if self._lock is not None:
+            try:
+                self._lock.acquire()  # before any write: a refused open touches nothing
+            except OSError as exc:
+                raise StoreError(_explain(self.path, sqlite3.OperationalError(f"read-only: {exc}"))) from exc
         try:
+            create_private(self.path)
             self._writer = await self._connect(self.path)
             await self._writer.execute("PRAGMA busy_timeout = 5000")
             mode = await self._scalar(self._writer, "PRAGMA journal_mode = WAL")
@@ -367,9 +415,11 @@ class SqliteStore(Store):
             self._reader = await self._connect(self.path)
             await self._reader.execute("PRAGMA busy_timeout = 5000")
             await self._reader.execute("PRAGMA query_only = 1")
+            self._watch = FileWatch(self.path)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await self._close_connections()
+            self._release_lock()
             if isinstance(exc, sqlite3.Error):
                 raise StoreError(_explain(self.path, exc)) from exc
             raise
@@ -392,7 +442,14 @@ class SqliteStore(Store):
         self._fail_queued(StoreError(f"{self!r} closed before these writes were committed"))
         with anyio.move_on_after(self.close_timeout, shield=True):
             await self._close_connections()
+        self._release_lock()
+        if self._watch is not None:
+            self._watch.close()
         self._state = "closed"
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
 
     @staticmethod
     async def _connect(path: Path) -> aiosqlite.Connection:
@@ -463,6 +520,8 @@ class SqliteStore(Store):
             plan = _Rows.of([w for (w, _), o in zip(group, outcome) if o is None]).statements()
         conn = self._writer
         assert conn is not None
+        if plan and self._file_gone(group):
+            return
         try:
             if plan:
                 await _transact(conn, plan)
@@ -486,6 +545,20 @@ class SqliteStore(Store):
         self.batches += sum(1 for o in outcome if o is None)
         for (_, done), o in zip(group, outcome):
             _call(done, o)
+
+    def _file_gone(self, group: list[tuple[Sequence[Write], Done]]) -> bool:
+        """Before committing: if the file was deleted, replaced or truncated, fail
+        the group's writes with StoreUnavailable (logged once) and say so."""
+        if self._gone is None and self._watch is not None:
+            problem = self._watch.problem()
+            if problem is not None:
+                self._gone = unavailable(problem)
+                log.error("store %s: %s", self.path, self._gone)
+        if self._gone is None:
+            return False
+        for writes, done in group:
+            _call(done, self._gone if writes else None)
+        return True
 
     def _fail_queued(self, exc: BaseException) -> None:
         queued, self._queue = self._queue, []

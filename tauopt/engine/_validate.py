@@ -6,6 +6,7 @@ import math
 from typing import Any, Mapping
 
 from ..errors import invalid
+from ..limits import MAX_METRICS, MAX_NAME_CHARS, as_float, check_count, check_text
 from ..models import STRATEGIES
 
 __all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_name", "check_strategy"]
@@ -16,9 +17,9 @@ _UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_bud
 def check_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
         raise invalid("name: give a non-empty string")
-    if len(name) > 256:
-        raise invalid("name: at most 256 characters")
-    return name
+    if len(name) > MAX_NAME_CHARS:
+        raise invalid(f"name: at most {MAX_NAME_CHARS} characters")
+    return check_text("name", name)
 
 
 def check_tag(tag: Any) -> str | None:
@@ -26,7 +27,7 @@ def check_tag(tag: Any) -> str | None:
         return None
     if not isinstance(tag, str) or not 1 <= len(tag) <= 128 or not tag.isprintable():
         raise invalid(f"tag: give 1-128 printable characters, got {tag!r}")
-    return tag
+    return check_text("tag", tag, 128)
 
 
 def check_bandwidth(n: Any) -> int:
@@ -87,17 +88,19 @@ def check_value_and_metrics(value: Any, failed: Any, metrics: Any) -> tuple[floa
             raise invalid("value: give the metric's value (a finite number), or failed=true")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise invalid(f"value: give a finite number, got {value!r}")
-        if not math.isfinite(value):
+        if not math.isfinite(as_float("value", value)):
             raise invalid(f"value: {value!r} is not finite; report a failed evaluation with failed=true")
         value = float(value)
     out: dict[str, float] = {}
     if metrics is not None:
         if not isinstance(metrics, Mapping):
             raise invalid("metrics: give a dict of metric name to finite number")
+        check_count("metrics", len(metrics), MAX_METRICS, "metric names")
         for k, v in metrics.items():
             if not isinstance(k, str) or not k:
                 raise invalid(f"metrics: names must be non-empty strings, got {k!r}")
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            check_text(f"metrics name {k!r}", k)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(as_float(f"metrics.{k}", v)):
                 raise invalid(f"metrics.{k}: give a finite number, got {v!r}")
             out[k] = float(v)
     return value, failed, out

@@ -30,11 +30,18 @@ def resolve(strategy: str, request: SuggestRequest) -> str:
 
 
 def resolve_for(strategy: str, space: Space, seen: int, options: StrategyOptions) -> str:
-    """`auto` is Sobol for the first `initial_points` (default max(5, 2*d)) points, then gp."""
-    if strategy != "auto":
+    """`auto` and `gp` are Sobol for the first `initial_points` (default max(5, 2*d))
+    points, then gp (`auto` stays on Sobol when torch/gpytorch are missing).
+
+    Why `gp` too: a GP fitted on one or two points has nothing to say and its
+    acquisition runs to the corners of the box; a space-filling design first is
+    what the model needs."""
+    if strategy not in ("auto", "gp"):
         return strategy
     initial = options.initial_points or max(5, 2 * len(space.dims))
-    if seen < initial or not _gp_available():
+    if seen < initial:
+        return "sobol"
+    if strategy == "auto" and not _gp_available():
         return "sobol"
     return "gp"
 

@@ -29,6 +29,7 @@ are computed in the caller without queueing.
 from __future__ import annotations
 
 import collections
+import logging
 import multiprocessing
 import os
 import threading
@@ -44,9 +45,10 @@ from ..models import Value
 from ._pool_types import ProposeResult
 from ._request import SuggestRequest
 
-__all__ = ["StrategyPool", "PoolStats", "ProposeResult", "run_job", "torch_threads"]
+__all__ = ["StrategyPool", "PoolStats", "ProposeResult", "propose_here", "run_job", "torch_threads"]
 
 PoolKind = Literal["process", "thread"]
+log = logging.getLogger("tauopt.strategies")
 _DEADLINE_GRACE_S = 1.0  # past deadline_s + this, the caller gets a Sobol point without the worker
 
 
@@ -86,10 +88,20 @@ def run_job(job: _Job) -> _Outcome:
         from .gp import propose_gp
 
         r = propose_gp(job.request, rng, job.warm, job.deadline_s)
+        if r.info.no_model:  # the initial design, not a failure: no fallback reason
+            return _Outcome(tuple(r.candidates), "sobol", None, r.info.fit_seconds, r.state)
         used = "gp" if r.info.fallback_reason is None else "sobol"
         return _Outcome(tuple(r.candidates), used, r.info.fallback_reason, r.info.fit_seconds, r.state)
     cands = propose(name, job.request, rng)
     return _Outcome(tuple(cands), name, None, time.monotonic() - t0, job.warm)
+
+
+def propose_here(strategy: str, request: SuggestRequest, deadline_s: float | None = None) -> ProposeResult:
+    """One strategy call in the calling thread, torch pinned to one thread while it
+    runs (as in the thread pool); for Engine(pool=None)."""
+    with _torch_pinned():
+        out = run_job(_Job(strategy, request, None, deadline_s))
+    return ProposeResult(out.candidates, out.strategy_used, out.fallback_reason, out.fit_seconds)
 
 
 def torch_threads(hold_s: float = 0.0) -> tuple[int, int]:
@@ -219,19 +231,35 @@ def _torch_pinned() -> Iterator[None]:
                 torch.set_num_threads(_pin_saved)
 
 
+_THREAD_CLOSE_WAIT_S = 30.0  # a fit is bounded by its own deadline (fit_deadline_s, 30 s by default)
+
+
 class _ThreadWorker:
+    """Runs jobs on an anyio worker thread. A cancelled caller abandons the thread,
+    but the thread keeps running: `kill` (at pool exit) waits for it, because a
+    thread still inside torch when the interpreter exits aborts the process
+    ("terminate called without an active exception", exit 134)."""
+
+    def __init__(self) -> None:
+        self._idle = threading.Event()
+        self._idle.set()
+
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[str, Any]:
+        self._idle.clear()
         try:
             with _torch_pinned():
                 return ("ok", fn(*args))
         except Exception as exc:  # noqa: BLE001 - reported like a process worker's
             return ("err", f"{type(exc).__name__}: {exc}"[:500])
+        finally:
+            self._idle.set()
 
     def restart(self) -> None:
         pass
 
     def kill(self) -> None:
-        pass
+        if not self._idle.wait(_THREAD_CLOSE_WAIT_S):
+            log.warning("strategy pool: a fit thread still runs %.0f s after close; leaving it", _THREAD_CLOSE_WAIT_S)
 
 
 # -- the pool ------------------------------------------------------------------

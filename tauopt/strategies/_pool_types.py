@@ -13,7 +13,8 @@ __all__ = ["ProposeResult"]
 class ProposeResult:
     """candidates: proposed assignments (the engine dedups them exactly).
     strategy_used: what actually produced them ("gp", or "sobol" after a fallback).
-    fallback_reason: why the requested strategy was not used (None when it was).
+    fallback_reason: why the requested strategy was not used (None when it was, and
+        when there was nothing to model yet: the initial design is not a failure).
     fit_seconds: time spent fitting/optimizing in the worker."""
 
     candidates: tuple[dict[str, Value], ...]

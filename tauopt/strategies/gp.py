@@ -59,6 +59,7 @@ class GPInfo:
     iterations: int = 0
     n_train: int = 0
     subset: bool = False  # True when the history was larger than SUBSET_POSTERIOR/SUBSET_FIT
+    no_model: bool = False  # nothing to model yet: the Sobol answer is the design, not a failure
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def propose_gp(
         cands, state, info = _propose(request, rng, warm, deadline)
         return GPResult(cands, state, GPInfo(None, time.monotonic() - t0, *info))
     except _NoModel as exc:
-        reason = str(exc)
+        return GPResult(sobol_fallback(request, rng), warm, GPInfo(str(exc), time.monotonic() - t0, no_model=True))
     except Exception as exc:  # noqa: BLE001 - an ask never fails because the model did
         reason = f"{type(exc).__name__}: {exc}"[:300]
     return GPResult(sobol_fallback(request, rng), warm, GPInfo(reason, time.monotonic() - t0))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ...errors import ApiError, invalid
+from ...limits import MAX_CATEGORICAL_VALUES, check_count
 from ...models import Condition, Parameter, Value
 from ...space import Space
 from ._generated import keras_tuner_pb2 as kt
@@ -151,7 +152,10 @@ def _numeric(where: str, kind: str, hp: Any) -> dict[str, Any]:
         # tauopt's step adds, so spell the grid out as an ordered categorical.
         if step <= 1:
             raise invalid(f"{where}: a {scale} {kind} needs step > 1 (it multiplies), got {step}")
+        if lo <= 0:
+            raise invalid(f"{where}: {scale} sampling needs min_value > 0, got {lo}")
         n = int(math.log(hi / lo, step) + 1e-8) + 1
+        check_count(f"{where}.step", n, MAX_CATEGORICAL_VALUES, f"values of a {scale} grid with step {step} over [{lo}, {hi}]")
         pts = [lo * step**k for k in range(n)]
         if scale == "reverse_log":
             pts = [hi + lo - x for x in pts][::-1]

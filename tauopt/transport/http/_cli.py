@@ -36,6 +36,10 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--max-active-experiments", type=int, default=100, help="default per-credential cap")
     serve.add_argument("--heavy-read-rate", type=float, default=15.0, help="listings per second per credential")
     serve.add_argument("--heavy-read-burst", type=int, default=30)
+    serve.add_argument("--header-timeout", type=float, default=10.0, help="seconds a connection has to send its request headers")
+    serve.add_argument("--max-connections", type=int, default=1000, help="open connections beyond this are closed at once")
+    serve.add_argument("--max-header-bytes", type=int, default=64 * 1024, help="request line + headers, in bytes")
+    serve.add_argument("--max-headers", type=int, default=100, help="header lines per request")
     serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     serve.set_defaults(func=_serve)
 
@@ -73,29 +77,41 @@ def register(subparsers: Any) -> None:
 # -- the engine's admin API over the database ---------------------------------------
 
 
-def _with_admin(db: str, work: Callable[[Any], Any], *, create: bool = True) -> Any:
-    """Run `work(admin)` on the engine's admin API over the database at `db`."""
+def _with_admin(db: str, work: Callable[[Any], Any], *, create: bool = True, exclusive: bool = False) -> Any:
+    """Run `work(admin)` on the engine's admin API over the database at `db`. Not
+    exclusive by default: token and experiments commands work beside a daemon
+    that owns the file (their short transactions go through SQLite's own
+    locking); `serve` asks for ownership."""
     import anyio
 
     from ...engine._admin import Admin
     from ...engine._engine import open_store
+    from ...engine._sqlite import SqliteStore
 
     if not create and not Path(db).exists():
         raise SystemExit(f"tauopt: no database at {db}; pass --db PATH")
 
-    from ...errors import ApiError
-
     async def run() -> Any:
-        async with open_store(db) as store:
-            try:
-                return await work(Admin(store))
-            except ApiError as exc:  # raised below, outside the store's task group (no ExceptionGroup)
-                return exc
+        store = open_store(db) if db == ":memory:" else SqliteStore(db, exclusive=exclusive)
+        async with store:
+            return await work(Admin(store))
 
-    result = anyio.run(run)
-    if isinstance(result, ApiError):
-        raise result
-    return result
+    try:
+        return anyio.run(run)
+    except BaseExceptionGroup as group:
+        # The store's task group wraps what `work` raised; the commands catch the error itself.
+        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
+            raise group.exceptions[0] from None
+        raise
+
+
+def _shown(text: str) -> str:
+    """A stored name as the terminal should see it: control, format and line-
+    separator characters escaped (an ESC in a name must not drive the terminal,
+    a newline must not forge a row)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -103,18 +119,47 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
+class TokenFileExists(Exception):
+    """A first start found something at the token file's path; nothing was written."""
+
+
 async def ensure_first_token(admin: Any, db: str) -> Path | None:
-    """On an empty database, create one credential and write its token to
-    `<db>.token` (mode 0600). Returns the file's path, or None if credentials exist."""
+    """On a database without credentials, create one and write its token to a
+    NEW file `<db>.token` (mode 0600). Returns its path, or None if credentials
+    exist (a restart). Raises TokenFileExists if anything is at that path."""
     if await admin.credentials():
         return None
     path = token_path(db)
-    cred, token = await admin.create_credential("default")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        os.fchmod(f.fileno(), 0o600)  # also when the file already existed
-        f.write(token + "\n")
+    created = False
+
+    def write(token: str) -> None:  # before the credential is stored: no credential without its file
+        nonlocal created
+        fd = _create_token_file(path, db)
+        created = True
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
+
+    try:
+        await admin.create_credential("default", write_token=write)
+    except BaseException:
+        if created:
+            path.unlink(missing_ok=True)  # ours (O_EXCL): a token without its credential is useless
+        raise
     return path
+
+
+def _create_token_file(path: Path, db: str) -> int:
+    """O_EXCL|O_NOFOLLOW, 0600: never write through a symlink, into a file someone
+    else created (and may read), or over the token of an existing deployment."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        kind = "a symbolic link" if path.is_symlink() else "a file"
+        raise TokenFileExists(
+            f"{db} has no credentials, but {path} already exists ({kind}); nothing was written. "
+            f"If this is an existing deployment, its database was deleted or replaced: restore it. "
+            f"To start a new deployment, remove {path} (or choose another --db)"
+        ) from None
 
 
 # -- serve ------------------------------------------------------------------------------
@@ -125,12 +170,20 @@ def _serve(args: argparse.Namespace) -> int:
 
     from ...engine._auth import Limits
     from ...engine._store import StoreError
+    from ...errors import ApiError
+    from ._guard import ConnectionLimits, guarded_protocol
     from ._server import create_app
 
+    for option in ("header_timeout", "max_header_bytes", "max_headers", "max_connections"):
+        if not getattr(args, option) > 0:
+            return _fail(f"--{option.replace('_', '-')} must be positive, not {getattr(args, option)}", 2)
+    _log_to_stderr(args.log_level)
     try:
-        first = _with_admin(args.db, lambda admin: ensure_first_token(admin, args.db))
-    except StoreError as exc:
+        first = _with_admin(args.db, lambda admin: ensure_first_token(admin, args.db), exclusive=True)
+    except (StoreError, TokenFileExists) as exc:
         return _fail(str(exc))
+    except ApiError as exc:  # store_in_use: another engine serves this file
+        return _fail(exc.message)
     if first is not None:
         print(str(first.resolve()), flush=True)
         print(f"tauopt: first start; a token was written to {first} (mode 0600)", file=sys.stderr, flush=True)
@@ -141,7 +194,11 @@ def _serve(args: argparse.Namespace) -> int:
         heavy_read_burst=args.heavy_read_burst,
     )
     app = create_app(db=args.db, engine_options={"pool": args.pool, "durability": args.durability}, limits=limits)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30)
+    guard = ConnectionLimits(args.header_timeout, args.max_header_bytes, args.max_headers, args.max_connections)
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30,
+        http=guarded_protocol(guard), backlog=min(2048, args.max_connections),
+    )  # fmt: skip
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal
     # under the handlers it found. Finding these no-ops, the process exits 0.
@@ -173,6 +230,20 @@ async def serve_on_engine(tg: Any, engine: Any, host: str, port: int) -> tuple[d
     while not server.started:
         await anyio.sleep(0.02)
     return {"http_port": port}, lambda: setattr(server, "should_exit", True)
+
+
+def _log_to_stderr(level: str) -> None:
+    """tauopt's own log records (a store failure, a file gone) on stderr with their
+    level, like uvicorn's; without a handler Python prints bare messages."""
+    import logging
+
+    logger = logging.getLogger("tauopt")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(level.upper())
 
 
 # -- token --------------------------------------------------------------------------------
@@ -218,7 +289,7 @@ def _token_list(args: argparse.Namespace) -> int:
         status = "revoked" if r["revoked_at"] is not None else "active"
         per_day = r["suggestions_per_day"] or "default"
         cap = r["max_active_experiments"] or "default"
-        print(f"{r['id']:<22} {r['name'][:20]:<20} {created:<20} {per_day!s:>8} {cap!s:>7}  {status}")
+        print(f"{r['id']:<22} {_shown(r['name'])[:20]:<20} {created:<20} {per_day!s:>8} {cap!s:>7}  {status}")
     return 0
 
 
@@ -249,7 +320,8 @@ def _experiments_list(args: argparse.Namespace) -> int:
         return 0
     print(f"{'ID':<18} {'NAME':<24} {'STATE':<10} {'OPEN':>5} {'OBS':>6}  OWNER")
     for e in found:
-        print(f"{e.id:<18} {e.name[:24]:<24} {e.state:<10} {e.open_suggestions:>5} {e.observations:>6}  {e.owner or '-'}")
+        name, owner = _shown(e.name)[:24], _shown(e.owner or "-")
+        print(f"{e.id:<18} {name:<24} {e.state:<10} {e.open_suggestions:>5} {e.observations:>6}  {owner}")
     return 0
 
 

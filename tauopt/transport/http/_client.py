@@ -8,7 +8,8 @@ Retry-After in `e.retry_after`.
 The response policy is layered like httpx's own client:
 
     _request          encode the body, decode the answer or raise ApiError
-    _send_handling_retries   the retry loop; the decision is `retry_delay` (pure)
+    _send_handling_retries   the retry loop; the decision is `retry_delay` and
+                             `within_deadline` (pure)
     _send_single_request     one attempt on the wire
 
 One wire: one `httpx.AsyncClient` per driver. Its transport is ours,
@@ -27,25 +28,33 @@ from __future__ import annotations
 
 import http.cookiejar
 import json
+import math
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 import ssl
 import urllib.request
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
 from urllib.parse import quote, urlencode, urlsplit
 
 import anyio
 import httpx
 
+from ..._client import check_deadline_s
 from ...errors import ApiError, error_type_for_status, invalid
 from ...models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
 from ...operations import UNSET, ExperimentState, SuggestionState
-from ._retry import parse_retry_after, retry_delay
+from ._retry import parse_retry_after, retry_delay, within_deadline
 from ._transport import H11Transport
 
 __all__ = ["HttpDriver", "DEFAULT_BASE_URL"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 Sleep = Callable[[float], Awaitable[Any]]
+
+# A call's own deadline (anyio.current_time() clock), set by `HttpDriver.deadline`
+# around one operation; a context variable so concurrent calls keep their own.
+_CALL_DEADLINE: ContextVar[float | None] = ContextVar("tauopt_call_deadline", default=None)
 
 
 
@@ -57,6 +66,12 @@ class HttpDriver:
     that many concurrent callers do not reconnect per request.
     `verify` (https only): True (certifi / SSL_CERT_FILE, as httpx), a CA
     bundle path, an ssl.SSLContext, or False.
+    `deadline_s` bounds each call, retries included: no retry sleep ends
+    past it, and when the next attempt could not start in time the last
+    ApiError (with its retry_after and headers) is raised. A call narrows it
+    with `with driver.deadline(s):` (AsyncClient/Client: `deadline_s=` on any
+    operation); an enclosing anyio cancel scope's deadline bounds it too.
+    `timeout` stays httpx's per-request network timeout.
     `sleep` and `transport` (an httpx transport, used through httpx) are
     injectable for tests.
     """
@@ -69,6 +84,7 @@ class HttpDriver:
         timeout: float | httpx.Timeout = 60.0,
         max_connections: int = 64,
         verify: bool | str | ssl.SSLContext = True,
+        deadline_s: float | None = None,
         sleep: Sleep | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -81,6 +97,7 @@ class HttpDriver:
             # Waiting for a pooled connection is queueing, not a fault: no pool timeout.
             timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0), pool=None)
         self.base_url = base_url.rstrip("/")
+        self.deadline_s = check_deadline_s(deadline_s)
         self._sleep: Sleep = sleep or anyio.sleep
         ssl_context = _ssl_context(verify) if self.base_url.startswith("https:") else None
         if transport is None and not _proxied(self.base_url):
@@ -113,6 +130,25 @@ class HttpDriver:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+    @contextmanager
+    def deadline(self, deadline_s: float | None) -> Iterator[None]:
+        """Calls made inside end by `deadline_s` from now (retries included); None: the client's own."""
+        deadline_s = check_deadline_s(deadline_s)
+        token = _CALL_DEADLINE.set(None if deadline_s is None else anyio.current_time() + deadline_s)
+        try:
+            yield
+        finally:
+            _CALL_DEADLINE.reset(token)
+
+    def _deadline(self) -> float | None:
+        """The tightest of the call's, the client's and the enclosing cancel scope's deadlines."""
+        now = anyio.current_time()
+        candidates = [_CALL_DEADLINE.get(), anyio.current_effective_deadline()]
+        if self.deadline_s is not None:
+            candidates.append(now + self.deadline_s)
+        finite = [d for d in candidates if d is not None and math.isfinite(d)]
+        return min(finite) if finite else None
 
     # -- the response policy -------------------------------------------------
 
@@ -148,9 +184,11 @@ class HttpDriver:
 
     async def _send_handling_retries(self, method: str, path: str, content: bytes | None) -> httpx.Response:
         attempt = 1
+        deadline = self._deadline()
         while True:
             response = await self._send_single_request(method, path, content)
             delay = retry_delay(response.status_code, method, attempt, response.headers)
+            delay = within_deadline(delay, anyio.current_time(), deadline)
             if delay is None:
                 return response
             await self._sleep(delay)

@@ -5,7 +5,8 @@ FastAPI's own routes produced before): each Operation becomes a documentation
 -only `APIRoute` whose signature is built from the declaration (path
 parameters, optional query parameters, the body model), never served.
 Validation errors are answered 400 `invalid_request`, so FastAPI's 422 is
-replaced by 400 in every operation.
+replaced by 400 in every operation. The request rules and the links between
+operations are added from `_openapi_rules.py`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
+from ._openapi_rules import add_links
 from ._routes import Operation
 from ._schema import error_responses
 
@@ -63,4 +65,5 @@ def openapi_document(operations: list[Operation], *, title: str, summary: str, v
                     "description": "invalid_request",
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
                 }
+    add_links(schema)
     return schema

@@ -6,6 +6,9 @@ The contract (DESIGN.md, "Contracts users rely on"):
   (a POST that answered 5xx may have been applied: re-sending could ask twice);
 - each delay honours Retry-After when present, capped at `MAX_DELAY_S` (8 s),
   else doubles from 0.5 s (0.5, 1, 2, 4), capped at 8 s;
+- a deadline (the client's or the call's `deadline_s`, or an enclosing anyio
+  cancel scope) bounds the retries: a delay that would end past it is not
+  slept, and the last answer is final (`within_deadline`);
 - transport errors (ConnectError, ReadTimeout) never reach this policy: the
   client raises them as they are.
 """
@@ -25,6 +28,7 @@ __all__ = [
     "RETRY_IDEMPOTENT",
     "parse_retry_after",
     "retry_delay",
+    "within_deadline",
 ]
 
 MAX_ATTEMPTS = 5
@@ -83,3 +87,15 @@ def retry_delay(status_code: int, method: str, attempt: int, headers: Mapping[st
     if after is not None:
         return min(after, MAX_DELAY_S)
     return min(BASE_DELAY_S * 2 ** (attempt - 1), MAX_DELAY_S)
+
+
+def within_deadline(delay: float | None, now: float, deadline: float | None) -> float | None:
+    """`delay` if the next attempt can start by `deadline`, else None (the answer is final).
+
+    `now` and `deadline` are on one clock (the client uses anyio.current_time());
+    a None deadline bounds nothing. Giving up at once, instead of sleeping up to
+    the deadline, hands the caller the last error while it can still act on it.
+    """
+    if delay is None or deadline is None:
+        return delay
+    return delay if now + delay <= deadline else None

@@ -29,6 +29,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...errors import ApiError
+from .._json import loads_body
 from ._render import bad_json, invalid_fields, render_error, render_json
 from ._schema import (
     COMMON_ERRORS,
@@ -43,6 +44,7 @@ from ._schema import (
     SuggestionOut,
     SuggestionStateQ,
     UpdateExperimentBody,
+    integral_values,
 )
 
 __all__ = ["Call", "Operation", "OPERATIONS", "ROUTES"]
@@ -127,10 +129,6 @@ class Operation:
 _ABSENT: Any = object()
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 async def _json_body(request: Request) -> Any:
     """The body as strict JSON, `_ABSENT` when empty, raw bytes when not sent as JSON."""
     raw = await request.body()
@@ -142,10 +140,10 @@ async def _json_body(request: Request) -> Any:
         if not (main == "application/json" or (main.startswith("application/") and main.endswith("+json"))):
             return raw  # not JSON: the schema refuses it as not an object
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        return loads_body(raw)  # strict JSON (no NaN/Infinity); nested too deep: its own invalid_request
     except json.JSONDecodeError as exc:
         raise bad_json(exc.msg) from None
-    except ValueError as exc:  # NaN, Infinity, or undecodable bytes
+    except ValueError as exc:  # undecodable bytes
         raise bad_json(str(exc)) from None
 
 
@@ -192,7 +190,7 @@ async def create_experiment(call: Call) -> Any:
         return await call.engine.create_experiment(
             b.name, b.parameters, b.metric, parallel_bandwidth=b.parallel_bandwidth,
             suggestion_ttl_s=b.suggestion_ttl_s, observation_budget=b.observation_budget, strategy=b.strategy,
-            strategy_options=b.strategy_options, owner=call.owner,
+            strategy_options=integral_values(b.strategy_options), owner=call.owner,
         )  # fmt: skip
 
     if call.cred is None:

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ...errors import CATALOGUE
+from ._openapi_rules import (
+    _AT_LEAST_1,
+    _NAME,
+    _POSITIVE,
+    _TAG,
+    METRIC_SCHEMA,
+    PARAMETER_SCHEMA,
+    STRATEGIES,
+    STRATEGY_OPTIONS_SCHEMA,
+)
 
 __all__ = [
     "CreateExperimentBody", "UpdateExperimentBody", "SuggestBody", "ObserveBody", "ExperimentOut",
     "SuggestionOut", "ObservationOut", "ClosedOut", "HealthOut", "ErrorOut", "error_responses",
-    "ExperimentStateQ", "SuggestionStateQ",
+    "ExperimentStateQ", "SuggestionStateQ", "integral_values",
 ]
 
 ExperimentStateQ = Literal["active", "completed", "archived"]
@@ -20,42 +30,80 @@ SuggestionStateQ = Literal["open", "observed", "closed", "expired"]
 _STRICT = ConfigDict(extra="forbid", strict=True)
 
 
+def _integral(value: Any) -> Any:
+    # JSON has one number type: 940.0 is the integer 940 (as JSON Schema's "integer" says); 1.5 stays refused.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_integral)]
+
+
+def integral_values(options: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if options is None else {k: _integral(v) for k, v in options.items()}
+
+
+def _says(**schema: Any) -> Any:
+    """Extra JSON-schema keywords for /openapi.json: what the engine's validation enforces.
+
+    Only the document changes: validation stays the engine's, with its messages.
+    """
+    return schema
+
+
 class CreateExperimentBody(BaseModel):
     model_config = _STRICT
-    name: str
+    name: str = Field(json_schema_extra=_says(minLength=1, maxLength=256, pattern=r"\S"))
     parameters: list[dict[str, Any]] = Field(
         description="Parameters: {name, type: double|int|categorical|boolean|fixed, bounds, scale, step, values, "
-        "value, conditions, default}",
+        "value, conditions, default}; bounds are [lo, hi] with lo < hi (log scales: lo > 0); names are unique",
         examples=[[{"name": "lr", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"}]],
+        json_schema_extra=_says(minItems=1, items=PARAMETER_SCHEMA),
     )
-    metric: dict[str, Any] = Field(examples=[{"name": "loss", "objective": "minimize"}])
-    parallel_bandwidth: int = 1
-    suggestion_ttl_s: float | None = None
-    observation_budget: int | None = None
-    strategy: str = "auto"
-    strategy_options: dict[str, Any] | None = None
+    metric: dict[str, Any] = Field(examples=[{"name": "loss", "objective": "minimize"}], json_schema_extra=_says(**METRIC_SCHEMA))
+    parallel_bandwidth: JsonInt = Field(default=1, json_schema_extra=_says(minimum=1))
+    suggestion_ttl_s: float | None = Field(default=None, json_schema_extra=_says(anyOf=[_POSITIVE, {"type": "null"}]))
+    observation_budget: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
+    strategy: str = Field(default="auto", json_schema_extra=_says(enum=list(STRATEGIES)))
+    strategy_options: dict[str, Any] | None = Field(
+        default=None, json_schema_extra=_says(anyOf=[STRATEGY_OPTIONS_SCHEMA, {"type": "null"}])
+    )
 
 
 class UpdateExperimentBody(BaseModel):
     """Keys left out are unchanged; null unsets suggestion_ttl_s or observation_budget."""
 
     model_config = _STRICT
-    name: str | None = None
-    parallel_bandwidth: int | None = None
-    suggestion_ttl_s: float | None = None
-    observation_budget: int | None = None
+    name: str | None = Field(default=None, json_schema_extra=_says(anyOf=[_NAME, {"type": "null"}]))
+    parallel_bandwidth: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
+    suggestion_ttl_s: float | None = Field(default=None, json_schema_extra=_says(anyOf=[_POSITIVE, {"type": "null"}]))
+    observation_budget: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
     parameters: list[dict[str, Any]] | None = Field(
-        default=None, description="the full list: the stored parameters unchanged, plus any new ones"
+        default=None, description="the full list: the stored parameters unchanged, plus any new ones",
+        json_schema_extra=_says(anyOf=[{"type": "array", "minItems": 1, "items": PARAMETER_SCHEMA}, {"type": "null"}]),
     )
 
 
 class SuggestBody(BaseModel):
     model_config = _STRICT
-    tag: str | None = Field(default=None, description="1-128 printable characters, e.g. job-17/rank-3")
+    tag: str | None = Field(
+        default=None, description="1-128 printable characters, e.g. job-17-worker-3",
+        json_schema_extra=_says(anyOf=[_TAG, {"type": "null"}]),
+    )
 
 
 class ObserveBody(BaseModel):
-    model_config = _STRICT
+    # the engine's rules: exactly one of suggestion_id or assignments; a finite value unless failed
+    model_config = ConfigDict(
+        extra="forbid", strict=True,
+        json_schema_extra=_says(
+            oneOf=[{"required": ["suggestion_id"], "not": {"required": ["assignments"]}},
+                   {"required": ["assignments"], "not": {"required": ["suggestion_id"]}}],
+            anyOf=[{"required": ["value"], "properties": {"value": {"type": "number"}}},
+                   {"required": ["failed"], "properties": {"failed": {"const": True}}}],
+        ),
+    )
     suggestion_id: str | None = None
     assignments: dict[str, Any] | None = Field(default=None, description="for an unsolicited observation")
     value: float | None = None

@@ -1,0 +1,82 @@
+"""The documented maximums of user input, and the checks every text and number passes.
+
+Each limit bounds the work one request can cause (the README's "Limits" section
+lists them); input over a limit is refused with `invalid_request` naming it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import invalid
+
+__all__ = [
+    "MAX_PARAMETERS",
+    "MAX_CATEGORICAL_VALUES",
+    "MAX_CONDITIONS",
+    "MAX_CONDITION_DEPTH",
+    "MAX_METRICS",
+    "MAX_NAME_CHARS",
+    "MAX_TEXT_VALUE_CHARS",
+    "MAX_JSON_DEPTH",
+    "INT_MIN",
+    "INT_MAX",
+    "check_text",
+    "check_int64",
+    "check_count",
+    "as_float",
+]
+
+MAX_PARAMETERS = 10_000  # parameters in one space
+MAX_CATEGORICAL_VALUES = 10_000  # values of one categorical parameter (and of one condition)
+MAX_CONDITIONS = 16  # conditions on one parameter
+MAX_CONDITION_DEPTH = 64  # longest chain parent -> child -> grandchild ...
+MAX_METRICS = 100  # extra metric names on one observation
+MAX_NAME_CHARS = 256  # names: experiment, parameter, metric, condition parent
+MAX_TEXT_VALUE_CHARS = 1024  # a string value of a categorical, fixed or default
+MAX_JSON_DEPTH = 32  # nesting of a request body (the deepest valid body is ~5)
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1  # integers are signed 64-bit, like SQLite's
+
+
+def check_text(where: str, text: str, max_chars: int = MAX_NAME_CHARS) -> str:
+    """`text` if it is storable: at most max_chars and valid Unicode (no lone UTF-16 surrogate,
+    which JSON can carry but UTF-8, and so the store, cannot)."""
+    if len(text) > max_chars:
+        raise invalid(f"{where}: {len(text)} characters is over the limit of {max_chars}; shorten it")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.end].encode("unicode_escape").decode("ascii")
+        raise invalid(
+            f"{where}: contains a lone UTF-16 surrogate ({bad}) at character {exc.start}, "
+            "which is not valid Unicode text; send the text as UTF-8 or escape a complete surrogate pair"
+        ) from None
+    return text
+
+
+def check_int64(where: str, n: int) -> int:
+    if not INT_MIN <= n <= INT_MAX:
+        raise invalid(
+            f"{where}: {_short(n)} is outside the signed 64-bit range [-2**63, 2**63 - 1] integers must fit in"
+        )
+    return n
+
+
+def check_count(where: str, n: int, limit: int, what: str) -> None:
+    if n > limit:
+        raise invalid(f"{where}: {n} {what} is over the limit of {limit}; split the work or use fewer")
+
+
+def as_float(where: str, v: int | float) -> float:
+    """v as a float, refusing an int too large for one (10**400) with a clear error."""
+    try:
+        return float(v)
+    except OverflowError:
+        raise invalid(f"{where}: {_short(v)} is too large for a 64-bit float (about 1.8e308 at most)") from None
+
+
+def _short(n: Any) -> str:
+    # str() of a huge int is itself slow (and refused past 4300 digits): describe it instead
+    if isinstance(n, int) and n.bit_length() >= 200:
+        return f"an integer of about {int(n.bit_length() * 0.30103) + 1} digits"
+    return repr(n)
