@@ -223,3 +223,33 @@ async def test_a_server_that_closes_mid_answer_raises_httpx_remote_protocol_erro
     async with srv as url, HttpDriver(url, "t0k") as d:
         with pytest.raises(httpx.RemoteProtocolError):
             await d.health()
+
+
+@pytest.mark.anyio
+async def test_the_driver_calls_our_transport_directly_with_httpx_semantics() -> None:
+    """The driver skips AsyncClient.send's layers on our transport (auth, redirects,
+    cookies: none apply) and h11 validates each distinct header set once; what is
+    sent, what a closed client says and what a bad header raises stay httpx's."""
+    from tauopt.transport.http._transport import H11Transport
+
+    async def handler(stream: anyio.abc.SocketStream, n: int) -> None:
+        while await srv.read_request(stream) is not None:
+            await stream.send(_ok({"id": "s", "experiment_id": "e", "assignments": {}, "state": "open", "tag": None, "created_at": 0.0}))
+
+    srv = RawServer(handler)
+    async with srv as url:
+        d = HttpDriver(url, "t0k")
+        assert isinstance(d._direct, H11Transport)
+        for _ in range(3):  # the same header set, reused validated, is sent whole each time
+            await d.suggest("e", tag="a")
+        assert len(srv.requests) == 3 and len(set(srv.requests)) == 1
+        lines = srv.requests[-1].decode().split("\r\n")
+        assert "Authorization: Bearer t0k" in lines and "Content-Type: application/json" in lines
+        await d.aclose()
+        with pytest.raises(RuntimeError, match="closed"):
+            await d.suggest("e")
+        bad = HttpDriver(url, "t0k")
+        bad._json_headers["X-Bad"] = "a\x00b"  # h11 refuses it on first use, as httpx's own transport would
+        with pytest.raises(httpx.LocalProtocolError):
+            await bad.suggest("e")
+        await bad.aclose()

@@ -16,8 +16,12 @@ from tauopt.operations import OPERATIONS, UNSET, Operations, Unset
 from tauopt.transport.http._client import HttpDriver
 
 
-def _shape(fn: Any, *, drop_owner: bool = False) -> list[tuple[str, Any, Any, Any]]:
+def _shape(fn: Any, *, drop_owner: bool = False, drop_deadline: bool = False) -> list[tuple[str, Any, Any, Any]]:
     params = list(inspect.signature(fn).parameters.values())[1:]  # without self
+    if drop_deadline:  # the clients' per-call deadline (issue 10): keyword-only, last, default None
+        last = params[-1]
+        assert (last.name, last.kind, last.default) == ("deadline_s", inspect.Parameter.KEYWORD_ONLY, None), fn
+        params = params[:-1]
     if drop_owner:
         assert params[-1].name == "owner" and params[-1].default is None, fn
         params = params[:-1]
@@ -35,7 +39,7 @@ def test_the_protocol_lists_the_thirteen_operations() -> None:
 def test_every_driver_and_client_has_the_protocols_exact_signatures(impl: type) -> None:
     for name in OPERATIONS:
         ours, theirs = getattr(impl, name), getattr(Operations, name)
-        assert _shape(ours) == _shape(theirs), (impl.__name__, name)
+        assert _shape(ours, drop_deadline=impl is not HttpDriver) == _shape(theirs), (impl.__name__, name)
         assert inspect.signature(ours).return_annotation == inspect.signature(theirs).return_annotation, name
         assert inspect.iscoroutinefunction(ours) == (impl is not Client), name
         assert ours.__qualname__.startswith(impl.__name__ + "."), f"{impl.__name__}.{name} is inherited or generated"

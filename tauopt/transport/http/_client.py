@@ -121,6 +121,11 @@ class HttpDriver:
         self._json_headers = httpx.Headers(self._http.headers)
         self._json_headers["Content-Type"] = "application/json"
         self._extensions = self._http.build_request("GET", "/").extensions
+        # Our own transport is called directly: AsyncClient.send's auth, redirect,
+        # cookie and event-hook layers do nothing for this driver (bearer header,
+        # redirects never followed, no cookies, no hooks) yet cost about as much
+        # client CPU as the wire itself. Any other transport goes through send.
+        self._direct = transport if isinstance(transport, H11Transport) else None
 
     async def __aenter__(self) -> "HttpDriver":
         return self
@@ -205,6 +210,10 @@ class HttpDriver:
             url = self._urls[path] = self._http.build_request("GET", path).url
         headers = self._json_headers if content is not None else self._http.headers
         request = httpx.Request(method, url, headers=headers, content=content, extensions=self._extensions)
+        if self._direct is not None:
+            if self._http.is_closed:
+                raise RuntimeError("Cannot send a request, as the client has been closed.")
+            return await self._direct.handle_async_request(request)  # the body is read already
         return await self._http.send(request, follow_redirects=False)
 
     # -- operations (same as Engine, without `owner`) -------------------------

@@ -80,6 +80,10 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._slots: anyio.Semaphore | None = None
         self._idle: dict[Origin, list[_Conn]] = {}
         self._closed = False
+        # h11 validates every header with regexes per request; a driver sends the
+        # same few header sets over and over, so each distinct set is validated
+        # once (by h11, on first use) and its validated form reused.
+        self._heads: dict[tuple[tuple[bytes, bytes], ...], h11._headers.Headers] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self._closed:
@@ -148,7 +152,7 @@ class H11Transport(httpx.AsyncBaseTransport):
     ) -> tuple[httpx.Response, bool]:
         c = conn.h11
         try:
-            data = c.send(h11.Request(method=request.method, target=request.url.raw_path, headers=request.headers.raw))
+            data = c.send(self._h11_request(request))
             if body:
                 data += c.send(h11.Data(data=body))
             data += c.send(h11.EndOfMessage())
@@ -184,6 +188,17 @@ class H11Transport(httpx.AsyncBaseTransport):
             extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason},
         )
         return response, keep
+
+    def _h11_request(self, request: httpx.Request) -> h11.Request:
+        raw = tuple(request.headers.raw)
+        head = self._heads.get(raw)
+        if head is None:
+            event = h11.Request(method=request.method, target=request.url.raw_path, headers=list(raw))
+            if len(self._heads) >= 256:  # e.g. many body lengths: stay bounded
+                self._heads.clear()
+            self._heads[raw] = event.headers
+            return event
+        return h11.Request(method=request.method, target=request.url.raw_path, headers=head)
 
     async def _next_event(self, conn: _Conn, request: httpx.Request, timeout: float | None) -> h11.Event:
         c = conn.h11
