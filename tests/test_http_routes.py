@@ -215,6 +215,9 @@ def test_served_routes_and_the_openapi_document_describe_the_same_operations() -
         for method, doc in ops.items()
     }
     assert served == documented and len(served) == len(OPERATIONS) == 14
+    from tauopt.transport.http._routes import ROUTES
+
+    assert [r.name for r in ROUTES[:2]] == ["suggest", "observe"]  # the worker loop's calls match first
     for op in OPERATIONS:  # one function per operation, each served by exactly one route
         assert [r.name for r in app.routes if getattr(r, "name", None) == op.name] == [op.name]
         doc = spec["paths"][op.path][op.method.lower()]
