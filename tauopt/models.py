@@ -33,6 +33,7 @@ __all__ = [
     "Suggestion",
     "Observation",
     "PARAMETER_TYPES",
+    "STRATEGIES",
     "EXPERIMENT_STATES",
     "SUGGESTION_STATES",
 ]
@@ -474,3 +475,13 @@ class Observation:
             created_at=float(d.get("created_at", 0.0)),
             metrics={k: float(v) for k, v in (d.get("metrics") or {}).items()},
         )
+
+
+def __getattr__(name: str) -> Any:
+    # STRATEGIES is read from the strategy registry (one list of names, auto first);
+    # lazily, since the strategies import this module.
+    if name == "STRATEGIES":
+        from .strategies import names
+
+        return names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
