@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 
 from tauopt.engine import Engine, MemoryStore, Store
-from tauopt.engine._store import PutExperiment, PutObservation, PutSuggestion
+from tauopt.store import PutExperiment, PutObservation, PutSuggestion
 from tauopt.models import Experiment, Metric, Observation, Parameter, Suggestion
 
 STORES = ("memory", "sqlite_os", "sqlite_fsync")
@@ -44,7 +44,7 @@ PARAMETERS = [
 def make_store(kind: str, directory: Path, n: int, gather_turns: int | None = None) -> Store:
     if kind == "memory":
         return MemoryStore()
-    from tauopt.engine._sqlite import SqliteStore
+    from tauopt.store._sqlite import SqliteStore
 
     extra = {} if gather_turns is None else {"gather_turns": gather_turns}
     return SqliteStore(directory / f"bench-{kind}-{n}.db", durability="os" if kind == "sqlite_os" else "fsync", **extra)

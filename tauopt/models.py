@@ -44,7 +44,6 @@ Scale = Literal["linear", "log", "reverse_log"]
 
 PARAMETER_TYPES = ("double", "int", "categorical", "boolean", "fixed")
 SCALES = ("linear", "log", "reverse_log")
-STRATEGIES = ("auto", "random", "sobol", "grid", "gp")
 EXPERIMENT_STATES = ("active", "completed", "archived")
 SUGGESTION_STATES = ("open", "observed", "closed", "expired")
 OBJECTIVES = ("minimize", "maximize")
@@ -407,7 +406,11 @@ class Suggestion:
     assignments: dict[str, Value]
     state: Literal["open", "observed", "closed", "expired"] = "open"
     tag: str | None = None
-    created_at: float = 0.0
+    created_at: float = 0.0  # when it was (last) handed out: its TTL counts from here
+    # Leases: how many times it was handed out, and whether its holder was declared
+    # dead (it then goes to the next ask, same id). Not on the wire yet.
+    attempts: int = 1
+    released: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -472,3 +475,13 @@ class Observation:
             created_at=float(d.get("created_at", 0.0)),
             metrics={k: float(v) for k, v in (d.get("metrics") or {}).items()},
         )
+
+
+def __getattr__(name: str) -> Any:
+    # STRATEGIES is read from the strategy registry (one list of names, auto first);
+    # lazily, since the strategies import this module.
+    if name == "STRATEGIES":
+        from .strategies import names
+
+        return names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

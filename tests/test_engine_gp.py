@@ -10,7 +10,7 @@ import pytest
 
 from tauopt import Engine
 from tauopt.strategies import propose
-from tauopt.strategies._pool_types import ProposeResult
+from tauopt.strategies import StrategyOutcome as ProposeResult
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ import pytest
 
 from tauopt import ApiError, Client
 from tauopt.engine._auth import DAY_S, Limits, new_credential
-from tauopt.engine._store import MemoryStore
+from tauopt.store import MemoryStore
 from tauopt.models import Experiment, Observation, Suggestion
 from tauopt.transport.http._server import create_app, render_error
 from tauopt.errors import api_error

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tauopt.engine._auth import Limits, new_credential
-from tauopt.engine._sqlite import SqliteStore
+from tauopt.store._sqlite import SqliteStore
 from tauopt.space import Space
 from tauopt.transport.http._server import create_app
 from test_http_support import ServerThread

@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from tauopt.engine._auth import Limits, new_credential
-from tauopt.engine._store import MemoryStore
+from tauopt.store import MemoryStore
 from tauopt.transport.http._server import create_app
 from test_http_support import ServerThread
 

@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tauopt.engine._auth import new_credential
-from tauopt.engine._store import MemoryStore
+from tauopt.store import MemoryStore
 from tauopt.transport.http._server import create_app
 from test_http_support import ServerThread
 

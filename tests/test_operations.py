@@ -28,6 +28,15 @@ def _shape(fn: Any, *, drop_owner: bool = False, drop_deadline: bool = False) ->
     return [(p.name, p.kind, p.default, p.annotation) for p in params]
 
 
+def _without_last(fn: Any, n: int) -> Any:
+    if not n:
+        return fn
+    sig = inspect.signature(fn)
+    shim = lambda: None  # noqa: E731 - carries a trimmed signature only
+    shim.__signature__ = sig.replace(parameters=list(sig.parameters.values())[:-n])  # type: ignore[attr-defined]
+    return shim
+
+
 def test_the_protocol_lists_the_thirteen_operations() -> None:
     assert OPERATIONS == (
         "create_experiment", "experiment", "experiments", "update_experiment", "archive_experiment", "suggest",
@@ -45,9 +54,18 @@ def test_every_driver_and_client_has_the_protocols_exact_signatures(impl: type) 
         assert ours.__qualname__.startswith(impl.__name__ + "."), f"{impl.__name__}.{name} is inherited or generated"
 
 
+# Engine-only keywords after `owner` (issue 13's parked asks), not yet on any
+# door: named here so any other extra parameter still fails the test.
+ENGINE_ONLY = {"suggest": [("wait_s", None)]}
+
+
 def test_the_engine_implements_the_protocol_plus_owner() -> None:
     for name in OPERATIONS:
         ours, theirs = getattr(Engine, name), getattr(Operations, name)
+        params = list(inspect.signature(ours).parameters.values())
+        extra = ENGINE_ONLY.get(name, [])
+        assert [(p.name, p.default) for p in params[len(params) - len(extra):]] == extra, name
+        ours = _without_last(ours, len(extra))
         assert _shape(ours, drop_owner=True) == _shape(theirs), name
         assert inspect.signature(ours).return_annotation == inspect.signature(theirs).return_annotation, name
 

@@ -1,4 +1,4 @@
-"""StrategyPool: one torch thread per worker, fairness across experiments,
+"""compute: StrategyPool over the LocalExecutor: one torch thread per worker, fairness across experiments,
 fallbacks at the pool boundary, and no orphan processes."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ pytest.importorskip("gpytorch")
 
 from tauopt.models import Metric, Observation  # noqa: E402
 from tauopt.space import Space  # noqa: E402
-from tauopt.strategies._pool import StrategyPool, torch_threads  # noqa: E402
+from tauopt.compute import StrategyPool, torch_threads  # noqa: E402
 from tauopt.strategies._request import SuggestRequest  # noqa: E402
 
 pytestmark = pytest.mark.anyio
@@ -36,7 +36,7 @@ def gp_request(n_obs: int = 12, seed: int = 0) -> SuggestRequest:
 
 async def test_process_pool_runs_torch_on_one_thread_is_fair_and_leaves_no_orphans() -> None:
     async with StrategyPool("process", size=2) as pool:
-        pids = [w.proc.pid for w in pool._workers]
+        pids = pool.executor.pids
         # Two probes held for a moment land on both workers: each runs torch on one thread.
         probes: list[tuple[int, int]] = []
 
@@ -92,7 +92,7 @@ async def test_thread_pool_pins_torch_for_the_job_and_restores_it_afterwards() -
             assert r.strategy_used == "gp" and len(r.candidates) == 1
             again = await pool.propose("e", "gp", gp_request(13))
             assert again.fallback_reason is None
-            assert pool._warm.get("e") is not None  # the warm start is kept per experiment
+            assert pool.executor._warm.get("e") is not None  # the warm start is kept per experiment
     finally:
         torch.set_num_threads(before)
 

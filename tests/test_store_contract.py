@@ -8,7 +8,7 @@ from typing import AsyncIterator
 import anyio
 import pytest
 
-from tauopt.engine._store import (
+from tauopt.store import (
     CredentialRecord,
     MemoryStore,
     PutCredential,
@@ -34,7 +34,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     if request.param == "memory":
         s: Store = MemoryStore()
     else:
-        from tauopt.engine._sqlite import SqliteStore
+        from tauopt.store._sqlite import SqliteStore
 
         s = SqliteStore(tmp_path / "contract.db")
     async with s:

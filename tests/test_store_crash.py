@@ -24,7 +24,7 @@ import anyio
 import pytest
 
 from tauopt.engine import Engine
-from tauopt.engine._sqlite import SqliteStore
+from tauopt.store._sqlite import SqliteStore
 from tauopt.errors import ApiError
 
 CHILD = Path(__file__).with_name("crash_child.py")

@@ -13,9 +13,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tauopt.engine._filewatch import StoreUnavailable
-from tauopt.engine._sqlite import SqliteStore
-from tauopt.engine._store import PutExperiment, StoreError
+from tauopt.store._filewatch import StoreUnavailable
+from tauopt.store._sqlite import SqliteStore
+from tauopt.store import PutExperiment, StoreError
 from tauopt.models import Experiment, Metric, Parameter
 
 pytestmark = pytest.mark.anyio

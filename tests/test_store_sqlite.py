@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tauopt.engine._sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStore, _migrate
-from tauopt.engine._store import (
+from tauopt.store._sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStore, _migrate
+from tauopt.store import (
     CredentialRecord,
     PutCredential,
     PutExperiment,
@@ -219,20 +219,20 @@ async def test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(
 
 
 class _PublicOnly:
-    """An aiosqlite connection seen without its private `_execute`: the store must
-    fall back to one hop per statement and keep the same transaction semantics."""
+    """An aiosqlite connection with every private attribute hidden (`_execute`,
+    `_conn`, ...): the writer must commit and roll back through public calls alone."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._conn = conn
+        object.__setattr__(self, "_PublicOnly__conn", conn)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "_execute":
-            raise AttributeError(name)
-        return getattr(self._conn, name)
+        if name.startswith("_"):
+            raise AttributeError(f"private aiosqlite attribute {name} used")
+        return getattr(object.__getattribute__(self, "_PublicOnly__conn"), name)
 
 
-async def test_the_per_statement_fallback_commits_and_rolls_back_alike(tmp_path: Path, monkeypatch) -> None:
-    from tauopt.engine import _sqlite
+async def test_the_writer_uses_only_public_aiosqlite_calls_and_commits_and_rolls_back_alike(tmp_path: Path, monkeypatch) -> None:
+    from tauopt.store import _sqlite
 
     real = _sqlite._transact
     monkeypatch.setattr(_sqlite, "_transact", lambda conn, plan: real(_PublicOnly(conn), plan))
@@ -359,8 +359,8 @@ async def test_an_older_store_is_migrated_forward_with_its_data(tmp_path: Path) 
 READONLY_CHILD = textwrap.dedent(
     """
     import sys, anyio
-    from tauopt.engine._sqlite import SqliteStore
-    from tauopt.engine._store import StoreError
+    from tauopt.store._sqlite import SqliteStore
+    from tauopt.store import StoreError
     async def main():
         try:
             async with SqliteStore(sys.argv[1]):

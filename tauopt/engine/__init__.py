@@ -1,11 +1,11 @@
-"""The engine: Engine (front door), ExperimentActor (one per experiment), the Store.
+"""The engine: Engine (front door) and ExperimentActor (one per experiment).
 
-The SQLite store lives in `tauopt.engine._sqlite` and is imported only when a
-path is given, so `import tauopt` never loads aiosqlite.
+Stores live in `tauopt.store` (re-exported here for callers of the engine);
+the SQLite store is imported only when a path is given, so `import tauopt`
+never loads aiosqlite.
 """
 
-from ._engine import UNSET, Engine, open_store
-from ._store import (
+from ..store import (
     CredentialRecord,
     MemoryStore,
     PutCredential,
@@ -16,7 +16,9 @@ from ._store import (
     Snapshot,
     Store,
     StoreError,
+    open_store,
 )
+from ._engine import UNSET, Engine
 
 __all__ = [
     "Engine",

@@ -1,16 +1,18 @@
 """ExperimentActor: the one owner of an experiment's state.
 
 Messages are handled one at a time (see tauopt.actors.serve), so asks,
-observations, closes and listings are serialized without locks. Every
-mutation is handed to the store as one batch; the reply is sent from the
-store's commit callback, so nothing is acknowledged before it is durable.
-A reply that changes nothing still waits behind this actor's uncommitted
-writes, so no caller sees state that could vanish in a crash.
+observations, closes and listings are serialized without locks. The actor
+dispatches each message type to its handler (`_dispatch`, one `match`) and
+leans on three collaborators, each with one job:
 
-Strategies that run inline (random, sobol, grid) answer within the message.
-Pooled strategies (gp) never block the mailbox: a job task asks the pool and
-sends the result back as a `ProposalReady` message; asks that find no point
-computed ahead are parked and answered in arrival order when it lands.
+- `Ledger` (_ledger.py): suggestions, observations, the dedup sets;
+- `CommitThenReply` (_replies.py): a reply leaves only after its writes are durable;
+- `ComputeAhead` (_ahead.py): pooled strategies (gp) computed ahead, asks
+  parked until a proposal lands, never blocking the mailbox.
+
+Inline strategies (random, sobol, grid: the registry says which) answer within
+the message. An ask that finds the bandwidth full may wait (`wait_s`) for a
+slot: it is parked and retried, in arrival order, whenever a slot returns.
 """
 
 from __future__ import annotations
@@ -27,10 +29,14 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from ..actors import ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
-from ..models import Experiment, Observation, Parameter, Suggestion, Value
-from ..space import Key, Space
-from ..strategies import INLINE, SuggestRequest, propose, resolve_for
+from ..models import Experiment, Parameter, Suggestion, Value
+from ..space import Space
+from ..store import PutCounters, PutExperiment, PutObservation, PutSuggestion, Snapshot, Store, Write
+from ..strategies import Strategy, SuggestRequest, resolve_for, rng_for
+from ..strategies import get as get_strategy
 from ._admin import best_observation
+from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
+from ._ledger import Ledger
 from ._messages import (
     ArchiveExperiment,
     Best,
@@ -44,24 +50,20 @@ from ._messages import (
     Msg,
     Observe,
     ProposalReady,
+    ReleaseSuggestion,
+    SlotWaitOver,
     Suggest,
     UpdateExperiment,
 )
-from ._filewatch import commit_error
-from ._store import PutExperiment, PutObservation, PutSuggestion, Snapshot, Store, Write
+from ._replies import CommitThenReply
 from ._validate import check_tag, check_update, check_value_and_metrics
+
+__all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
 
 log = logging.getLogger("tauopt.engine")
 
-# A point computed ahead against history version v is served while at most
-# max(STALENESS_BOUND, parallel_bandwidth) observations arrived since; past that it
-# is dropped and recomputed. With N workers, N observations land per round of
-# evaluations, so a smaller bound would discard every batch before it is used.
-STALENESS_BOUND = 2
-# Points kept computed ahead: one per parallel slot, up to this many.
-MAX_AHEAD = 8
 _DUP_RETRIES = 8
-_UNUSED_RNG = np.random.default_rng(0)  # for strategies that draw no random numbers (sobol)
+_UNUSED_RNG = np.random.default_rng(0)  # for strategies that draw no random numbers (registry: draws_random=False)
 
 
 @dataclass
@@ -89,43 +91,22 @@ class ExperimentActor:
         self.id = exp.id
         self._exp = exp
         self._space = Space(exp.parameters)
-        self._store = store
         self._clock = clock
-        self._pool = pool
         self._passivate_after_s = passivate_after_s
         self._mailbox_size = mailbox_size
-        self._ahead_setting = ahead
-        self._fit_deadline_s = fit_deadline_s
         self._drawn = snapshot.drawn
         # the experiment's seed: given, or derived from its id (neither can change)
         seed = exp.strategy_options.seed
         self._seed = seed if seed is not None else int.from_bytes(exp.id.encode()[-8:].rjust(8, b"\0"), "big") % (2**32)
-        self._suggestions: dict[str, Suggestion] = {}
-        self._open: dict[str, Suggestion] = {}
-        self._observations: list[Observation] = list(snapshot.observations)
-        self._observed_keys: set[Key] = set()
-        self._open_keys: dict[Key, str] = {}
-        for s in snapshot.suggestions:
-            self._suggestions[s.id] = s
-            if s.state == "open":
-                self._open[s.id] = s
-                self._open_keys[self._space.key(s.assignments)] = s.id
-        for o in self._observations:
-            self._observed_keys.add(self._space.key(o.assignments))
-        self._next_sid = 1 + max((int(s) for s in self._suggestions if s.isdigit()), default=0)
-        self._next_oid = 1 + max((int(o.id) for o in self._observations if o.id.isdigit()), default=0)
-        self._uncommitted = 0
-        self._poisoned: BaseException | None = None
-        # pooled strategies
-        self._version = 0  # bumps on every observation
-        self._ahead: list[tuple[int, dict[str, Value]]] = []  # (version computed at, point)
-        self._waiters: deque[tuple[Request[Any], Suggest]] = deque()
-        self._job_running = False
+        self._ledger = Ledger(snapshot, self._space)
+        self._replies = CommitThenReply(store, self.id, self._add_header)
+        self._ahead = ComputeAhead(self.id, pool, fit_deadline_s, ahead)
+        self._slot_waiters: deque[tuple[Request[Any], Suggest]] = deque()
         self._tg: TaskGroup | None = None
         self._self_ref: ActorRef | None = None
         self._receive: Any = None
         self._grid_size_cache: tuple[Space, int | None] | None = None
-        self.stats = ActorStats(max_open_seen=len(self._open))
+        self.stats = ActorStats(max_open_seen=len(self._ledger.open))
 
     # -- lifetime ----------------------------------------------------------
 
@@ -148,147 +129,152 @@ class ExperimentActor:
                 del registry[self.id]
             send.close()
             self._self_ref.close()
-            forget = getattr(self._pool, "forget", None)
-            if forget is not None:
-                forget(self.id)  # the pool's warm start for this experiment goes with its actor
-            for request, _ in self._waiters:
+            self._ahead.forget_pool_state()
+            for request, _ in [*self._ahead.waiters, *self._slot_waiters]:
                 fail(request, api_error("unavailable", "the engine is shutting down; retry against the restarted service"))
+
+    def _busy(self) -> bool:
+        return self._ahead.job_running or bool(self._ahead.waiters) or bool(self._slot_waiters)
 
     async def _on_idle(self) -> bool:
         """Passivate: stop when idle with nothing in flight. The final check and the
         unregistering happen without an await between them, so no message can slip in."""
-        if self._job_running or self._waiters:
+        if self._busy():
             return False
-        while self._uncommitted:
-            await self._store.write(())  # a barrier: after every write this actor queued
-        if self._receive.statistics().current_buffer_used or self._job_running or self._waiters:
+        await self._replies.drain()
+        if self._receive.statistics().current_buffer_used or self._busy():
             return False
         if self._registry.get(self.id) is not None:
             del self._registry[self.id]
         return True
 
-    # -- replies after commit ---------------------------------------------
+    # -- commits -------------------------------------------------------------
 
     def _commit(self, request: Request[Any] | None, writes: list[Write], outcome: Any) -> None:
-        """Queue writes (possibly none) and answer `request` once they, and every
-        earlier write of this actor, are committed. `outcome` is a value or an ApiError."""
-        if not writes and not self._uncommitted:
-            if request is not None:
-                self._answer(request, outcome)
-            return
-        if writes and not any(isinstance(w, PutExperiment) for w in writes):
-            writes.append(PutExperiment(self._header(), self._drawn))
-        self._uncommitted += 1
+        self._replies.commit(request, writes, outcome)
 
-        def done(exc: BaseException | None) -> None:
-            self._uncommitted -= 1
-            if exc is not None:
-                # memory is ahead of the store now: answer with an error and rebuild from the store
-                self._poisoned = exc
-                log.error("store commit failed for experiment %s: %r", self.id, exc)
-                if request is not None:
-                    fail(request, commit_error(exc, "nothing of this request was kept, retry it"))
-                return
-            if request is not None:
-                self._answer(request, outcome)
-
-        self._store.submit(writes, done)
-
-    @staticmethod
-    def _answer(request: Request[Any], outcome: Any) -> None:
-        if isinstance(outcome, BaseException):
-            fail(request, outcome)
-        else:
-            reply(request, outcome)
+    def _add_header(self, writes: list[Write]) -> None:
+        """Every mutation carries the experiment's counters and `drawn`: just those
+        (PutCounters), unless it rewrites the header anyway."""
+        if not any(isinstance(w, PutExperiment) for w in writes):
+            ledger = self._ledger
+            writes.append(PutCounters(self.id, len(ledger.open), len(ledger.observations), self._drawn))
 
     def _header(self) -> Experiment:
-        return self._exp.evolve(open_suggestions=len(self._open), observations=len(self._observations))
+        return self._exp.evolve(open_suggestions=len(self._ledger.open), observations=len(self._ledger.observations))
 
     # -- dispatch ------------------------------------------------------------
 
     async def _handle(self, request: Request[Any]) -> None:
-        if self._poisoned is not None:
+        if self._replies.poisoned is not None:
             # Stop; the engine rebuilds this experiment from the store on the next message.
             fail(request, api_error("internal", "the experiment is reloading after a storage failure; retry"))
             self._receive.close()
             return
         msg = request.message
-        if isinstance(msg, ProposalReady):
+        if isinstance(msg, (ProposalReady, SlotWaitOver)):  # the actor's own messages
             reply(request, None)
-            self._on_proposal(msg)
-            return
         # an unowned experiment (made in process, e.g. by the KerasTuner chief) is open to every credential
-        if msg.owner is not None and self._exp.owner is not None and msg.owner != self._exp.owner:
+        elif msg.owner is not None and self._exp.owner is not None and msg.owner != self._exp.owner:
             raise api_error("not_found", f"experiment {self.id!r} not found")
-        handler = getattr(self, "_on_" + type(msg).__name__)
-        handler(request, msg)
+        self._dispatch(request, msg)
+
+    def _dispatch(self, request: Request[Any], msg: Msg) -> None:
+        ledger = self._ledger
+        match msg:
+            case Suggest():
+                self._on_suggest(request, msg)
+            case Observe():
+                self._on_observe(request, msg)
+            case GetExperiment():
+                self._commit(request, [], self._header())
+            case UpdateExperiment():
+                self._on_update(request, msg)
+            case ArchiveExperiment():
+                self._exp = self._exp.evolve(state="archived")
+                self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
+            case GetSuggestion():
+                self._commit(request, [], ledger.suggestion(msg.suggestion_id))
+            case ListSuggestions():
+                self._on_list_suggestions(request, msg)
+            case CloseSuggestion():
+                self._on_close(request, msg)
+            case ReleaseSuggestion():
+                self._on_release(request, msg)
+            case CloseAllSuggestions():
+                writes: list[Write] = [PutSuggestion(ledger.leave_open(s, "closed")) for s in list(ledger.open.values())]
+                self._commit(request, writes, len(writes))
+                self._retry_slot_waiters()
+            case ListObservations():
+                self._commit(request, [], list(ledger.observations))
+            case Best():
+                self._on_best(request)
+            case Inspect():
+                self._on_inspect(request)
+            case ProposalReady():
+                self._on_proposal(msg)
+            case SlotWaitOver():
+                self._on_slot_wait_over(msg)
+            case _:
+                raise invalid(f"unknown message {type(msg).__name__}")
 
     # -- experiment ---------------------------------------------------------
 
-    def _on_GetExperiment(self, request: Request[Any], msg: GetExperiment) -> None:
-        self._commit(request, [], self._header())
-
-    def _on_UpdateExperiment(self, request: Request[Any], msg: UpdateExperiment) -> None:
+    def _on_update(self, request: Request[Any], msg: UpdateExperiment) -> None:
         changes = check_update(msg.changes)
         if "parameters" in changes:
             space = _extended_space(self._space, changes.pop("parameters"))
             changes["parameters"] = space.parameters
-            self._space = space
-            self._ahead.clear()
+            self._space = self._ledger.space = space
+            self._ahead.points.clear()
         exp = self._exp.evolve(**changes)
         self._exp = exp.evolve(state=self._state_for(exp))
         self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
-
-    def _on_ArchiveExperiment(self, request: Request[Any], msg: ArchiveExperiment) -> None:
-        self._exp = self._exp.evolve(state="archived")
-        self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
+        self._retry_slot_waiters()  # a wider bandwidth frees slots
 
     def _state_for(self, exp: Experiment) -> str:
         if exp.state == "archived":
             return "archived"
         budget = exp.observation_budget
-        return "completed" if budget is not None and len(self._observations) >= budget else "active"
+        return "completed" if budget is not None and len(self._ledger.observations) >= budget else "active"
 
     # -- suggestions --------------------------------------------------------
 
-    def _expire(self, now: float) -> list[Write]:
-        ttl = self._exp.suggestion_ttl_s
-        if ttl is None:
-            return []
-        writes: list[Write] = []
-        for s in list(self._open.values()):
-            if now - s.created_at > ttl:
-                writes.append(PutSuggestion(self._leave_open(s, "expired")))
-        return writes
+    def _expire(self) -> list[Write]:
+        return [PutSuggestion(s) for s in self._ledger.expired(self._clock(), self._exp.suggestion_ttl_s)]
 
-    def _leave_open(self, s: Suggestion, state: str) -> Suggestion:
-        s = s.evolve(state=state)
-        self._suggestions[s.id] = s
-        del self._open[s.id]
-        key = self._space.key(s.assignments)
-        if self._open_keys.get(key) == s.id:
-            del self._open_keys[key]
-        return s
-
-    def _on_Suggest(self, request: Request[Any], msg: Suggest) -> None:
+    def _on_suggest(self, request: Request[Any], msg: Suggest) -> None:
         tag = check_tag(msg.tag)
-        writes = self._expire(self._clock())
+        writes = self._expire()
+        if self._ledger.released and self._exp.state == "active":
+            # a suggestion whose holder died goes first: its slot is already counted
+            s = self._ledger.rehand(tag, self._clock())
+            if s is not None:
+                writes.append(PutSuggestion(s))
+                self._commit(request, writes, s)
+                return
         try:
             self._check_can_suggest()
             strategy = resolve_for(
-                self._exp.strategy, self._space, len(self._observations) + len(self._open), self._exp.strategy_options
+                self._exp.strategy, self._space, len(self._ledger.observations) + len(self._ledger.open), self._exp.strategy_options
             )
-            if strategy in INLINE:
-                point = self._inline_point(strategy)
+            spec = get_strategy(strategy)
+            if not spec.pooled:
+                point = self._inline_point(spec)
             else:
-                point = self._take_ahead()
+                self._ahead.strategy = spec.name
+                point = self._ahead.take(self._exp.parallel_bandwidth, self._ledger.is_used)
                 if point is None:
                     self._commit(None, writes, None)
-                    self._waiters.append((request, msg))
+                    self._ahead.waiters.append((request, msg))
                     self._ensure_job()
                     return
                 self._ensure_job()  # keep a point computed ahead
         except ApiError as exc:
+            if exc.error_type == "bandwidth_full" and msg.wait_s:
+                self._commit(None, writes, None)
+                self._park_for_slot(request, msg)
+                return
             self._commit(request, writes, exc)
             return
         suggestion = self._open_suggestion(point, tag)
@@ -306,12 +292,12 @@ class ExperimentActor:
                 "raise observation_budget to continue",
             )
         size = self._finite_size()
-        if size is not None and self._used_count() >= size:
+        if size is not None and self._ledger.used_count() >= size:
             raise api_error(
                 "space_exhausted",
                 f"all {size} points of this finite space are observed or open; close a suggestion or widen the space",
             )
-        n, bw = len(self._open) + len(self._waiters), self._exp.parallel_bandwidth
+        n, bw = len(self._ledger.open) + len(self._ahead.waiters), self._exp.parallel_bandwidth
         if n >= bw:
             raise api_error("bandwidth_full", f"{n} open suggestions >= parallel_bandwidth={bw}; observe or close one first")
 
@@ -328,60 +314,48 @@ class ExperimentActor:
             self._grid_size_cache = (self._space, self._space.size(self._grid_size))
         return self._grid_size_cache[1]
 
-    def _used_count(self) -> int:
-        """Distinct points observed or open (an open point may also be observed, unsolicited)."""
-        return len(self._observed_keys) + sum(1 for k in self._open_keys if k not in self._observed_keys)
-
-    def _is_used(self, key: Key) -> bool:
-        return key in self._observed_keys or key in self._open_keys
-
     def _open_suggestion(self, point: dict[str, Value], tag: str | None) -> Suggestion:
-        sid = str(self._next_sid)
-        self._next_sid += 1
-        s = Suggestion(sid, self.id, point, "open", tag, self._clock())
-        self._suggestions[sid] = s
-        self._open[sid] = s
-        self._open_keys[self._space.key(point)] = sid
-        self.stats.max_open_seen = max(self.stats.max_open_seen, len(self._open))
+        s = self._ledger.open_suggestion(point, tag, self._clock())
+        self.stats.max_open_seen = max(self.stats.max_open_seen, len(self._ledger.open))
         return s
 
     def _request(self, n: int, extra_pending: tuple[dict[str, Value], ...] = (), state: bool = True) -> SuggestRequest:
         """state=False leaves history and pending out, for strategies that read neither."""
+        ledger = self._ledger
         return SuggestRequest(
             space=self._space,
             metric=self._exp.metric,
-            history=tuple(self._observations) if state else (),
-            pending=tuple(s.assignments for s in self._open.values()) + extra_pending if state else (),
+            history=tuple(ledger.observations) if state else (),
+            pending=tuple(s.assignments for s in ledger.open.values()) + extra_pending if state else (),
             n=n,
             seed=self._seed,
             drawn=self._drawn,
             options=self._exp.strategy_options,
         )
 
-    def _inline_point(self, strategy: str) -> dict[str, Value]:
+    def _inline_point(self, spec: Strategy) -> dict[str, Value]:
         """A fresh point from an inline strategy; duplicates are redrawn, then a finite
         space is searched exhaustively; space_exhausted only when nothing is left."""
         n = 1
-        strategy = strategy if strategy in INLINE else "sobol"
         for _ in range(_DUP_RETRIES):
-            # random and sobol look at neither history nor pending: skip copying them per ask
-            request = self._request(n, state=strategy == "grid")
-            rng = self._rng() if strategy == "random" else _UNUSED_RNG
-            candidates = propose(strategy, request, rng)
+            # strategies that read neither history nor pending skip copying them per ask
+            request = self._request(n, state=spec.reads_history)
+            rng = self._rng() if spec.draws_random else _UNUSED_RNG
+            candidates = spec.propose(request, rng)
             self._drawn += n
             for c in candidates:
-                if not self._is_used(self._space.key(c)):
+                if not self._ledger.is_used(c):
                     return c
             n *= 4
         return self._leftover_point()
 
     def _rng(self) -> np.random.Generator:
         """Reproducible from (seed, drawn), so a restarted experiment draws what it would have."""
-        return np.random.default_rng([self._seed, self._drawn])
+        return rng_for(self._seed, self._drawn)
 
     def _leftover_point(self) -> dict[str, Value]:
         if self._finite_size() is not None:
-            free = [p for p in self._space.grid(self._grid_size) if not self._is_used(self._space.key(p))]
+            free = [p for p in self._space.grid(self._grid_size) if not self._ledger.is_used(p)]
             if free:
                 return free[int(self._rng().integers(len(free)))]
         raise api_error(
@@ -389,138 +363,118 @@ class ExperimentActor:
             "no unused point left in this space; close a suggestion, widen the space or create a new experiment",
         )
 
+    # -- asks waiting for a slot (long-poll) ----------------------------------------
+
+    def _park_for_slot(self, request: Request[Any], msg: Suggest) -> None:
+        self._slot_waiters.append((request, msg))
+        assert self._tg is not None and self._self_ref is not None
+        self._tg.start_soon(_wake_after, msg.wait_s, self._self_ref, SlotWaitOver(request=request))
+
+    def _retry_slot_waiters(self) -> None:
+        """A slot may have returned: answer parked asks in arrival order while there is room."""
+        while self._slot_waiters:
+            full = len(self._ledger.open) + len(self._ahead.waiters) >= self._exp.parallel_bandwidth
+            if full and not self._ledger.released:
+                return  # still full: they keep waiting (their timers still run)
+            request, msg = self._slot_waiters.popleft()
+            if request.reply_to.statistics().open_receive_streams == 0:
+                request.reply_to.close()
+                continue  # the caller went away: hand it nothing
+            self._on_suggest(request, msg)
+
+    def _on_slot_wait_over(self, msg: SlotWaitOver) -> None:
+        for i, (request, ask) in enumerate(self._slot_waiters):
+            if request is msg.request:
+                del self._slot_waiters[i]
+                n, bw = len(self._ledger.open) + len(self._ahead.waiters), self._exp.parallel_bandwidth
+                fail(request, api_error(
+                    "bandwidth_full",
+                    f"{n} open suggestions >= parallel_bandwidth={bw} for the {ask.wait_s:g} s this ask waited; "
+                    "observe or close one first",
+                ))
+                return
+
     # -- pooled strategies: compute ahead, park, answer in order -------------
 
-    @property
-    def _stale_bound(self) -> int:
-        return max(STALENESS_BOUND, self._exp.parallel_bandwidth)
-
-    @property
-    def _ahead_target(self) -> int:
-        if self._ahead_setting is not None:
-            return self._ahead_setting
-        return min(self._exp.parallel_bandwidth, MAX_AHEAD)
-
-    def _take_ahead(self) -> dict[str, Value] | None:
-        while self._ahead:
-            version, point = self._ahead.pop(0)
-            if self._version - version <= self._stale_bound and not self._is_used(self._space.key(point)):
-                return point
-        return None
-
     def _ensure_job(self) -> None:
-        if self._job_running or self._tg is None:
+        if self._ahead.job_running or self._tg is None:
             return
-        fresh = [p for v, p in self._ahead if self._version - v <= self._stale_bound]
-        # the waiters, plus a few points ahead for the asks to come (also when the
-        # bandwidth is full: they serve the ask that follows the next observation)
-        want = len(self._waiters) + self._ahead_target - len(fresh)
+        want, fresh = self._ahead.want(self._exp.parallel_bandwidth)
         if want <= 0:
             return
-        self._job_running = True
-        request = self._request(want, extra_pending=tuple(fresh))
-        self._tg.start_soon(self._job, request, self._version)
-
-    async def _job(self, request: SuggestRequest, version: int) -> None:
-        result, error = None, None
-        try:
-            if self._pool is not None:
-                result = await self._pool.propose(self.id, "gp", request, deadline_s=self._fit_deadline_s)
-            else:  # Engine(pool=None): in a thread here, torch pinned like the thread pool's
-                from ..strategies._pool import propose_here
-
-                result = await anyio.to_thread.run_sync(propose_here, "gp", request, self._fit_deadline_s)
-        except Exception as exc:  # the fallback below answers the asks anyway
-            error = exc
         assert self._self_ref is not None
-        try:
-            await self._self_ref.ask(ProposalReady(version=version, result=result, error=error))
-        except Exception:
-            pass  # the actor is stopping
+        self._ahead.start(self._tg, self._request(want, extra_pending=fresh), self._self_ref)
 
     def _on_proposal(self, msg: ProposalReady) -> None:
-        self._job_running = False
         self.stats.proposals += 1
-        reason = None
-        if msg.error is not None:
-            reason = f"strategy failed: {msg.error!r}"
-        elif msg.result is not None and msg.result.fallback_reason:
-            reason = msg.result.fallback_reason
+        landed, reason = self._ahead.land(msg)
         if reason:
             self.stats.fallbacks += 1
             self.stats.last_fallback_reason = reason
-            log.warning("experiment %s: GP fell back to Sobol: %s", self.id, reason)
-        landed: list[dict[str, Value]] = []
-        if msg.result is not None:
-            landed = [dict(c) for c in msg.result.candidates]
-        while self._waiters:
-            request, ask = self._waiters.popleft()
+            log.warning("experiment %s: %s fell back to Sobol: %s", self.id, (self._ahead.strategy or "").upper(), reason)
+        while self._ahead.waiters:
+            request, ask = self._ahead.waiters.popleft()
             try:
                 # parked asks take what just landed (the newest model there is), then the buffer
-                point = self._pop_unused(landed) or self._take_ahead() or self._inline_point("sobol")
+                point = (
+                    self._pop_unused(landed)
+                    or self._ahead.take(self._exp.parallel_bandwidth, self._ledger.is_used)
+                    or self._inline_point(get_strategy("sobol"))
+                )
             except ApiError as exc:
                 fail(request, exc)
                 continue
             suggestion = self._open_suggestion(point, check_tag(ask.tag))
             self._commit(request, [PutSuggestion(suggestion)], suggestion)
-        self._ahead.extend((msg.version, p) for p in landed)
+        self._ahead.keep(msg.version, landed)
         self._ensure_job()
 
     def _pop_unused(self, points: list[dict[str, Value]]) -> dict[str, Value] | None:
         while points:
             point = points.pop(0)
-            if not self._is_used(self._space.key(point)):
+            if not self._ledger.is_used(point):
                 return point
         return None
 
     # -- observations ---------------------------------------------------------
 
-    def _on_Observe(self, request: Request[Any], msg: Observe) -> None:
+    def _on_observe(self, request: Request[Any], msg: Observe) -> None:
         value, failed, metrics = check_value_and_metrics(msg.value, msg.failed, msg.metrics)
         writes: list[Write] = []
         if msg.suggestion_id is not None and msg.assignments is not None:
             raise invalid("give suggestion_id or assignments, not both")
+        ledger = self._ledger
         if msg.suggestion_id is not None:
-            s = self._suggestion(msg.suggestion_id)
-            # Expiry happens only at the experiment's next ask (_on_Suggest): a late
+            s = ledger.suggestion(msg.suggestion_id)
+            # Expiry happens only at the experiment's next ask (_on_suggest): a late
             # observe of a row still open keeps the link to its suggestion.
             if s.state != "open":
                 self._commit(request, writes, _not_open_error(s))
                 return
-            s = self._leave_open(s, "observed")
+            s = ledger.leave_open(s, "observed")
             writes.append(PutSuggestion(s))
             assignments, sid = s.assignments, s.id
         elif msg.assignments is not None:
             assignments, sid = self._space.validate(msg.assignments), None
         else:
             raise invalid("give suggestion_id (an open suggestion) or assignments (an unsolicited observation)")
-        obs = Observation(str(self._next_oid), self.id, sid, assignments, value, failed, self._clock(), metrics)
-        self._next_oid += 1
-        self._observations.append(obs)
-        self._observed_keys.add(self._space.key(assignments))
-        self._version += 1
+        obs = ledger.observe(assignments, sid, value, failed, self._clock(), metrics)
         state = self._state_for(self._exp)
+        writes.append(PutObservation(obs))
         if state != self._exp.state:
             self._exp = self._exp.evolve(state=state)
-        writes.append(PutObservation(obs))
+            writes.append(PutExperiment(self._header(), self._drawn))
         self._commit(request, writes, obs)
-        if self._ahead and self._version - self._ahead[0][0] > self._stale_bound:
-            self._ahead = [(v, p) for v, p in self._ahead if self._version - v <= self._stale_bound]
+        if self._ahead.observed(self._exp.parallel_bandwidth):
             self._ensure_job()
+        if sid is not None:
+            self._retry_slot_waiters()
 
-    def _suggestion(self, sid: Any) -> Suggestion:
-        s = self._suggestions.get(str(sid))
-        if s is None:
-            raise api_error("not_found", f"suggestion {sid!r} not found in experiment {self.id!r}")
-        return s
-
-    def _on_GetSuggestion(self, request: Request[Any], msg: GetSuggestion) -> None:
-        self._commit(request, [], self._suggestion(msg.suggestion_id))
-
-    def _on_ListSuggestions(self, request: Request[Any], msg: ListSuggestions) -> None:
+    def _on_list_suggestions(self, request: Request[Any], msg: ListSuggestions) -> None:
         if msg.state is not None and msg.state not in ("open", "observed", "closed", "expired"):
             raise invalid(f"state: {msg.state!r} is not one of ['open', 'observed', 'closed', 'expired']")
-        source = self._open.values() if msg.state == "open" else self._suggestions.values()
+        ledger = self._ledger
+        source = ledger.open.values() if msg.state == "open" else ledger.suggestions.values()
         out = [
             s
             for s in source
@@ -530,29 +484,53 @@ class ExperimentActor:
             out.sort(key=lambda s: int(s.id) if s.id.isdigit() else 0)
         self._commit(request, [], out)
 
-    def _on_CloseSuggestion(self, request: Request[Any], msg: CloseSuggestion) -> None:
-        s = self._suggestion(msg.suggestion_id)
+    def _on_close(self, request: Request[Any], msg: CloseSuggestion) -> None:
+        s = self._ledger.suggestion(msg.suggestion_id)
         if s.state == "closed":
             self._commit(request, [], s)
             return
         if s.state != "open":
             raise _not_open_error(s)
-        s = self._leave_open(s, "closed")
+        s = self._ledger.leave_open(s, "closed")
         self._commit(request, [PutSuggestion(s)], s)
+        self._retry_slot_waiters()
 
-    def _on_CloseAllSuggestions(self, request: Request[Any], msg: CloseAllSuggestions) -> None:
-        writes: list[Write] = [PutSuggestion(self._leave_open(s, "closed")) for s in list(self._open.values())]
-        self._commit(request, writes, len(writes))
+    def _on_release(self, request: Request[Any], msg: ReleaseSuggestion) -> None:
+        s = self._ledger.suggestion(msg.suggestion_id)
+        if s.state != "open":
+            raise _not_open_error(s)
+        if s.released:
+            self._commit(request, [], s)
+            return
+        if msg.max_attempts is not None and s.attempts >= msg.max_attempts:
+            s = self._ledger.leave_open(s, "closed")  # used up: its place goes back
+            self._commit(request, [PutSuggestion(s)], s)
+            self._retry_slot_waiters()
+            return
+        s = self._ledger.release(s)
+        self._commit(request, [PutSuggestion(s)], s)
+        self._retry_slot_waiters()  # a waiting ask can take it now
 
-    def _on_ListObservations(self, request: Request[Any], msg: ListObservations) -> None:
-        self._commit(request, [], list(self._observations))
-
-    def _on_Inspect(self, request: Request[Any], msg: Inspect) -> None:
-        stats = dict(vars(self.stats), open=len(self._open), waiters=len(self._waiters), ahead=len(self._ahead))
+    def _on_inspect(self, request: Request[Any]) -> None:
+        stats = dict(
+            vars(self.stats),
+            open=len(self._ledger.open),
+            waiters=len(self._ahead.waiters),
+            ahead=len(self._ahead.points),
+            slot_waiters=len(self._slot_waiters),
+        )
         reply(request, stats)
 
-    def _on_Best(self, request: Request[Any], msg: Best) -> None:
-        self._commit(request, [], best_observation(self._exp, self._observations))
+    def _on_best(self, request: Request[Any]) -> None:
+        self._commit(request, [], best_observation(self._exp, self._ledger.observations))
+
+
+async def _wake_after(delay: float, ref: ActorRef, msg: SlotWaitOver) -> None:
+    await anyio.sleep(delay)
+    try:
+        await ref.ask(msg)
+    except Exception:
+        pass  # the actor is stopping
 
 
 def _not_open_error(s: Suggestion) -> ApiError:
@@ -583,4 +561,3 @@ def _extended_space(space: Space, raw: Any) -> Space:
             raise invalid(f"parameters: {p.name!r} differs from the stored definition; parameters cannot change")
     added: list[Parameter] = [p for p in new.parameters if p.name not in old]
     return Space(space.parameters + tuple(added))
-

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Sequence
 from ..errors import api_error
 from ..models import Experiment, Observation
 from ._auth import new_credential
-from ._store import CredentialRecord, Store
+from ..store import CredentialRecord, Store
 
 __all__ = ["Admin", "ExperimentReport", "best_observation", "list_experiments"]
 

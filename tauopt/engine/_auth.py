@@ -31,7 +31,7 @@ from typing import Any, AsyncIterator, Callable
 import anyio
 
 from ..errors import ApiError, api_error
-from ._store import CredentialRecord
+from ..store import CredentialRecord, CredentialStore
 
 __all__ = [
     "Credential",
@@ -179,7 +179,7 @@ class Gate:
 
     def __init__(
         self,
-        store: Any,
+        store: CredentialStore,
         limits: Limits = Limits(),
         *,
         clock: Clock = time.time,

@@ -22,32 +22,17 @@ from ..errors import api_error, invalid
 from ..models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
 from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space, is_large_space
+from ..store import PutExperiment, Store, Write, open_store
+from ..store._filewatch import commit_error
+from ..strategies import warm_up_for
 from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
-from ._filewatch import commit_error
-from ._store import MemoryStore, PutExperiment, Store, Write
-from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl
+from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
 
 
-def open_store(store: Store | str | os.PathLike[str] | None, durability: str = "os") -> Store:
-    """A Store from a Store, None (memory), ":memory:", a path or a sqlite:/// URL."""
-    if store is None or store == ":memory:":
-        return MemoryStore()
-    if isinstance(store, Store):
-        return store
-    if isinstance(store, os.PathLike):
-        store = os.fspath(store)
-    if isinstance(store, str):
-        path = store[len("sqlite:///"):] if store.startswith("sqlite:///") else store
-        if durability not in ("os", "fsync"):
-            raise invalid(f"durability: {durability!r} is not one of ['os', 'fsync']")
-        from ._sqlite import SqliteStore  # lazy: aiosqlite is not imported by `import tauopt`
-
-        return SqliteStore(path, durability=durability)
-    raise invalid(f"store: give a path, a sqlite:/// URL or a Store, not {type(store).__name__}")
 
 
 class Engine:
@@ -58,7 +43,8 @@ class Engine:
 
     store: None (memory), a path / sqlite:/// URL (SQLite), or a Store.
     pool: "thread" (default; GP fits on a thread of this process), "process"
-        (a pool of worker processes, the daemon's choice), None, or a StrategyPool.
+        (a pool of worker processes, the daemon's choice), None (threads, one per core),
+        or a `tauopt.compute.StrategyPool` over any Executor.
     """
 
     def __init__(
@@ -83,6 +69,7 @@ class Engine:
         self._fit_deadline_s = fit_deadline_s
         self._actors: dict[str, ActorRef] = {}
         self._starting: dict[str, anyio.Event] = {}
+        self._warmed: set[Callable[[], None]] = set()
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
 
@@ -118,15 +105,14 @@ class Engine:
             await self.store.aclose()
 
     async def _open_pool(self, stack: AsyncExitStack) -> Any:
+        from ..compute import StrategyPool  # lazy: `import tauopt` loads no executor
+
         spec = self._pool_spec
         if spec is None:
-            return None
-        if isinstance(spec, str):
-            try:
-                from ..strategies._pool import StrategyPool
-            except ImportError:
-                return None
-            spec = StrategyPool(kind=spec, size=self._pool_size)
+            # no pool chosen: threads of this process, one per core (started by the first job)
+            spec = StrategyPool("thread", size=self._pool_size or _cores())
+        elif isinstance(spec, str):
+            spec = StrategyPool(spec, size=self._pool_size)
         return await stack.enter_async_context(spec)
 
     # -- plumbing ----------------------------------------------------------------
@@ -158,6 +144,7 @@ class Engine:
             snapshot = await self.store.load(experiment_id)
             if snapshot is None:
                 raise api_error("not_found", f"experiment {experiment_id!r} not found")
+            self._warm_up(snapshot.experiment.strategy)
             actor = ExperimentActor(
                 snapshot,
                 self.store,
@@ -171,6 +158,12 @@ class Engine:
         finally:
             del self._starting[experiment_id]
             event.set()
+
+    def _warm_up(self, strategy: str) -> None:
+        fn = warm_up_for(strategy)
+        if fn is not None and fn not in self._warmed and self._tg is not None:
+            self._warmed.add(fn)
+            self._tg.start_soon(_run_warm_up, fn)
 
     async def _commit(self, writes: Sequence[Write]) -> None:
         try:
@@ -256,8 +249,13 @@ class Engine:
 
     # -- suggestions and observations -------------------------------------------------
 
-    async def suggest(self, experiment_id: str, tag: str | None = None, owner: str | None = None) -> Suggestion:
-        return await self._ask(experiment_id, m.Suggest(owner, tag))
+    async def suggest(
+        self, experiment_id: str, tag: str | None = None, owner: str | None = None, wait_s: float | None = None
+    ) -> Suggestion:
+        """A new suggestion. With `wait_s`, an ask that finds the bandwidth full waits
+        up to that many seconds for a slot (an observe or close) before answering
+        bandwidth_full; waiting asks are served in arrival order."""
+        return await self._ask(experiment_id, m.Suggest(owner, tag, check_wait(wait_s)))
 
     async def observe(
         self,
@@ -287,6 +285,17 @@ class Engine:
     async def close_suggestion(self, experiment_id: str, suggestion_id: str, owner: str | None = None) -> Suggestion:
         return await self._ask(experiment_id, m.CloseSuggestion(owner, str(suggestion_id)))
 
+    async def release_suggestion(
+        self, experiment_id: str, suggestion_id: str, max_attempts: int | None = None, owner: str | None = None
+    ) -> Suggestion:
+        """Declare the holder of an open suggestion dead: the next ask (any worker) gets
+        the same suggestion again, with `attempts` + 1 and its TTL restarted. Once it
+        was handed out `max_attempts` times it is closed instead (its place returns).
+        Durable like every mutation: a restart keeps the queue and the counts."""
+        if max_attempts is not None and (isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1):
+            raise invalid(f"max_attempts: give an integer >= 1, got {max_attempts!r}")
+        return await self._ask(experiment_id, m.ReleaseSuggestion(owner, str(suggestion_id), max_attempts))
+
     async def close_all_suggestions(self, experiment_id: str, owner: str | None = None) -> int:
         return await self._ask(experiment_id, m.CloseAllSuggestions(owner))
 
@@ -309,3 +318,16 @@ class Engine:
     @property
     def live_actors(self) -> int:
         return len(self._actors)
+
+
+async def _run_warm_up(fn: Callable[[], None]) -> None:
+    """A strategy's slow imports (scipy for sobol) on a thread, so the first ask does
+    not block the event loop; abandoned (finishing on its own) at exit."""
+    await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1

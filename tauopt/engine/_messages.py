@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..strategies._pool_types import ProposeResult
+from ..strategies import StrategyOutcome
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,11 @@ class ArchiveExperiment(Msg):
 
 @dataclass(frozen=True)
 class Suggest(Msg):
+    """wait_s: when the bandwidth is full, wait up to this many seconds for a slot
+    (long-poll) instead of answering bandwidth_full at once. None or 0: no wait."""
+
     tag: str | None = None
+    wait_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,15 @@ class CloseSuggestion(Msg):
 
 
 @dataclass(frozen=True)
+class ReleaseSuggestion(Msg):
+    """The holder of an open suggestion is declared dead: hand it to the next ask
+    (same id), unless it was handed out `max_attempts` times already: then close it."""
+
+    suggestion_id: str = ""
+    max_attempts: int | None = None
+
+
+@dataclass(frozen=True)
 class CloseAllSuggestions(Msg):
     pass
 
@@ -79,8 +92,15 @@ class ProposalReady(Msg):
     """A background proposal (GP fit) finished; sent by the actor's own job task."""
 
     version: int = 0
-    result: ProposeResult | None = None
+    result: StrategyOutcome | None = None
     error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class SlotWaitOver(Msg):
+    """The wait_s of a parked ask ran out; sent by the actor's own timer task."""
+
+    request: Any = None
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from typing import Any, Mapping
 
 from ..errors import invalid
 from ..limits import MAX_METRICS, MAX_NAME_CHARS, as_float, check_count, check_text
-from ..models import STRATEGIES
+from ..strategies import names  # the registry: every strategy name, and auto
 
-__all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_name", "check_strategy"]
+__all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_name", "check_strategy", "check_wait"]
 
 _UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters")
 
@@ -53,8 +53,8 @@ def check_budget(budget: Any) -> int | None:
 
 
 def check_strategy(strategy: Any) -> str:
-    if strategy not in STRATEGIES:
-        raise invalid(f"strategy: {strategy!r} is not one of {list(STRATEGIES)}")
+    if strategy not in names():
+        raise invalid(f"strategy: {strategy!r} is not one of {list(names())}")
     return strategy
 
 
@@ -104,3 +104,14 @@ def check_value_and_metrics(value: Any, failed: Any, metrics: Any) -> tuple[floa
                 raise invalid(f"metrics.{k}: give a finite number, got {v!r}")
             out[k] = float(v)
     return value, failed, out
+
+
+MAX_WAIT_S = 300.0  # a long-poll holds a connection; past this, ask again
+
+
+def check_wait(wait_s: Any) -> float | None:
+    if wait_s is None:
+        return None
+    if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) or not math.isfinite(wait_s) or not 0 <= wait_s <= MAX_WAIT_S:
+        raise invalid(f"wait_s: give a number of seconds from 0 to {MAX_WAIT_S:g}, got {wait_s!r}")
+    return float(wait_s) or None

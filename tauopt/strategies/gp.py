@@ -40,9 +40,10 @@ import numpy as np
 from ..models import Value
 from ._gp_encode import Encoder
 from ._gp_model import GPState, Posterior, fit, log_ei
+from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
 
-__all__ = ["available", "propose", "propose_gp", "GPResult", "GPInfo", "GPState"]
+__all__ = ["available", "propose", "propose_gp", "run", "sobol_fallback", "GPResult", "GPInfo", "GPState"]
 
 SUBSET_FIT = 300
 SUBSET_POSTERIOR = 1000
@@ -104,7 +105,7 @@ def propose_gp(
 
 def sobol_fallback(request: SuggestRequest, rng: np.random.Generator) -> list[dict[str, Value]]:
     """The experiment's own Sobol sequence (continuing from `drawn`)."""
-    from ._sobol_strategy import propose as sobol
+    from ._sobol import propose as sobol
 
     return sobol(request, rng)
 
@@ -126,11 +127,12 @@ def _n_candidates(n_train: int) -> int:
 
 
 def _sobol_unit(d: int, n: int, rng: np.random.Generator) -> np.ndarray:
-    try:
-        from ._sobol import sobol_points
-    except ImportError:  # pragma: no cover - the module ships with tauopt
-        return rng.random((n, d))
-    return np.asarray(sobol_points(d, start=0, n=n, seed=int(rng.integers(2**31 - 1))), dtype=float)
+    """n scrambled Sobol points with a fresh scramble (a one-off engine, not the
+    experiments' cached ones); n is drawn up to a power of two, as scipy prefers."""
+    from scipy.stats import qmc
+
+    engine = qmc.Sobol(d, scramble=True, rng=int(rng.integers(2**31 - 1)))
+    return np.asarray(engine.random_base2(max(0, (n - 1).bit_length()))[:n], dtype=float)
 
 
 def _propose(
@@ -248,3 +250,12 @@ def _refine(enc: Encoder, z: np.ndarray, s: np.ndarray, score, rng: np.random.Ge
         cur[better] = trial.reshape(k, _PER_ROUND, -1)[np.arange(k), j][better]
         cur_s = np.where(better, ts[np.arange(k), j], cur_s)
     return cur
+
+
+def run(job: StrategyJob) -> StrategyOutcome:
+    """The registry's pooled entry point: warm state and deadline in, outcome (with state) out."""
+    r = propose_gp(job.request, request_rng(job.request), job.warm, job.deadline_s)
+    if r.info.no_model:  # the initial design, not a failure: no fallback reason
+        return StrategyOutcome(tuple(r.candidates), "sobol", None, r.info.fit_seconds, r.state)
+    used = "gp" if r.info.fallback_reason is None else "sobol"
+    return StrategyOutcome(tuple(r.candidates), used, r.info.fallback_reason, r.info.fit_seconds, r.state)

@@ -4,10 +4,14 @@ A trial is a suggestion (trial id = suggestion id, tuner id = its tag), except
 the *baseline*: while no space is known, one worker gets a trial without values
 (it runs its defaults) and its EndTrial teaches us the space. What the engine
 does not keep lives here, in memory, and is rebuilt from the engine on restart
-(open suggestions become trials still running on the worker named by their tag):
+(open suggestions become trials still running on the worker named by their tag,
+or queued when the engine holds them released):
 
-- which tuner runs which trial now, when it got it, and the retry queue;
-- run and expiry counts (reset by a restart);
+- which tuner runs which trial now and when it got it; the retry queue is the
+  engine's (a trial to retry is a released suggestion: `engine.release_suggestion`
+  keeps it, and the next `engine.suggest` hands it out again, durably);
+- runs come from the engine's `attempts` (they survive a restart); expiry counts
+  do not (reset by a restart);
 - the metric history reported by UpdateTrial until EndTrial stores it on the
   observation (`Observation.metrics`), and the step of the best value.
 
@@ -125,6 +129,7 @@ class KerasTunerOracle:
         self.failure: str | None = None
         self.exhausted = False
         self._abandon: list[_Trial] = []
+        self._requeued: list[_Trial] = []
 
     # -- set-up ------------------------------------------------------------------
 
@@ -183,9 +188,13 @@ class KerasTunerOracle:
             self._trials[tid] = t
         now = self._clock()
         for s in await self.engine.suggestions(exp.id, state="open"):
+            if s.released:  # waiting for a retry when the chief stopped: it still is
+                self._trials[s.id] = _Trial(s.id, s.id, dict(s.assignments), "queued", runs=s.attempts)
+                self._queue.append(s.id)
+                continue
             # A trial that was running when the chief stopped is still its worker's: the worker
             # may end it, or (restarted) ask for it again; if it stays silent it expires.
-            t = _Trial(s.id, s.id, dict(s.assignments), "running", tuner_id=s.tag, handed_at=now, runs=1)
+            t = _Trial(s.id, s.id, dict(s.assignments), "running", tuner_id=s.tag, handed_at=now, runs=s.attempts)
             self._trials[s.id] = t
         self._check_done()
 
@@ -262,6 +271,7 @@ class KerasTunerOracle:
             if not self.done and t.expiries <= max(1, self.config.max_retries_per_trial):
                 t.state = "queued"
                 self._queue.append(t.trial_id)
+                self._requeued.append(t)
             else:
                 t.state = "failed"
                 self._abandon.append(t)
@@ -272,8 +282,10 @@ class KerasTunerOracle:
     async def maintain(self) -> None:
         """Called periodically by the chief: expire silent trials, release abandoned ones."""
         async with self._lock:
-            self._abandon = []
+            self._abandon, self._requeued = [], []
             self.expire()
+            for t in self._requeued:
+                await self._release(t)
             for t in self._abandon:
                 await self._close(t)
                 self._count_failure(f"trial {t.trial_id} expired {t.expiries} time(s) without an EndTrial")
@@ -328,7 +340,7 @@ class KerasTunerOracle:
                 raise SearchFailed(self.failure)
             return TrialView("", "STOPPED")
         if self._queue:
-            return self._hand_out(self._trials[self._queue.pop()], tuner_id)  # LIFO, like the reference
+            return await self._retry(self._queue.pop(), tuner_id)  # LIFO, like the reference
         if self._completed + self._in_progress() >= self.config.max_trials:
             return None  # every place is taken; one may fail and free up
         if not self._space_known:
@@ -417,6 +429,7 @@ class KerasTunerOracle:
             elif status == "INVALID" and t.runs <= self.config.max_retries_per_trial:
                 t.state = "queued"
                 self._queue.append(t.trial_id)
+                await self._release(t)
                 log.info("trial %s INVALID: retry %d of %d", trial_id, t.runs, self.config.max_retries_per_trial)
             else:
                 await self._observe(t, values, None, 0)
@@ -452,6 +465,32 @@ class KerasTunerOracle:
                 # The space grew since this suggestion: store a point valid in today's space.
                 await self._close(t)
         await self.engine.observe(exp_id, assignments=point, value=score, failed=failed, metrics=metrics)
+
+    async def _release(self, t: _Trial) -> None:
+        """Hand the trial's suggestion back to the engine for a retry (kept durably)."""
+        if t.suggestion_id is None or self.experiment is None:
+            return
+        try:
+            await self.engine.release_suggestion(self.experiment.id, t.suggestion_id)
+        except ApiError as exc:
+            if exc.error_type not in ("suggestion_closed", "suggestion_expired", "suggestion_observed"):
+                raise
+
+    async def _retry(self, trial_id: str, tuner_id: str) -> TrialView:
+        """Hand a queued trial out again; an engine-backed one through engine.suggest,
+        which serves released suggestions first (and counts the attempt)."""
+        t = self._trials[trial_id]
+        if t.suggestion_id is None or self.experiment is None:
+            return self._hand_out(t, tuner_id)  # a baseline: not in the engine
+        s: Suggestion = await self.engine.suggest(self.experiment.id, tag=tuner_id)
+        if s.id != trial_id:
+            self._queue.append(trial_id)  # the engine chose another released one (or a new point)
+            if s.id in self._queue:
+                self._queue.remove(s.id)
+            t = self._trials.get(s.id) or _Trial(s.id, s.id, dict(s.assignments), "queued")
+            self._trials[s.id] = t
+        t.runs = s.attempts - 1  # _hand_out counts this run
+        return self._hand_out(t, tuner_id)
 
     async def _close(self, t: _Trial) -> None:
         if t.suggestion_id is None or self.experiment is None:

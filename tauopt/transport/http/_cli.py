@@ -85,8 +85,8 @@ def _with_admin(db: str, work: Callable[[Any], Any], *, create: bool = True, exc
     import anyio
 
     from ...engine._admin import Admin
-    from ...engine._engine import open_store
-    from ...engine._sqlite import SqliteStore
+    from ...store import open_store
+    from ...store._sqlite import SqliteStore
 
     if not create and not Path(db).exists():
         raise SystemExit(f"tauopt: no database at {db}; pass --db PATH")
@@ -169,7 +169,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ...engine._auth import Limits
-    from ...engine._store import StoreError
+    from ...store import StoreError
     from ...errors import ApiError
     from ._guard import ConnectionLimits, guarded_protocol
     from ._server import create_app

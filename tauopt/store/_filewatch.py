@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ApiError, api_error
-from ._store import StoreError
+from ._base import StoreError
 
 __all__ = ["FileWatch", "StoreUnavailable", "create_private", "commit_error"]
 

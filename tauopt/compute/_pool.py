@@ -1,0 +1,83 @@
+"""StrategyPool: the engine's one call into compute, over any Executor.
+
+    async with StrategyPool("process") as pool:          # or StrategyPool(my_executor)
+        result = await pool.propose(experiment_id, "auto", request, deadline_s=5.0)
+
+`propose` resolves `auto`, runs inline strategies (per the registry) right
+here without queueing, submits pooled ones to the executor, and never raises
+because a job failed: a failed job (it raised, its worker died, no answer in
+time) is answered from the experiment's Sobol sequence, with the reason. The
+counters cover every backend alike.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..strategies import StrategyJob, StrategyOutcome, SuggestRequest, get, request_rng, resolve
+from ._executor import Executor, JobFailed
+from ._local import LocalExecutor
+
+__all__ = ["StrategyPool", "PoolStats", "sobol_fallback"]
+
+
+@dataclass
+class PoolStats:
+    """Counters over pooled proposals (benchmarks and `inspect`)."""
+
+    jobs: int = 0
+    candidates: int = 0
+    fit_seconds: float = 0.0
+    fallbacks: int = 0
+
+
+def sobol_fallback(request: SuggestRequest, reason: str) -> StrategyOutcome:
+    """The experiment's own Sobol points (continuing from `drawn`), saying why."""
+    candidates = get("sobol").propose(request, request_rng(request))
+    return StrategyOutcome(tuple(candidates), "sobol", reason, 0.0)
+
+
+class StrategyPool:
+    def __init__(self, executor: Executor | str = "process", size: int | None = None) -> None:
+        self.executor: Any = LocalExecutor(executor, size) if isinstance(executor, str) else executor  # type: ignore[arg-type]
+        self.stats = PoolStats()
+
+    @property
+    def kind(self) -> str:
+        return getattr(self.executor, "kind", type(self.executor).__name__)
+
+    async def __aenter__(self) -> "StrategyPool":
+        await self.executor.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self.executor.__aexit__(*exc_info)
+
+    async def propose(
+        self, key: str, strategy: str, request: SuggestRequest, deadline_s: float | None = None
+    ) -> StrategyOutcome:
+        """Candidates for `request` from `strategy` ("auto" resolved here)."""
+        spec = get(resolve(strategy, request))
+        if not spec.pooled:
+            t0 = time.monotonic()
+            candidates = spec.propose(request, request_rng(request))
+            return StrategyOutcome(tuple(candidates), spec.name, None, time.monotonic() - t0)
+        try:
+            result = await self.executor.submit(key, StrategyJob(spec.job_runner, request, None, deadline_s))
+        except JobFailed as exc:
+            result = sobol_fallback(request, str(exc))
+        self.stats.jobs += 1
+        self.stats.candidates += len(result.candidates)
+        self.stats.fit_seconds += result.fit_seconds
+        self.stats.fallbacks += result.fallback_reason is not None
+        return result
+
+    def forget(self, key: str) -> None:
+        """Drop the warm-start state of an experiment that went away."""
+        self.executor.forget(key)
+
+    async def call(self, key: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a module-level function on a local worker (diagnostics, tests, benchmarks)."""
+        return await self.executor.call(key, fn, *args)

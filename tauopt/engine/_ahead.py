@@ -1,0 +1,113 @@
+"""ComputeAhead: pooled proposals for one experiment, computed ahead of the asks.
+
+A pooled strategy (gp) never blocks the mailbox: one job at a time asks the
+StrategyPool for points and its result comes back to the actor as a
+`ProposalReady` message. Points land in a buffer stamped with the history
+version they were computed at; an ask takes the oldest one still fresh (at
+most `stale_bound` observations behind). Asks that find none are parked as
+waiters and answered, in arrival order, when the next result lands.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Callable
+
+from anyio.abc import TaskGroup
+
+from ..actors import ActorRef, Request
+from ..models import Value
+from ..strategies import SuggestRequest
+from ._messages import ProposalReady, Suggest
+
+__all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD"]
+
+# A point computed ahead against history version v is served while at most
+# max(STALENESS_BOUND, parallel_bandwidth) observations arrived since; past that it
+# is dropped and recomputed. With N workers, N observations land per round of
+# evaluations, so a smaller bound would discard every batch before it is used.
+STALENESS_BOUND = 2
+# Points kept computed ahead: one per parallel slot, up to this many.
+MAX_AHEAD = 8
+
+Point = dict[str, Value]
+
+
+class ComputeAhead:
+    def __init__(self, experiment_id: str, pool: Any, fit_deadline_s: float | None, ahead: int | None) -> None:
+        self._id = experiment_id
+        self._pool = pool
+        self._fit_deadline_s = fit_deadline_s
+        self._ahead_setting = ahead
+        self.version = 0  # bumps on every observation
+        self.points: list[tuple[int, Point]] = []  # (version computed at, point)
+        self.waiters: deque[tuple[Request[Any], Suggest]] = deque()
+        self.job_running = False
+        self.strategy: str | None = None  # the pooled strategy the last ask resolved to
+
+    def target(self, bandwidth: int) -> int:
+        return self._ahead_setting if self._ahead_setting is not None else min(bandwidth, MAX_AHEAD)
+
+    @staticmethod
+    def stale_bound(bandwidth: int) -> int:
+        return max(STALENESS_BOUND, bandwidth)
+
+    def take(self, bandwidth: int, is_used: Callable[[Point], bool]) -> Point | None:
+        """The oldest fresh, unused point computed ahead, or None."""
+        while self.points:
+            version, point = self.points.pop(0)
+            if self.version - version <= self.stale_bound(bandwidth) and not is_used(point):
+                return point
+        return None
+
+    def observed(self, bandwidth: int) -> bool:
+        """An observation arrived: bump the version; True if stale points were dropped
+        (so a job should refill)."""
+        self.version += 1
+        bound = self.stale_bound(bandwidth)
+        if self.points and self.version - self.points[0][0] > bound:
+            self.points = [(v, p) for v, p in self.points if self.version - v <= bound]
+            return True
+        return False
+
+    def want(self, bandwidth: int) -> tuple[int, tuple[Point, ...]]:
+        """How many points the next job should compute (the waiters, plus a few ahead
+        for the asks to come, also when the bandwidth is full), and the fresh points
+        it must treat as pending."""
+        fresh = tuple(p for v, p in self.points if self.version - v <= self.stale_bound(bandwidth))
+        return len(self.waiters) + self.target(bandwidth) - len(fresh), fresh
+
+    def start(self, tg: TaskGroup, request: SuggestRequest, reply_to: ActorRef) -> None:
+        assert self.strategy is not None  # set by the ask that found the strategy pooled
+        self.job_running = True
+        tg.start_soon(self._job, request, self.version, reply_to)
+
+    async def _job(self, request: SuggestRequest, version: int, reply_to: ActorRef) -> None:
+        result, error = None, None
+        try:
+            result = await self._pool.propose(self._id, self.strategy or "", request, deadline_s=self._fit_deadline_s)
+        except Exception as exc:  # the fallback on landing answers the asks anyway
+            error = exc
+        try:
+            await reply_to.ask(ProposalReady(version=version, result=result, error=error))
+        except Exception:
+            pass  # the actor is stopping
+
+    def land(self, msg: ProposalReady) -> tuple[list[Point], str | None]:
+        """The job's points and the fallback reason (None when the strategy ran)."""
+        self.job_running = False
+        reason = None
+        if msg.error is not None:
+            reason = f"strategy failed: {msg.error!r}"
+        elif msg.result is not None and msg.result.fallback_reason:
+            reason = msg.result.fallback_reason
+        landed = [dict(c) for c in msg.result.candidates] if msg.result is not None else []
+        return landed, reason
+
+    def keep(self, version: int, points: list[Point]) -> None:
+        self.points.extend((version, p) for p in points)
+
+    def forget_pool_state(self) -> None:
+        forget = getattr(self._pool, "forget", None)
+        if forget is not None:
+            forget(self._id)  # the pool's warm start for this experiment goes with its actor

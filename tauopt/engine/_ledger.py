@@ -1,0 +1,112 @@
+"""Ledger: an experiment's suggestions and observations, and the dedup sets.
+
+Plain bookkeeping (no I/O, no anyio), owned by one ExperimentActor: it opens
+and leaves suggestions, records observations, and answers "is this point
+used?" (observed or open) in O(1). Rebuilt from a store Snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from ..errors import api_error
+from ..models import Observation, Suggestion, Value
+from ..space import Key, Space
+from ..store import Snapshot
+
+__all__ = ["Ledger"]
+
+
+class Ledger:
+    def __init__(self, snapshot: Snapshot, space: Space) -> None:
+        self.experiment_id = snapshot.experiment.id
+        self.space = space
+        self.suggestions: dict[str, Suggestion] = {}
+        self.open: dict[str, Suggestion] = {}
+        self.observations: list[Observation] = list(snapshot.observations)
+        self._observed_keys: set[Key] = set()
+        self._open_keys: dict[Key, str] = {}
+        self.released: deque[str] = deque()  # open, holder declared dead: the next asks get them, in order
+        for s in snapshot.suggestions:
+            self.suggestions[s.id] = s
+            if s.state == "open":
+                self.open[s.id] = s
+                self._open_keys[space.key(s.assignments)] = s.id
+                if s.released:
+                    self.released.append(s.id)
+        for o in self.observations:
+            self._observed_keys.add(space.key(o.assignments))
+        self._next_sid = 1 + max((int(s) for s in self.suggestions if s.isdigit()), default=0)
+        self._next_oid = 1 + max((int(o.id) for o in self.observations if o.id.isdigit()), default=0)
+
+    # -- dedup ------------------------------------------------------------------
+
+    def is_used(self, point: dict[str, Value]) -> bool:
+        key = self.space.key(point)
+        return key in self._observed_keys or key in self._open_keys
+
+    def used_count(self) -> int:
+        """Distinct points observed or open (an open point may also be observed, unsolicited)."""
+        return len(self._observed_keys) + sum(1 for k in self._open_keys if k not in self._observed_keys)
+
+    # -- suggestions --------------------------------------------------------------
+
+    def suggestion(self, sid: Any) -> Suggestion:
+        s = self.suggestions.get(str(sid))
+        if s is None:
+            raise api_error("not_found", f"suggestion {sid!r} not found in experiment {self.experiment_id!r}")
+        return s
+
+    def open_suggestion(self, point: dict[str, Value], tag: str | None, now: float) -> Suggestion:
+        sid = str(self._next_sid)
+        self._next_sid += 1
+        s = Suggestion(sid, self.experiment_id, point, "open", tag, now)
+        self.suggestions[sid] = s
+        self.open[sid] = s
+        self._open_keys[self.space.key(point)] = sid
+        return s
+
+    def release(self, s: Suggestion) -> Suggestion:
+        """Its holder is gone: it stays open (its point stays used) for the next ask."""
+        s = s.evolve(released=True)
+        self.suggestions[s.id] = self.open[s.id] = s
+        self.released.append(s.id)
+        return s
+
+    def rehand(self, tag: str | None, now: float) -> Suggestion | None:
+        """The oldest released suggestion, handed to a new holder (attempts + 1), or None."""
+        while self.released:
+            s = self.open.get(self.released.popleft())
+            if s is not None and s.released:
+                s = s.evolve(released=False, tag=tag, created_at=now, attempts=s.attempts + 1)
+                self.suggestions[s.id] = self.open[s.id] = s
+                return s
+        return None
+
+    def leave_open(self, s: Suggestion, state: str) -> Suggestion:
+        s = s.evolve(state=state, released=False)
+        self.suggestions[s.id] = s
+        del self.open[s.id]
+        key = self.space.key(s.assignments)
+        if self._open_keys.get(key) == s.id:
+            del self._open_keys[key]
+        return s
+
+    def expired(self, now: float, ttl: float | None) -> list[Suggestion]:
+        """Open suggestions older than ttl, moved to `expired`."""
+        if ttl is None:
+            return []
+        # a released suggestion has no holder whose time could run out
+        return [self.leave_open(s, "expired") for s in list(self.open.values()) if not s.released and now - s.created_at > ttl]
+
+    # -- observations ---------------------------------------------------------------
+
+    def observe(
+        self, assignments: dict[str, Value], sid: str | None, value: float | None, failed: bool, now: float, metrics: Any
+    ) -> Observation:
+        obs = Observation(str(self._next_oid), self.experiment_id, sid, assignments, value, failed, now, metrics)
+        self._next_oid += 1
+        self.observations.append(obs)
+        self._observed_keys.add(self.space.key(assignments))
+        return obs

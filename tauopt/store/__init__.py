@@ -1,0 +1,50 @@
+"""Stores: where acknowledged state lives.
+
+    _base.py          the Store interface (experiments) and CredentialStore (a door's auth), the write types
+    _memory.py        MemoryStore
+    _sqlite.py        SqliteStore (SQLite specifics only; aiosqlite, imported lazily)
+    _group_commit.py  the store-independent group-commit writer any durable store reuses
+    _url.py           open_store: a URL or path -> a Store, the only place that reads one
+
+Adding a store: one module here + one scheme in `_url.py`; run the contract suite on it.
+"""
+
+from __future__ import annotations
+
+from ._base import (
+    CredentialRecord,
+    CredentialStore,
+    Done,
+    PutCounters,
+    PutCredential,
+    PutExperiment,
+    PutObservation,
+    PutSuggestion,
+    RevokeCredential,
+    Snapshot,
+    Store,
+    StoreError,
+    Write,
+)
+from ._group_commit import GroupCommitWriter
+from ._memory import MemoryStore
+from ._url import open_store
+
+__all__ = [
+    "CredentialRecord",
+    "CredentialStore",
+    "Done",
+    "GroupCommitWriter",
+    "MemoryStore",
+    "PutCounters",
+    "PutCredential",
+    "PutExperiment",
+    "PutObservation",
+    "PutSuggestion",
+    "RevokeCredential",
+    "Snapshot",
+    "Store",
+    "StoreError",
+    "Write",
+    "open_store",
+]

@@ -1,0 +1,259 @@
+"""The Store: where acknowledged state lives.
+
+Actors own experiment state in memory and tell the store what changed as a
+batch of typed writes. `submit(writes, done)` never blocks: the store commits
+batches in submission order (a durable store groups every batch queued in the
+same moment into one transaction) and then calls `done(None)`, or
+`done(exc)` if the transaction failed. Actors send their replies from `done`,
+so a reply never leaves before its writes are durable.
+
+Reads are used to rebuild an actor (`load`) and for listings across
+experiments; they see committed state only.
+
+Lifecycle: `await store.start(task_group)` opens it (a durable store starts its
+writer task in that group, so a bad file raises here); `await store.aclose()`
+flushes what is queued, stops the writer and releases it; so the group must
+outlive the store's users, and `aclose` comes before the group exits.
+`async with store:` does both with a task group of its own.
+
+Credentials (the HTTP door's bearer tokens) are written through the same queue
+(`PutCredential`, `RevokeCredential`, or the awaitable `put_credential` /
+`revoke_credential`) and read with `credentials()`, `credential_by_hash()`;
+`suggestion_times(owner, since)` feeds the rolling daily quota.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence, Union, runtime_checkable
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..models import Experiment, Observation, Suggestion
+
+__all__ = [
+    "Store",
+    "CredentialStore",
+    "PutExperiment",
+    "PutCounters",
+    "PutSuggestion",
+    "PutObservation",
+    "PutCredential",
+    "RevokeCredential",
+    "CredentialRecord",
+    "Write",
+    "Snapshot",
+    "Done",
+    "StoreError",
+]
+
+
+@dataclass(frozen=True)
+class PutExperiment:
+    """Insert or replace the experiment header (counts and `drawn` included)."""
+
+    experiment: Experiment
+    drawn: int = 0
+
+
+@dataclass(frozen=True)
+class PutCounters:
+    """Update only an experiment's counters and `drawn` (what most mutations change),
+    not its whole header. The counters stored here win over those in the header."""
+
+    experiment_id: str
+    open_suggestions: int
+    observations: int
+    drawn: int
+
+
+@dataclass(frozen=True)
+class PutSuggestion:
+    """Insert or replace one suggestion (new, or a state change)."""
+
+    suggestion: Suggestion
+
+
+@dataclass(frozen=True)
+class PutObservation:
+    observation: Observation
+
+
+@dataclass(frozen=True)
+class CredentialRecord:
+    """A bearer token as stored: only the token's hash is kept. Limits left as
+    None mean the server's defaults."""
+
+    id: str
+    name: str
+    token_hash: str
+    created_at: float
+    suggestions_per_day: int | None = None
+    max_active_experiments: int | None = None
+    revoked_at: float | None = None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    @classmethod
+    def of(cls, credential: Any) -> "CredentialRecord":
+        """Accept any credential object with these field names (e.g. the door's own)."""
+        if isinstance(credential, CredentialRecord):
+            return credential
+        return cls(
+            id=credential.id,
+            name=credential.name,
+            token_hash=credential.token_hash,
+            created_at=float(credential.created_at),
+            suggestions_per_day=getattr(credential, "suggestions_per_day", None),
+            max_active_experiments=getattr(credential, "max_active_experiments", None),
+            revoked_at=getattr(credential, "revoked_at", None),
+        )
+
+
+@dataclass(frozen=True)
+class PutCredential:
+    """Insert or replace a credential (by id). Its token_hash must be unique."""
+
+    credential: CredentialRecord
+
+
+@dataclass(frozen=True)
+class RevokeCredential:
+    """Mark a credential revoked at `revoked_at`; an unknown id changes nothing."""
+
+    credential_id: str
+    revoked_at: float
+
+
+Write = Union[PutExperiment, PutCounters, PutSuggestion, PutObservation, PutCredential, RevokeCredential]
+Done = Callable[[BaseException | None], None]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything an actor is rebuilt from."""
+
+    experiment: Experiment
+    suggestions: tuple[Suggestion, ...] = ()  # creation order
+    observations: tuple[Observation, ...] = ()  # arrival order
+    drawn: int = 0
+
+
+class StoreError(Exception):
+    """A store cannot be opened (bad file, newer schema, read-only location)."""
+
+
+@runtime_checkable
+class CredentialStore(Protocol):
+    """What a door's auth reads and writes: credentials, and the two quota counts
+    kept per credential (suggestions since a time, experiments not archived);
+    no experiment rows."""
+
+    async def credentials(self) -> list[CredentialRecord]: ...
+
+    async def credential_by_hash(self, token_hash: str) -> CredentialRecord | None: ...
+
+    async def put_credential(self, credential: Any) -> CredentialRecord: ...
+
+    async def revoke_credential(self, credential_id: str, revoked_at: float | None = None) -> None: ...
+
+    async def suggestion_times(self, owner: str | None, since: float) -> list[float]: ...
+
+    async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int: ...
+
+
+class Store(abc.ABC):
+    """Experiment state (submit/load/list) and, through the same writer, the
+    CredentialStore interface; a door's auth is typed against the latter."""
+
+    durable: bool = False
+    _own_group: AsyncExitStack | None = None
+
+    async def start(self, task_group: TaskGroup | None = None) -> None:
+        """Open resources. A durable store starts its writer task in `task_group`
+        (required there; it must outlive the store's users) and raises StoreError
+        here if the file cannot be used."""
+
+    async def aclose(self) -> None:
+        """Flush queued writes, stop the writer task, release resources."""
+
+    async def __aenter__(self) -> "Store":
+        """`async with store:` runs it in a task group of its own."""
+        stack = AsyncExitStack()
+        group = await stack.enter_async_context(anyio.create_task_group())
+        try:
+            await self.start(group)
+        except BaseException:
+            group.cancel_scope.cancel()
+            await stack.aclose()
+            raise
+        self._own_group = stack
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        stack, self._own_group = self._own_group, None
+        try:
+            await self.aclose()
+        finally:
+            if stack is not None:
+                await stack.__aexit__(*exc_info)
+
+    async def write(self, writes: Sequence[Write]) -> None:
+        """Submit a batch and wait until it is committed; raises what the commit raised."""
+        event = anyio.Event()
+        outcome: list[BaseException | None] = []
+
+        def done(exc: BaseException | None) -> None:
+            outcome.append(exc)
+            event.set()
+
+        self.submit(writes, done)
+        await event.wait()
+        if outcome[0] is not None:
+            raise outcome[0]
+
+    async def put_credential(self, credential: Any) -> CredentialRecord:
+        record = CredentialRecord.of(credential)
+        await self.write([PutCredential(record)])
+        return record
+
+    async def revoke_credential(self, credential_id: str, revoked_at: float | None = None) -> None:
+        await self.write([RevokeCredential(credential_id, time.time() if revoked_at is None else revoked_at)])
+
+    @abc.abstractmethod
+    def submit(self, writes: Sequence[Write], done: Done) -> None:
+        """Queue a batch; `done` is called once it is committed (or failed). Never blocks.
+        An empty batch is a barrier: done fires after every batch queued before it."""
+
+    @abc.abstractmethod
+    async def load(self, experiment_id: str) -> Snapshot | None: ...
+
+    @abc.abstractmethod
+    async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
+        """Experiments in `state` visible to `owner`: its own and the unowned ones
+        (created in process, e.g. by the KerasTuner chief). owner None: all."""
+
+    @abc.abstractmethod
+    async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int: ...
+
+    @abc.abstractmethod
+    async def has_experiment(self, experiment_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def credentials(self) -> list[CredentialRecord]:
+        """Every credential, revoked ones included, in creation order."""
+
+    @abc.abstractmethod
+    async def credential_by_hash(self, token_hash: str) -> CredentialRecord | None:
+        """The credential with this token hash (revoked or not), or None."""
+
+    @abc.abstractmethod
+    async def suggestion_times(self, owner: str | None, since: float) -> list[float]:
+        """created_at of every suggestion (any state) made at or after `since` in
+        experiments owned by `owner`, ascending."""

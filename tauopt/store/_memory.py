@@ -1,0 +1,122 @@
+"""MemoryStore: the Store in process memory (the local driver's default). Commits are immediate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+from ..models import Experiment, Observation, Suggestion
+from ._base import (
+    CredentialRecord,
+    Done,
+    PutCredential,
+    PutCounters,
+    PutExperiment,
+    PutObservation,
+    PutSuggestion,
+    RevokeCredential,
+    Snapshot,
+    Store,
+    StoreError,
+    Write,
+)
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _Stored:
+    experiment: Experiment
+    drawn: int = 0
+    suggestions: dict[str, Suggestion] = field(default_factory=dict)
+    observations: list[Observation] = field(default_factory=list)
+
+
+class MemoryStore(Store):
+    """Process memory: the local driver's default. Commits are immediate."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, _Stored] = {}
+        self._credentials: dict[str, CredentialRecord] = {}
+
+    def submit(self, writes: Sequence[Write], done: Done) -> None:
+        try:
+            self._check_credentials(writes)
+        except StoreError as exc:
+            done(exc)  # nothing of the batch applied, like a rolled-back transaction
+            return
+        for w in writes:
+            if isinstance(w, PutCredential):
+                self._credentials[w.credential.id] = w.credential
+                continue
+            if isinstance(w, RevokeCredential):
+                old = self._credentials.get(w.credential_id)
+                if old is not None:
+                    self._credentials[w.credential_id] = replace(old, revoked_at=w.revoked_at)
+                continue
+            if isinstance(w, PutExperiment):
+                rec = self._data.get(w.experiment.id)
+                if rec is None:
+                    self._data[w.experiment.id] = _Stored(w.experiment, w.drawn)
+                else:
+                    rec.experiment, rec.drawn = w.experiment, w.drawn
+            elif isinstance(w, PutCounters):
+                rec = self._data[w.experiment_id]
+                rec.experiment = rec.experiment.evolve(open_suggestions=w.open_suggestions, observations=w.observations)
+                rec.drawn = w.drawn
+            elif isinstance(w, PutSuggestion):
+                self._data[w.suggestion.experiment_id].suggestions[w.suggestion.id] = w.suggestion
+            elif isinstance(w, PutObservation):
+                self._data[w.observation.experiment_id].observations.append(w.observation)
+        done(None)
+
+    def _check_credentials(self, writes: Sequence[Write]) -> None:
+        """token_hash is unique, as the SQLite schema enforces."""
+        owners = {c.token_hash: c.id for c in self._credentials.values()}
+        for w in writes:
+            if isinstance(w, PutCredential):
+                c = w.credential
+                holder = owners.get(c.token_hash)
+                if holder is not None and holder != c.id:
+                    raise StoreError(f"token_hash of credential {c.id!r} is already used by {holder!r}")
+                owners = {h: i for h, i in owners.items() if i != c.id}
+                owners[c.token_hash] = c.id
+
+    async def load(self, experiment_id: str) -> Snapshot | None:
+        rec = self._data.get(experiment_id)
+        if rec is None:
+            return None
+        return Snapshot(rec.experiment, tuple(rec.suggestions.values()), tuple(rec.observations), rec.drawn)
+
+    async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
+        return [
+            r.experiment
+            for r in self._data.values()
+            if (state is None or r.experiment.state == state)
+            and (owner is None or r.experiment.owner in (owner, None))
+        ]
+
+    async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int:
+        return sum(
+            1
+            for r in self._data.values()
+            if r.experiment.state != exclude_state and (owner is None or r.experiment.owner == owner)
+        )
+
+    async def has_experiment(self, experiment_id: str) -> bool:
+        return experiment_id in self._data
+
+    async def credentials(self) -> list[CredentialRecord]:
+        return list(self._credentials.values())
+
+    async def credential_by_hash(self, token_hash: str) -> CredentialRecord | None:
+        return next((c for c in self._credentials.values() if c.token_hash == token_hash), None)
+
+    async def suggestion_times(self, owner: str | None, since: float) -> list[float]:
+        return sorted(
+            s.created_at
+            for r in self._data.values()
+            if r.experiment.owner == owner
+            for s in r.suggestions.values()
+            if s.created_at >= since
+        )

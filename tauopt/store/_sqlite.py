@@ -1,0 +1,677 @@
+"""SqliteStore: the durable Store, one SQLite file in WAL mode, written by one task.
+
+Write path: the shared GroupCommitWriter (`_group_commit.py`) batches
+concurrent writes; this module only turns a group into rows (`_Rows`; a
+batch whose objects cannot be turned into rows fails alone, before the
+transaction) and runs them as ONE transaction through aiosqlite's public API
+(BEGIN IMMEDIATE, one multi-row upsert per table, COMMIT; a failure rolls back
+and fails every batch of its group).
+
+Read path. A second connection, query-only, reads committed state (WAL lets it
+read while the writer writes). `load` reads in one read transaction so an
+experiment, its suggestions and its observations come from one snapshot.
+
+Durability: "os" (synchronous=NORMAL) survives a killed process; "fsync"
+(synchronous=FULL) also survives power loss.
+
+Opening refuses, with StoreError and without writing a byte: a file that is not
+a SQLite database, a SQLite database that is not a tauopt store, and a store of
+a newer schema version. A read-only location fails at `start`, not at the first
+write: start writes (migration, or a no-op update) before it returns.
+
+Import note: aiosqlite is imported here only; `tauopt.store.open_store` imports
+this module lazily, so `import tauopt` stays free of it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Literal, Sequence, Union
+
+import aiosqlite
+import anyio
+from anyio.abc import TaskGroup
+
+from ..models import Experiment, Observation, Suggestion
+from ._base import (
+    CredentialRecord,
+    Done,
+    PutCredential,
+    PutCounters,
+    PutExperiment,
+    PutObservation,
+    PutSuggestion,
+    RevokeCredential,
+    Snapshot,
+    Store,
+    StoreError,
+    Write,
+)
+from ._filelock import FileLock
+from ._filewatch import FileWatch, create_private, unavailable
+from ._group_commit import GroupCommitWriter
+from ._url import sqlite_path
+
+__all__ = ["SqliteStore", "SCHEMA_VERSION", "MIGRATIONS"]
+
+log = logging.getLogger("tauopt.store")
+
+Durability = Literal["os", "fsync"]
+_SYNCHRONOUS = {"os": "NORMAL", "fsync": "FULL"}
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Forward migrations: MIGRATIONS[n] takes a store from version n to n+1, in one
+# transaction together with the version bump. Never edit a released step; append.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 0 -> 1: experiments, suggestions, observations
+    (
+        # seq columns are INTEGER PRIMARY KEY (the rowid): they keep creation order,
+        # survive VACUUM, and an upsert's DO UPDATE keeps them.
+        """CREATE TABLE experiments (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            owner TEXT,
+            state TEXT NOT NULL,
+            name TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            open_suggestions INTEGER NOT NULL,
+            observations INTEGER NOT NULL,
+            drawn INTEGER NOT NULL,
+            body TEXT NOT NULL
+        )""",
+        "CREATE INDEX experiments_by_owner_state ON experiments (owner, state)",
+        """CREATE TABLE suggestions (
+            seq INTEGER PRIMARY KEY,
+            experiment_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            tag TEXT,
+            created_at REAL NOT NULL,
+            assignments TEXT NOT NULL,
+            UNIQUE (experiment_id, id)
+        )""",
+        "CREATE INDEX suggestions_by_experiment ON suggestions (experiment_id, seq)",
+        "CREATE INDEX suggestions_open_by_tag ON suggestions (experiment_id, tag) WHERE state = 'open'",
+        """CREATE TABLE observations (
+            seq INTEGER PRIMARY KEY,
+            experiment_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            suggestion_id TEXT,
+            value REAL,
+            failed INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            assignments TEXT NOT NULL,
+            metrics TEXT NOT NULL,
+            UNIQUE (experiment_id, id)
+        )""",
+        "CREATE INDEX observations_by_experiment ON observations (experiment_id, seq)",
+    ),
+    # 1 -> 2: credentials of the HTTP door (bearer tokens, by hash) and their quotas
+    (
+        """CREATE TABLE credentials (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            token_hash TEXT NOT NULL UNIQUE,
+            created_at REAL NOT NULL,
+            revoked_at REAL,
+            suggestions_per_day INTEGER,
+            max_active_experiments INTEGER
+        )""",
+    ),
+    # 2 -> 3: leases: how often a suggestion was handed out, and whether its holder was declared dead
+    (
+        "ALTER TABLE suggestions ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE suggestions ADD COLUMN released INTEGER NOT NULL DEFAULT 0",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+@dataclass(frozen=True)
+class _Upsert:
+    """An INSERT ... ON CONFLICT DO UPDATE run with many rows in ONE statement
+    (`VALUES (..), (..), ...`): a transaction is then a handful of statements,
+    so the writer thread gives up and takes back the GIL a handful of times, not
+    once per row (each take-back can wait a switch interval on a busy loop)."""
+
+    head: str
+    row: str
+    tail: str
+
+    def chunks(self, rows: list[tuple[Any, ...]]) -> list[tuple[str, list[Any]]]:
+        per = max(1, _MAX_VARIABLES // len(rows[0]))
+        out = []
+        for i in range(0, len(rows), per):
+            chunk = rows[i : i + per]
+            values = ",".join([self.row] * len(chunk))
+            out.append((f"{self.head} {values} {self.tail}", [v for r in chunk for v in r]))
+        return out
+
+
+# Bound parameters per statement: SQLite allows 32,766 since 3.32, 999 before.
+_MAX_VARIABLES = 32_000 if sqlite3.sqlite_version_info >= (3, 32) else 990
+_UPSERT_EXPERIMENT = _Upsert(
+    """INSERT INTO experiments (id, owner, state, name, created_at, open_suggestions, observations, drawn, body) VALUES""",
+    "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    """ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, state = excluded.state, name = excluded.name,
+    created_at = excluded.created_at, open_suggestions = excluded.open_suggestions,
+    observations = excluded.observations, drawn = excluded.drawn, body = excluded.body""",
+)
+_UPSERT_SUGGESTION = _Upsert(
+    """INSERT INTO suggestions (experiment_id, id, state, tag, created_at, assignments, attempts, released) VALUES""",
+    "(?, ?, ?, ?, ?, ?, ?, ?)",
+    """ON CONFLICT (experiment_id, id) DO UPDATE SET state = excluded.state, tag = excluded.tag,
+    created_at = excluded.created_at, assignments = excluded.assignments, attempts = excluded.attempts,
+    released = excluded.released""",
+)
+_UPSERT_OBSERVATION = _Upsert(
+    """INSERT INTO observations (experiment_id, id, suggestion_id, value, failed, created_at, assignments, metrics) VALUES""",
+    "(?, ?, ?, ?, ?, ?, ?, ?)",
+    """ON CONFLICT (experiment_id, id) DO UPDATE SET suggestion_id = excluded.suggestion_id, value = excluded.value,
+    failed = excluded.failed, created_at = excluded.created_at, assignments = excluded.assignments,
+    metrics = excluded.metrics""",
+)
+_UPSERT_CREDENTIAL = _Upsert(
+    """INSERT INTO credentials (id, name, token_hash, created_at, revoked_at, suggestions_per_day, max_active_experiments) VALUES""",
+    "(?, ?, ?, ?, ?, ?, ?)",
+    """ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_hash = excluded.token_hash,
+    created_at = excluded.created_at, revoked_at = excluded.revoked_at,
+    suggestions_per_day = excluded.suggestions_per_day, max_active_experiments = excluded.max_active_experiments""",
+)
+_REVOKE_CREDENTIAL = "UPDATE credentials SET revoked_at = ? WHERE id = ?"
+_UPDATE_COUNTERS = "UPDATE experiments SET open_suggestions = ?, observations = ?, drawn = ? WHERE id = ?"
+_CREDENTIAL_COLUMNS = "id, name, token_hash, created_at, suggestions_per_day, max_active_experiments, revoked_at"
+
+
+_dumps = json.JSONEncoder(separators=(",", ":")).encode  # one encoder, not one per call
+
+
+def _text(value: str | None) -> str | None:
+    # A lone surrogate would make sqlite3 fail the whole transaction; fail the batch instead.
+    if value is not None and not value.isascii():  # isascii is a flag lookup: ids and tags cost nothing
+        value.encode("utf-8")
+    return value
+
+
+def _experiment_row(w: PutExperiment) -> tuple[Any, ...]:
+    e = w.experiment
+    return (
+        _text(e.id), _text(e.owner), e.state, _text(e.name), float(e.created_at),
+        int(e.open_suggestions), int(e.observations), int(w.drawn), _dumps(e.to_dict()),
+    )  # fmt: skip
+
+
+def _suggestion_row(s: Suggestion) -> tuple[Any, ...]:
+    return (
+        _text(s.experiment_id), _text(s.id), s.state, _text(s.tag), float(s.created_at), _dumps(s.assignments),
+        int(s.attempts), int(bool(s.released)),
+    )  # fmt: skip
+
+
+def _observation_row(o: Observation) -> tuple[Any, ...]:
+    return (
+        _text(o.experiment_id), _text(o.id), _text(o.suggestion_id), None if o.value is None else float(o.value),
+        int(bool(o.failed)), float(o.created_at), _dumps(o.assignments), _dumps(o.metrics),
+    )  # fmt: skip
+
+
+def _credential_row(c: CredentialRecord) -> tuple[Any, ...]:
+    return (
+        _text(c.id), _text(c.name), _text(c.token_hash), float(c.created_at), c.revoked_at,
+        c.suggestions_per_day, c.max_active_experiments,
+    )  # fmt: skip
+
+
+@dataclass
+class _Rows:
+    """One group's writes by key; a later write of a key replaces an earlier one
+    (keeping the key's first position), so an experiment header rewritten by 64
+    batches of a group is turned into a row once."""
+
+    experiments: dict[str, PutExperiment]
+    counters: dict[str, PutCounters]
+    suggestions: dict[tuple[str, str], Suggestion]
+    observations: dict[tuple[str, str], Observation]
+    credentials: dict[str, CredentialRecord]
+    revokes: list[RevokeCredential]
+
+    @classmethod
+    def of(cls, batches: Sequence[Sequence[Write]]) -> "_Rows":
+        rows = cls({}, {}, {}, {}, {}, [])
+        for writes in batches:
+            for w in writes:
+                if isinstance(w, PutExperiment):
+                    rows.experiments[w.experiment.id] = w
+                    rows.counters.pop(w.experiment.id, None)  # the header carries newer counters
+                elif isinstance(w, PutCounters):
+                    head = rows.experiments.get(w.experiment_id)
+                    if head is None:
+                        rows.counters[w.experiment_id] = w
+                    else:  # later than a header of this group: fold into it (keeps statement order simple)
+                        e = head.experiment.evolve(open_suggestions=w.open_suggestions, observations=w.observations)
+                        rows.experiments[w.experiment_id] = PutExperiment(e, w.drawn)
+                elif isinstance(w, PutSuggestion):
+                    rows.suggestions[(w.suggestion.experiment_id, w.suggestion.id)] = w.suggestion
+                elif isinstance(w, PutObservation):
+                    rows.observations[(w.observation.experiment_id, w.observation.id)] = w.observation
+                elif isinstance(w, PutCredential):
+                    rows.credentials[w.credential.id] = w.credential
+                elif isinstance(w, RevokeCredential):
+                    rows.revokes.append(w)
+                else:
+                    raise TypeError(f"not a store write: {w!r}")
+        return rows
+
+    def statements(self) -> Plan:
+        """The SQL and its rows; raises if an object cannot be turned into a row."""
+        plan = [
+            (_UPSERT_EXPERIMENT, [_experiment_row(w) for w in self.experiments.values()]),
+            (_UPDATE_COUNTERS, [(int(c.open_suggestions), int(c.observations), int(c.drawn), _text(c.experiment_id)) for c in self.counters.values()]),
+            (_UPSERT_SUGGESTION, [_suggestion_row(x) for x in self.suggestions.values()]),
+            (_UPSERT_OBSERVATION, [_observation_row(x) for x in self.observations.values()]),
+            (_UPSERT_CREDENTIAL, [_credential_row(x) for x in self.credentials.values()]),
+            (_REVOKE_CREDENTIAL, [(float(r.revoked_at), _text(r.credential_id)) for r in self.revokes]),
+        ]
+        return [(sql, rows) for sql, rows in plan if rows]
+
+
+def _inspect(path: Path) -> int | None:
+    """Schema version of an existing store (None: no file or an empty one, to be
+    created). Raises StoreError for anything we must not touch. Opens read-only."""
+    if not path.exists():
+        if not path.parent.is_dir():
+            raise StoreError(f"{path}: directory {path.parent} does not exist; create it first")
+        if Path(f"{path}-wal").exists():
+            # SQLite would replay this log into a new empty file: half a store, silently.
+            raise StoreError(
+                f"{path} is missing but its write-ahead log {path}-wal is there: the database was deleted "
+                "or moved; restore it, or remove the -wal and -shm files to start a new store"
+            )
+        return None
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory; give the path of a database file (e.g. {path / 'tauopt.db'})")
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read it ({exc.strerror}); check its permissions") from exc
+    if not head:
+        return None  # an empty file is an empty database to SQLite
+    if head != _SQLITE_MAGIC:
+        raise StoreError(
+            f"{path} is not a SQLite database (it was left untouched); give a new path or the path of a tauopt store"
+        )
+    try:
+        conn = sqlite3.connect(_read_only_uri(path), uri=True)
+        try:
+            _check_pages(conn, path)
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "schema_version" not in tables:
+                if tables:
+                    raise StoreError(
+                        f"{path} is a SQLite database but not a tauopt store (tables: {', '.join(sorted(tables))}); "
+                        "it was left untouched; give a new path"
+                    )
+                return None
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{path}: cannot read it as a SQLite database ({exc}); it was left untouched; "
+            "restore it from a backup or give a new path"
+        ) from exc
+    version = 0 if row is None else int(row[0])
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer tauopt (schema version {version}; this tauopt reads up to "
+            f"{SCHEMA_VERSION}); it was left untouched; upgrade tauopt to open it"
+        )
+    return version
+
+
+def _read_only_uri(path: Path) -> str:
+    """Read-only, and with no -wal: immutable too, else SQLite would create -wal
+    and -shm beside a file it may be about to refuse."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    return uri if Path(f"{path}-wal").exists() else uri + "&immutable=1"
+
+
+def _check_pages(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file with corrupt pages now, in one line, not at some later read.
+    quick_check reads every page once: about a second per few hundred MB."""
+    problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        found = "; ".join(line for p in problems for line in str(p).splitlines() if not line.startswith("***"))
+        raise StoreError(
+            f"{path}: the database is corrupt ({found[:300]}); it was left untouched; "
+            "restore it from a backup or give a new path"
+        )
+
+
+class SqliteStore(Store):
+    """The durable store: `SqliteStore("tauopt.db", durability="os"|"fsync")`.
+
+    `await store.start(task_group)` opens (or creates and migrates) the file and
+    starts the writer task in `task_group`, which must outlive the store's
+    users; `await store.aclose()` commits what is queued (within
+    `close_timeout` seconds, shielded), stops the writer and closes. `async
+    with SqliteStore(path) as store:` does both in a task group of its own. `submit` must be called from the
+    event loop the store was started in.
+    """
+
+    durable = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        durability: Durability = "os",
+        *,
+        close_timeout: float = 10.0,
+        gather_turns: int = 16,
+        exclusive: bool = True,
+    ) -> None:
+        if durability not in _SYNCHRONOUS:
+            raise ValueError(f"durability must be 'os' or 'fsync', not {durability!r}")
+        text = os.fspath(path)
+        self.path = Path(sqlite_path(text))
+        self.durability: Durability = durability
+        # exclusive=False is for the CLI's short token/experiments edits beside a running
+        # engine: SQLite's own locking keeps those safe; an engine must own its file.
+        self._lock = FileLock(self.path) if exclusive else None
+        self.close_timeout = close_timeout
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._read_lock = anyio.Lock()
+        self._state: Literal["new", "open", "closing", "closed"] = "new"
+        self._watch: FileWatch | None = None
+        self._gone: BaseException | None = None  # set once the file is found gone: sticky
+        self._group = GroupCommitWriter(
+            _prepare, self._apply, name=repr(self), explain=self._explain_error, gather_turns=gather_turns
+        )
+
+    # Counters, for tests and benchmarks: committed transactions and batches.
+    @property
+    def transactions(self) -> int:
+        return self._group.transactions
+
+    @property
+    def batches(self) -> int:
+        return self._group.batches
+
+    @property
+    def gather_turns(self) -> int:
+        return self._group.gather_turns
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r}, durability={self.durability!r})"
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def start(self, task_group: TaskGroup | None = None) -> None:
+        if task_group is None:
+            raise TypeError(
+                "SqliteStore.start(task_group): give the task group that owns the writer task "
+                "(one that outlives the store's users), or use `async with SqliteStore(path) as store`"
+            )
+        if self._state != "new":
+            raise StoreError(f"{self!r} was already started")
+        version = await anyio.to_thread.run_sync(_inspect, self.path)  # read-only checks
+        if self._lock is not None:
+            try:
+                self._lock.acquire()  # before any write: a refused open touches nothing
+            except OSError as exc:
+                raise StoreError(_explain(self.path, sqlite3.OperationalError(f"read-only: {exc}"))) from exc
+        try:
+            create_private(self.path)
+            self._writer = await self._connect(self.path)
+            await self._writer.execute("PRAGMA busy_timeout = 5000")
+            mode = await self._scalar(self._writer, "PRAGMA journal_mode = WAL")
+            if str(mode).lower() != "wal":
+                raise StoreError(f"{self.path}: cannot use WAL mode (journal_mode is {mode}); put the store on a local disk")
+            await self._writer.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self.durability]}")
+            # Write now, so a read-only location fails here and not at the first ask.
+            await _migrate(self._writer, version or 0)
+            self._reader = await self._connect(self.path)
+            await self._reader.execute("PRAGMA busy_timeout = 5000")
+            await self._reader.execute("PRAGMA query_only = 1")
+            self._watch = FileWatch(self.path)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await self._close_connections()
+            self._release_lock()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(_explain(self.path, exc)) from exc
+            raise
+        self._state = "open"
+        await task_group.start(self._group.run)
+
+    async def aclose(self) -> None:
+        if self._state in ("closing", "closed"):
+            return
+        if self._state == "new":
+            self._state = "closed"
+            return
+        self._state = "closing"
+        await self._group.close(self.close_timeout)
+        with anyio.move_on_after(self.close_timeout, shield=True):
+            await self._close_connections()
+        self._release_lock()
+        if self._watch is not None:
+            self._watch.close()
+        self._state = "closed"
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+
+    @staticmethod
+    async def _connect(path: Path) -> aiosqlite.Connection:
+        return await aiosqlite.connect(path, isolation_level=None)
+
+    async def _close_connections(self) -> None:
+        for name in ("_reader", "_writer"):
+            conn = getattr(self, name)
+            setattr(self, name, None)
+            if conn is not None:
+                try:
+                    await conn.close()
+                except sqlite3.Error as exc:  # closing must not hide the caller's error
+                    log.warning("store %s: closing a connection failed: %r", self.path, exc)
+
+    @staticmethod
+    async def _scalar(conn: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()) -> Any:
+        async with conn.execute(sql, params) as cur:
+            row = await cur.fetchone()
+        return None if row is None else row[0]
+
+    # -- writes ----------------------------------------------------------------
+
+    def submit(self, writes: Sequence[Write], done: Done) -> None:
+        self._group.submit(writes, done)
+
+    async def _apply(self, plan: Plan) -> bool:
+        if not plan:
+            return False
+        if self._file_gone():
+            raise self._gone  # type: ignore[misc]  # StoreUnavailable: every batch of the group fails with it
+        conn = self._writer
+        assert conn is not None
+        await _transact(conn, plan)
+        return True
+
+    def _file_gone(self) -> bool:
+        """Before committing: was the file deleted, replaced or truncated? (logged once)"""
+        if self._gone is None and self._watch is not None:
+            problem = self._watch.problem()
+            if problem is not None:
+                self._gone = unavailable(problem)
+                log.error("store %s: %s", self.path, self._gone)
+        return self._gone is not None
+
+    def _explain_error(self, exc: Exception) -> str:
+        return _explain(self.path, exc) if isinstance(exc, sqlite3.Error) else f"{self.path}: {exc!r}"
+
+    # -- reads ------------------------------------------------------------------
+
+    def _conn(self) -> aiosqlite.Connection:
+        if self._reader is None:
+            raise StoreError(f"{self!r} is not open; call start() first")
+        return self._reader
+
+    async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        async with self._conn().execute(sql, params) as cur:
+            return list(await cur.fetchall())
+
+    async def load(self, experiment_id: str) -> Snapshot | None:
+        conn = self._conn()
+        async with self._read_lock:
+            await conn.execute("BEGIN")  # one snapshot for the three reads
+            try:
+                head = await self._all(
+                    "SELECT owner, drawn, body, open_suggestions, observations FROM experiments WHERE id = ?", (experiment_id,)
+                )
+                if not head:
+                    return None
+                srows = await self._all(
+                    "SELECT id, state, tag, created_at, assignments, attempts, released FROM suggestions "
+                    "WHERE experiment_id = ? ORDER BY seq",
+                    (experiment_id,),
+                )
+                orows = await self._all(
+                    "SELECT id, suggestion_id, value, failed, created_at, assignments, metrics FROM observations "
+                    "WHERE experiment_id = ? ORDER BY seq",
+                    (experiment_id,),
+                )
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if conn.in_transaction:
+                        await conn.execute("COMMIT")
+        owner, drawn, body, n_open, n_obs = head[0]
+        experiment = _experiment(body, owner, n_open, n_obs)
+        suggestions = tuple(
+            Suggestion(sid, experiment_id, json.loads(a), state, tag, created_at, int(n), bool(released))
+            for sid, state, tag, created_at, a, n, released in srows
+        )
+        observations = tuple(
+            Observation(oid, experiment_id, sug, json.loads(a), value, bool(failed), created_at, json.loads(m))
+            for oid, sug, value, failed, created_at, a, m in orows
+        )
+        return Snapshot(experiment, suggestions, observations, int(drawn))
+
+    async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
+        rows = await self._all(
+            "SELECT owner, body, open_suggestions, observations FROM experiments "
+            "WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR owner = ?2 OR owner IS NULL) ORDER BY seq",
+            (state, owner),
+        )
+        return [_experiment(body, o, n_open, n_obs) for o, body, n_open, n_obs in rows]
+
+    async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int:
+        rows = await self._all(
+            "SELECT count(*) FROM experiments WHERE state IS NOT ?1 AND (?2 IS NULL OR owner = ?2)",
+            (exclude_state, owner),
+        )
+        return int(rows[0][0])
+
+    async def has_experiment(self, experiment_id: str) -> bool:
+        return bool(await self._all("SELECT 1 FROM experiments WHERE id = ?", (experiment_id,)))
+
+    async def credentials(self) -> list[CredentialRecord]:
+        rows = await self._all(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials ORDER BY seq")
+        return [CredentialRecord(*r) for r in rows]
+
+    async def credential_by_hash(self, token_hash: str) -> CredentialRecord | None:
+        rows = await self._all(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials WHERE token_hash = ?", (token_hash,))
+        return CredentialRecord(*rows[0]) if rows else None
+
+    async def suggestion_times(self, owner: str | None, since: float) -> list[float]:
+        rows = await self._all(
+            "SELECT s.created_at FROM experiments e JOIN suggestions s ON s.experiment_id = e.id "
+            "WHERE e.owner IS ? AND s.created_at >= ? ORDER BY s.created_at",
+            (owner, since),
+        )
+        return [r[0] for r in rows]
+
+
+Plan = list[tuple[Union["_Upsert", str], list[tuple[Any, ...]]]]
+
+
+def _experiment(body: str, owner: str | None, open_suggestions: int, observations: int) -> Experiment:
+    """The header from its JSON body, with the counters of their own columns (PutCounters updates only those)."""
+    e = Experiment.from_dict(json.loads(body), owner=owner)
+    return e.evolve(open_suggestions=int(open_suggestions), observations=int(observations))
+
+
+def _prepare(batches: Sequence[Sequence[Write]]) -> tuple[Plan, list[BaseException | None]]:
+    """One plan for the group; a batch that cannot be turned into rows fails alone."""
+    outcome: list[BaseException | None] = [None] * len(batches)
+    try:
+        return _Rows.of(batches).statements(), outcome
+    except Exception:
+        pass  # rare: find the batch that cannot be stored, fail it alone, store the others
+    for i, writes in enumerate(batches):
+        try:
+            _Rows.of([writes]).statements()
+        except Exception as exc:
+            outcome[i] = StoreError(f"cannot store this batch ({type(exc).__name__}: {exc})")
+    return _Rows.of([w for w, o in zip(batches, outcome) if o is None]).statements(), outcome
+
+
+async def _transact(conn: aiosqlite.Connection, plan: Plan) -> None:
+    """One transaction of public aiosqlite calls: BEGIN IMMEDIATE, one multi-row
+    upsert per table (chunked at the bound-parameter limit), COMMIT. A group is a
+    handful of statements however many batches it holds."""
+    async with _write_transaction(conn):
+        for statement, rows in plan:
+            if isinstance(statement, _Upsert):
+                for sql, params in statement.chunks(rows):
+                    await conn.execute(sql, params)
+            else:
+                await conn.executemany(statement, rows)
+
+
+@asynccontextmanager
+async def _write_transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT; on any failure (cancellation included) a shielded ROLLBACK."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        await conn.execute("COMMIT")
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            if conn.in_transaction:
+                await conn.execute("ROLLBACK")
+        raise
+
+
+async def _migrate(conn: aiosqlite.Connection, version: int, target: int = SCHEMA_VERSION) -> None:
+    """Run MIGRATIONS[version:target] in one transaction. With nothing to migrate,
+    still write (a no-op update) so a read-only file or directory fails now."""
+    async with _write_transaction(conn):
+        await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        async with conn.execute("SELECT count(*) FROM schema_version") as cur:
+            row = await cur.fetchone()
+        if row is None or row[0] == 0:
+            await conn.execute("INSERT INTO schema_version (version) VALUES (0)")
+        for step in range(version, target):
+            for sql in MIGRATIONS[step]:
+                await conn.execute(sql)
+        await conn.execute("UPDATE schema_version SET version = ?", (max(version, target),))
+
+
+def _explain(path: Path, exc: sqlite3.Error) -> str:
+    text = str(exc)
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return (
+            f"{path}: cannot write the store ({text}); the file or its directory is read-only "
+            "(SQLite also needs to create -wal and -shm files next to it); choose a writable location"
+        )
+    return f"{path}: {text}"
+

@@ -1,0 +1,52 @@
+"""Choosing a store: the one place a URL (or path) becomes a Store.
+
+    memory://  (also None and ":memory:")   MemoryStore
+    sqlite:///relative/or//absolute/path    SqliteStore (durability "os" | "fsync")
+    a plain path (str or os.PathLike)       SqliteStore
+    a Store                                 itself
+
+A new store is one module in this package plus one scheme here (e.g.
+postgresql:// later); the contract suite (tests/test_store_contract.py) runs on it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import invalid
+from ._base import Store
+from ._memory import MemoryStore
+
+__all__ = ["open_store", "SCHEMES"]
+
+SCHEMES = ("memory://", "sqlite:///")
+
+
+def open_store(store: Store | str | os.PathLike[str] | None, durability: str = "os") -> Store:
+    """A Store from a Store, None / memory:// / ":memory:", a sqlite:/// URL or a path."""
+    if isinstance(store, Store):
+        return store
+    if store is None or store in (":memory:", "memory://"):
+        return MemoryStore()
+    if isinstance(store, os.PathLike):
+        store = os.fspath(store)
+    if not isinstance(store, str):
+        raise invalid(f"store: give a path, a memory:// or sqlite:/// URL, or a Store, not {type(store).__name__}")
+    scheme, sep, _ = store.partition("://")
+    if sep and scheme != "sqlite":
+        raise invalid(f"store: {scheme}:// is not a store this tauopt knows; use one of {list(SCHEMES)} or a path")
+    if durability not in ("os", "fsync"):
+        raise invalid(f"durability: {durability!r} is not one of ['os', 'fsync']")
+    return _sqlite(sqlite_path(store), durability)
+
+
+def sqlite_path(url: str) -> str:
+    """The file of a sqlite:/// URL (sqlite:////abs for an absolute path), or the path itself."""
+    return url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
+
+
+def _sqlite(path: str, durability: Any) -> Store:
+    from ._sqlite import SqliteStore  # lazy: aiosqlite is not imported by `import tauopt`
+
+    return SqliteStore(path, durability=durability)

@@ -1,0 +1,42 @@
+"""The built-in strategies' registry entries. gp's module is imported only when
+a job runs (torch stays out of the engine's process); its availability is
+checked without importing torch."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..models import Value
+from . import _grid, _random, _sobol, _sobol_points
+from ._job import StrategyJob, StrategyOutcome
+from ._registry import Strategy, register
+from ._request import SuggestRequest
+
+
+def _gp_propose(request: SuggestRequest, rng: np.random.Generator) -> list[dict[str, Value]]:
+    from .gp import propose
+
+    return propose(request, rng)
+
+
+def _gp_run(job: StrategyJob) -> StrategyOutcome:
+    from .gp import run
+
+    return run(job)
+
+
+@functools.cache
+def _gp_available() -> bool:
+    try:
+        from . import gp
+    except ImportError:
+        return False
+    return gp.available()
+
+
+register(Strategy("random", _random.propose, reads_history=False))
+register(Strategy("sobol", _sobol.propose, reads_history=False, draws_random=False, warm_up=_sobol_points.warm_up))
+register(Strategy("grid", _grid.propose, draws_random=False))
+register(Strategy("gp", _gp_propose, pooled=True, run=_gp_run, available=_gp_available, initial_design=True))

@@ -1,0 +1,118 @@
+"""The registry of strategies: every name the engine accepts, and how each runs.
+
+    register(Strategy("toy", propose=my_propose, pooled=True))
+
+An entry declares its `propose(request, rng) -> candidates` function, whether
+it runs inline in the actor (cheap: random, sobol, grid) or as a job on the
+compute executor (slow: gp), and what it reads: `reads_history=False` lets the
+actor skip copying history and pending into the request, `draws_random=False`
+skips deriving a generator per ask (sobol and grid are deterministic). A pooled strategy may
+give `run(job) -> StrategyOutcome` to use warm state and the deadline; by
+default its `propose` is wrapped. Validation, `auto`, the actor and the
+executors all read from here; nothing else lists strategy names.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..models import StrategyOptions, Value
+from ..space import Space
+from ._job import Run, StrategyJob, StrategyOutcome, request_rng
+from ._request import SuggestRequest
+
+__all__ = ["Strategy", "Propose", "register", "get", "names", "resolve", "resolve_for", "warm_up_for", "AUTO"]
+
+Propose = Callable[[SuggestRequest, np.random.Generator], list[dict[str, Value]]]
+AUTO = "auto"  # not a strategy of its own: sobol for the initial design, then gp
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    propose: Propose
+    pooled: bool = False
+    reads_history: bool = True
+    draws_random: bool = True
+    run: Run | None = None
+    available: Callable[[], bool] = lambda: True
+    warm_up: Callable[[], None] | None = None  # slow imports, run off the event loop at engine start
+    initial_design: bool = False  # Sobol for the first initial_points points, then this strategy
+
+    @property
+    def job_runner(self) -> Run:
+        """What a pooled job calls: `run`, or `propose` wrapped (module-level, picklable)."""
+        if self.run is not None:
+            return self.run
+        return functools.partial(_run_propose, self.propose, self.name)  # type: ignore[return-value]
+
+
+def _run_propose(propose: Propose, name: str, job: StrategyJob) -> StrategyOutcome:
+    t0 = time.monotonic()
+    candidates = propose(job.request, request_rng(job.request))
+    return StrategyOutcome(tuple(candidates), name, None, time.monotonic() - t0, job.warm)
+
+
+_REGISTRY: dict[str, Strategy] = {}
+
+
+def register(strategy: Strategy) -> Strategy:
+    """Add (or replace) a strategy by name; returns it."""
+    if not strategy.name or strategy.name == AUTO:
+        raise ValueError(f"a strategy needs a name other than {AUTO!r}, got {strategy.name!r}")
+    _REGISTRY[strategy.name] = strategy
+    return strategy
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def get(name: str) -> Strategy:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown strategy {name!r}; known: {names()}") from None
+
+
+def warm_up_for(strategy: str) -> Callable[[], None] | None:
+    """The warm-up an experiment of `strategy` needs in the engine's process (auto:
+    sobol's), or None. Blocking; the engine runs it on a thread when such an
+    experiment's actor starts, so the first ask does not stall the event loop."""
+    spec = _REGISTRY.get("sobol" if strategy == AUTO else strategy)
+    return None if spec is None or spec.pooled else spec.warm_up
+
+
+def names() -> tuple[str, ...]:
+    """Every name an experiment may ask for: auto, then the registered strategies."""
+    return (AUTO, *_REGISTRY)
+
+
+def resolve(strategy: str, request: SuggestRequest) -> str:
+    """The concrete strategy `auto` stands for at this point of the experiment."""
+    return resolve_for(strategy, request.space, len(request.history) + len(request.pending), request.options)
+
+
+def resolve_for(strategy: str, space: Space, seen: int, options: StrategyOptions) -> str:
+    """`auto`, and strategies declaring `initial_design` (gp), are Sobol for the first
+    `initial_points` (default max(5, 2*d)) points; then `auto` is gp (Sobol when
+    torch/gpytorch are missing).
+
+    Why a design first: a GP fitted on one or two points has nothing to say and its
+    acquisition runs to the corners of the box; a space-filling design is what the
+    model needs."""
+    spec = _REGISTRY.get(strategy)
+    if strategy != AUTO and (spec is None or not spec.initial_design):
+        return strategy
+    initial = options.initial_points or max(5, 2 * len(space.dims))
+    if seen < initial:
+        return "sobol"
+    if strategy != AUTO:
+        return strategy
+    gp = _REGISTRY.get("gp")
+    return "gp" if gp is not None and gp.available() else "sobol"

@@ -1,0 +1,141 @@
+"""The actor's collaborators, each on its own: Ledger (state and dedup),
+CommitThenReply (a reply leaves after its writes commit), ComputeAhead
+(points computed ahead, staleness, waiters) and the counters-only write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import anyio
+import pytest
+
+from tauopt import Engine
+from tauopt.actors import Request
+from tauopt.engine._ahead import ComputeAhead
+from tauopt.engine._ledger import Ledger
+from tauopt.engine._replies import CommitThenReply
+from tauopt.models import Experiment, Metric
+from tauopt.space import Space
+from tauopt.store import Done, MemoryStore, PutCounters, PutExperiment, PutSuggestion, Snapshot, Write
+
+pytestmark = pytest.mark.anyio
+
+X = [{"name": "x", "type": "double", "bounds": (0.0, 1.0)}]
+M = {"name": "loss", "objective": "minimize"}
+
+
+def _snapshot() -> Snapshot:
+    space = Space.parse(X)
+    exp = Experiment(id="e", name="e", parameters=space.parameters, metric=Metric("loss"))
+    return Snapshot(exp)
+
+
+def test_the_ledger_tracks_open_observed_and_freed_points() -> None:
+    ledger = Ledger(_snapshot(), Space.parse(X))
+    s = ledger.open_suggestion({"x": 0.5}, "w1", now=10.0)
+    assert s.id == "1" and ledger.is_used({"x": 0.5}) and ledger.used_count() == 1
+    ledger.leave_open(s, "closed")
+    assert not ledger.is_used({"x": 0.5}) and ledger.used_count() == 0  # a closed point leaves the set
+    t = ledger.open_suggestion({"x": 0.25}, None, now=10.0)
+    ledger.observe({"x": 0.25}, t.id, 1.0, False, 11.0, {})
+    assert ledger.is_used({"x": 0.25}) and ledger.used_count() == 2 - 1 + 0  # observed and still open: counted once
+    assert [e.id for e in ledger.expired(now=100.0, ttl=5.0)] == ["2"] and not ledger.open
+    with pytest.raises(Exception, match="not found"):
+        ledger.suggestion("99")
+
+
+class _HeldStore(MemoryStore):
+    """Commits only when the test says so: what is answered before cannot have waited."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[tuple[Sequence[Write], Done]] = []
+
+    def submit(self, writes: Sequence[Write], done: Done) -> None:
+        self.held.append((writes, done))
+
+    def release(self) -> None:
+        held, self.held = self.held, []
+        for writes, done in held:
+            super().submit(writes, done)
+
+
+async def test_a_reply_waits_for_its_commit_and_for_earlier_ones() -> None:
+    store = _HeldStore()
+    replies = CommitThenReply(store, "e", lambda writes: writes.append(PutCounters("e", 1, 0, 0)))
+    store.held.append(([PutExperiment(_snapshot().experiment)], lambda exc: None))
+    store.release()
+    w_send, w_receive = anyio.create_memory_object_stream[Any](1)
+    r_send, r_receive = anyio.create_memory_object_stream[Any](1)
+    with w_receive, r_receive:
+        replies.commit(Request("write", w_send), [PutSuggestion(_suggestion())], "written")
+        replies.commit(Request("read", r_send), [], "read")  # changes nothing, but must not overtake the write
+        assert replies.uncommitted == 2 and [len(b) for b, _ in store.held] == [2, 0]  # the read is a barrier
+        assert isinstance(store.held[0][0][-1], PutCounters)  # the counters ride along
+        for receive in (w_receive, r_receive):
+            with pytest.raises(anyio.WouldBlock):
+                receive.receive_nowait()
+        store.release()
+        assert w_receive.receive_nowait().value == "written"
+        assert r_receive.receive_nowait().value == "read"
+        assert replies.uncommitted == 0
+
+
+def _suggestion() -> Any:
+    from tauopt.models import Suggestion
+
+    return Suggestion("1", "e", {"x": 0.5}, "open", None, 0.0)
+
+
+def test_compute_ahead_serves_fresh_points_and_drops_stale_ones() -> None:
+    ahead = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
+    ahead.keep(0, [{"x": 0.1}, {"x": 0.2}])
+    assert ahead.take(bandwidth=1, is_used=lambda p: p["x"] == 0.1) == {"x": 0.2}  # used points are skipped
+    ahead.keep(ahead.version, [{"x": 0.3}])
+    for _ in range(2):
+        assert not ahead.observed(bandwidth=1)
+    assert ahead.observed(bandwidth=1)  # three observations past: stale, dropped, a refill is due
+    assert ahead.take(bandwidth=1, is_used=lambda p: False) is None
+    want, fresh = ahead.want(bandwidth=4)
+    assert want == 4 and fresh == ()
+
+
+async def test_asks_and_observes_write_counters_not_the_whole_header(tmp_path: Path) -> None:
+    class Recording(MemoryStore):
+        batches: list[Sequence[Write]] = []
+
+        def submit(self, writes: Sequence[Write], done: Done) -> None:
+            self.batches.append(list(writes))
+            super().submit(writes, done)
+
+    store = Recording()
+    async with Engine(store=store) as engine:
+        exp = await engine.create_experiment("e", X, M, strategy="random", observation_budget=2)
+        store.batches.clear()
+        s = await engine.suggest(exp.id)
+        await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
+        kinds = [[type(w).__name__ for w in b] for b in store.batches]
+        assert kinds == [["PutSuggestion", "PutCounters"], ["PutSuggestion", "PutObservation", "PutCounters"]]
+        store.batches.clear()
+        await engine.observe(exp.id, assignments={"x": 0.5}, value=2.0)  # reaches the budget: the state changes
+        assert any(isinstance(w, PutExperiment) and w.experiment.state == "completed" for w in store.batches[0])
+        got = await engine.experiment(exp.id)
+    assert got.observations == 2 and got.open_suggestions == 0
+
+
+async def test_counters_survive_a_restart_of_a_sqlite_store(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    async with Engine(store=db) as engine:
+        exp = await engine.create_experiment("e", X, M, strategy="sobol", parallel_bandwidth=3)
+        for _ in range(3):
+            await engine.suggest(exp.id)
+        s = (await engine.suggestions(exp.id, state="open"))[0]
+        await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
+    async with Engine(store=db) as engine:
+        listed = [e for e in await engine.experiments() if e.id == exp.id][0]
+        got = await engine.experiment(exp.id)
+        nxt = await engine.suggest(exp.id)
+    assert (listed.open_suggestions, listed.observations) == (2, 1)
+    assert (got.open_suggestions, got.observations) == (2, 1)
+    assert nxt.id == "4"
