@@ -44,8 +44,11 @@ from ._messages import (
     Observe,
     ProposalReady,
     Suggest,
+    Summary,
     UpdateExperiment,
+    Workers,
 )
+from ._activity import Activity, observations_after
 from ._filewatch import commit_error
 from ._store import PutExperiment, PutObservation, PutSuggestion, Snapshot, Store, Write
 from ._validate import check_tag, check_update, check_value_and_metrics
@@ -125,6 +128,7 @@ class ExperimentActor:
         self._receive: Any = None
         self._grid_size_cache: tuple[Space, int | None] | None = None
         self.stats = ActorStats(max_open_seen=len(self._open))
+        self._activity = Activity.of(exp.metric.sign, self._suggestions.values(), self._observations)
 
     # -- lifetime ----------------------------------------------------------
 
@@ -264,6 +268,7 @@ class ExperimentActor:
         s = s.evolve(state=state)
         self._suggestions[s.id] = s
         del self._open[s.id]
+        self._activity.left(s, self._clock())
         key = self._space.key(s.assignments)
         if self._open_keys.get(key) == s.id:
             del self._open_keys[key]
@@ -342,6 +347,7 @@ class ExperimentActor:
         self._open[sid] = s
         self._open_keys[self._space.key(point)] = sid
         self.stats.max_open_seen = max(self.stats.max_open_seen, len(self._open))
+        self._activity.opened(s)
         return s
 
     def _request(self, n: int, extra_pending: tuple[dict[str, Value], ...] = (), state: bool = True) -> SuggestRequest:
@@ -496,6 +502,7 @@ class ExperimentActor:
         obs = Observation(str(self._next_oid), self.id, sid, assignments, value, failed, self._clock(), metrics)
         self._next_oid += 1
         self._observations.append(obs)
+        self._activity.observed(obs, None if sid is None else self._suggestions[sid].tag)
         self._observed_keys.add(self._space.key(assignments))
         self._version += 1
         state = self._state_for(self._exp)
@@ -544,7 +551,17 @@ class ExperimentActor:
         self._commit(request, writes, len(writes))
 
     def _on_ListObservations(self, request: Request[Any], msg: ListObservations) -> None:
-        self._commit(request, [], list(self._observations))
+        found = self._observations if msg.after is None else observations_after(self._observations, msg.after)
+        self._commit(request, [], list(found))
+
+    def _on_Summary(self, request: Request[Any], msg: Summary) -> None:
+        self._commit(request, [], dict(self._activity.summary(), experiment=self._header()))
+
+    def _on_Workers(self, request: Request[Any], msg: Workers) -> None:
+        now = self._clock()
+        out = self._activity.workers(msg.after, self._suggestions, now, self._exp.suggestion_ttl_s)
+        out["open"] = [dict(s.to_dict(), age_s=now - s.created_at) for s in self._open.values()]
+        self._commit(request, [], out)
 
     def _on_Inspect(self, request: Request[Any], msg: Inspect) -> None:
         stats = dict(vars(self.stats), open=len(self._open), waiters=len(self._waiters), ahead=len(self._ahead))

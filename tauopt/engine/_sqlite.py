@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import sqlite3
+import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -524,8 +525,11 @@ class SqliteStore(Store):
             return
         try:
             if plan:
+                t0 = time.perf_counter()
                 await _transact(conn, plan)
                 self.transactions += 1
+                if self.on_commit is not None:
+                    self.on_commit(len(group), time.perf_counter() - t0)
         except BaseException as exc:
             # Every batch of the group shares the transaction's fate (cancellation included).
             if isinstance(exc, Exception):

@@ -139,6 +139,8 @@ class StoreError(Exception):
 
 class Store(abc.ABC):
     durable: bool = False
+    # called after each committed transaction with (batches, seconds); for metrics
+    on_commit: Callable[[int, float], None] | None = None
     _own_group: AsyncExitStack | None = None
 
     async def start(self, task_group: TaskGroup | None = None) -> None:

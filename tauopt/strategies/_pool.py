@@ -273,6 +273,19 @@ class PoolStats:
     candidates: int = 0
     fit_seconds: float = 0.0
     fallbacks: int = 0
+    fallback_kinds: dict[str, int] = field(default_factory=dict)  # by fallback_kind(reason)
+
+
+def fallback_kind(reason: str) -> str:
+    """A reason's class, from a small fixed set (a bounded metrics label)."""
+    text = reason.lower()
+    if "deadline" in text or "no answer" in text:
+        return "deadline"
+    if "restarted" in text or "pool closed" in text or "died" in text:
+        return "worker_lost"
+    if "error" in text or "exception" in text or ":" in text:
+        return "model_error"
+    return "no_model"
 
 
 @dataclass(eq=False)
@@ -366,7 +379,15 @@ class StrategyPool:
         self.stats.candidates += len(result.candidates)
         self.stats.fit_seconds += result.fit_seconds
         self.stats.fallbacks += result.fallback_reason is not None
+        if result.fallback_reason is not None:
+            kind = fallback_kind(result.fallback_reason)
+            self.stats.fallback_kinds[kind] = self.stats.fallback_kinds.get(kind, 0) + 1
         return result
+
+    @property
+    def queue_depth(self) -> int:
+        """Jobs waiting for a worker, over every experiment."""
+        return sum(len(q) for q in self._queues.values())
 
     async def call(self, key: str, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a picklable module-level function on a worker under the same
