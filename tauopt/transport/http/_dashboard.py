@@ -12,6 +12,7 @@ code, no framing. The page itself talks only to the public /v1 API.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -46,6 +47,12 @@ def plotly_js_path() -> Path:
     return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
+# plotly.js injects the CSS of bundled maps (maplibre) as an inline <style> unless an
+# element with this id already exists; the CSP would refuse it (a console error), and
+# the dashboard draws no maps, so index.html carries an empty placeholder of that id.
+_INJECTED_STYLE = re.compile(rb'getElementById\("([0-9a-f]{16,64})"\)\)\{var \w+=document\.createElement\("style"\)')
+
+
 @dataclass(frozen=True)
 class _Assets:
     version: str
@@ -60,7 +67,9 @@ def _assets() -> _Assets:
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + files[name])
     version = digest.hexdigest()[:12]
-    index = (_STATIC / "index.html").read_text().replace("{{version}}", version).encode()
+    placeholders = "".join(f'<template id="{m.decode()}"></template>' for m in _INJECTED_STYLE.findall(files["plotly.min.js"]))
+    html = (_STATIC / "index.html").read_text().replace("{{version}}", version).replace("{{style_placeholders}}", placeholders)
+    index = html.encode()
     return _Assets(version, index, files)
 
 

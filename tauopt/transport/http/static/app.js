@@ -9,6 +9,14 @@ const COLORS = { ok: "#2563eb", best: "#f59e0b", failed: "#dc2626", observed: "#
   closed: "#6b7280", expired: "#dc2626", grid: "#e5e7eb", text: "#1f2937", muted: "#6b7280" };
 const PLOT_CONFIG = { displayModeBar: false, responsive: true };
 
+// plotly.js (through d3) sets a few styles with setAttribute("style", ...), which the strict
+// CSP refuses (style-src-attr); the same declarations through the CSSOM are allowed.
+const nativeSetAttribute = Element.prototype.setAttribute;
+Element.prototype.setAttribute = function setAttribute(name, value) {
+  if (typeof name === "string" && name.toLowerCase() === "style") { this.style.cssText = String(value); return undefined; }
+  return nativeSetAttribute.call(this, name, value);
+};
+
 // -- small helpers ------------------------------------------------------------------
 
 function el(tag, attrs, ...children) {
@@ -373,7 +381,7 @@ function thin(rows, limit) {
 
 function noteFor(id, shown, total) {
   const note = document.getElementById(`${id}-note`);
-  if (note) note.textContent = shown < total ? `showing ${fmt(shown)} of ${fmt(total)} points (evenly thinned)` : `${fmt(total)} points`;
+  if (note) note.textContent = noteText(shown, total);
 }
 
 function baseLayout(extra) {
@@ -445,23 +453,97 @@ function drawTable(st) {
     ? `showing the first ${shown.length} of ${fmt(rows.length)} matching rows; download for all` : `${fmt(rows.length)} rows`;
 }
 
+// Parallel coordinates in plain SVG: Plotly's parcoords compiles WebGL shaders with
+// Function(), which the CSP (no 'unsafe-eval') refuses. Drag along an axis to select a
+// range; lines outside every selected range fade out; a click on an axis clears it.
 function drawParcoords(st) {
-  const rows = thin(scored(st), MAX_POINTS), names = paramNames(st);
-  noteFor("parcoords", rows.length, scored(st).length);
-  if (!rows.length) { Plotly.purge("plot-parcoords"); return; }
-  const dims = names.map((n) => {
-    if (isNumeric(st, n)) {
-      const vals = rows.map((o) => (o.assignments[n] === undefined ? NaN : o.assignments[n]));
-      return isLog(st, n) ? { label: `log10 ${n}`, values: vals.map((v) => Math.log10(v)) } : { label: n, values: vals };
-    }
-    const cats = [...new Set(rows.map((o) => String(o.assignments[n])))].sort();
-    return { label: n, values: rows.map((o) => cats.indexOf(String(o.assignments[n]))), tickvals: cats.map((_, i) => i), ticktext: cats };
+  const all = scored(st), rows = thin(all, MAX_POINTS), names = paramNames(st), box = document.getElementById("plot-parcoords");
+  noteFor("parcoords", rows.length, all.length);
+  box.replaceChildren();
+  if (!rows.length) return;
+  const dims = names.map((n) => parcoordsDim(st, n, rows)).concat([parcoordsDim(st, null, rows)]);
+  const W = box.clientWidth || 900, H = box.clientHeight || 320, top = 28, bottom = 28, left = 60, right = 60;
+  const xAt = (i) => left + (i * (W - left - right)) / Math.max(1, dims.length - 1), yAt = (u) => top + (1 - u) * (H - top - bottom);
+  const svg = svgEl("svg", { width: W, height: H, class: "pc", viewBox: `0 0 ${W} ${H}` });
+  const [lo, hi] = [Math.min(...rows.map((o) => o.value)), Math.max(...rows.map((o) => o.value))];
+  const lines = svgEl("g", { class: "pc-lines" });
+  const paths = rows.map((o, r) => {
+    const d = dims.map((dim, i) => `${i ? "L" : "M"}${xAt(i).toFixed(1)} ${yAt(dim.unit[r]).toFixed(1)}`).join("");
+    const goodness = (o.value - lo) / (hi - lo || 1), g = st.exp.metric.objective === "minimize" ? 1 - goodness : goodness;
+    const path = svgEl("path", { d, class: "pc-line", stroke: viridis(g) });
+    lines.append(path);
+    return path;
   });
-  const values = rows.map((o) => o.value);
-  dims.push({ label: st.exp.metric.name, values });
-  Plotly.react("plot-parcoords", [{ type: "parcoords", dimensions: dims,
-    line: { color: values, colorscale: "Viridis", reversescale: st.exp.metric.objective === "minimize", showscale: true } }],
-  baseLayout({ margin: { l: 60, r: 60, t: 36, b: 24 } }), PLOT_CONFIG);
+  svg.append(lines);
+  const ranges = dims.map(() => null);
+  const refilter = () => {
+    let kept = 0;
+    paths.forEach((p, r) => {
+      const on = ranges.every((rg, i) => rg === null || (dims[i].unit[r] >= rg[0] && dims[i].unit[r] <= rg[1]));
+      p.classList.toggle("pc-off", !on); kept += on;
+    });
+    document.getElementById("parcoords-note").textContent = ranges.some((r) => r) ? `${fmt(kept)} of ${fmt(rows.length)} selected` : noteText(rows.length, all.length);
+  };
+  dims.forEach((dim, i) => svg.append(parcoordsAxis(dim, xAt(i), yAt, top, H - bottom, (rg) => { ranges[i] = rg; refilter(); })));
+  box.append(svg);
+}
+
+function noteText(shown, total) { return shown < total ? `showing ${fmt(shown)} of ${fmt(total)} points (evenly thinned)` : `${fmt(total)} points`; }
+
+function parcoordsDim(st, name, rows) {
+  if (name === null) return scaleDim(st.exp.metric.name, rows.map((o) => o.value));
+  if (!isNumeric(st, name)) {
+    const cats = [...new Set(rows.map((o) => String(o.assignments[name])))].sort();
+    const unit = rows.map((o) => (cats.length > 1 ? cats.indexOf(String(o.assignments[name])) / (cats.length - 1) : 0.5));
+    return { label: name, unit, ticks: cats.map((c, i) => [cats.length > 1 ? i / (cats.length - 1) : 0.5, c]) };
+  }
+  const log = isLog(st, name), raw = rows.map((o) => o.assignments[name]);
+  const dim = scaleDim(log ? `${name} (log)` : name, raw.map((v) => (v === undefined ? NaN : log ? Math.log10(v) : v)));
+  if (log) dim.ticks = dim.ticks.map(([u, v]) => [u, fmt(10 ** Number(v))]);
+  return dim;
+}
+
+function scaleDim(label, values) {
+  const finite = values.filter((v) => Number.isFinite(v)), lo = Math.min(...finite), hi = Math.max(...finite), span = hi - lo || 1;
+  const unit = values.map((v) => (Number.isFinite(v) ? (v - lo) / span : 0));
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((u) => [u, String(lo + u * span)]);
+  return { label, unit, ticks: ticks.map(([u, v]) => [u, fmt(Number(v))]) };
+}
+
+function parcoordsAxis(dim, x, yAt, y0, y1, onRange) {
+  const g = svgEl("g", { class: "pc-axis", transform: `translate(${x.toFixed(1)},0)` });
+  g.append(svgEl("line", { x1: 0, x2: 0, y1: y0, y2: y1, class: "pc-spine" }));
+  for (const [u, text] of dim.ticks) {
+    const t = svgEl("text", { x: -6, y: yAt(u) + 4, class: "pc-tick" }); t.textContent = text; g.append(t);
+    g.append(svgEl("line", { x1: -3, x2: 0, y1: yAt(u), y2: yAt(u), class: "pc-spine" }));
+  }
+  const title = svgEl("text", { x: 0, y: y0 - 12, class: "pc-title" }); title.textContent = dim.label; g.append(title);
+  const brush = svgEl("rect", { x: -7, width: 14, y: 0, height: 0, class: "pc-brush hidden" });
+  const hit = svgEl("rect", { x: -12, width: 24, y: y0, height: y1 - y0, class: "pc-hit" });
+  g.append(brush, hit);
+  const unitAt = (clientY) => { const r = hit.getBoundingClientRect(); return Math.min(1, Math.max(0, 1 - (clientY - r.top) / r.height)); };
+  hit.addEventListener("pointerdown", (ev) => {
+    const start = unitAt(ev.clientY);
+    hit.setPointerCapture(ev.pointerId);
+    const move = (e) => {
+      const a = Math.min(start, unitAt(e.clientY)), b = Math.max(start, unitAt(e.clientY));
+      brush.setAttribute("y", yAt(b)); brush.setAttribute("height", Math.max(1, yAt(a) - yAt(b))); brush.classList.remove("hidden");
+      onRange(b - a < 0.01 ? null : [a, b]);
+    };
+    const up = (e) => {
+      hit.removeEventListener("pointermove", move); hit.removeEventListener("pointerup", up);
+      if (Math.abs(unitAt(e.clientY) - start) < 0.01) { brush.classList.add("hidden"); onRange(null); }
+    };
+    hit.addEventListener("pointermove", move); hit.addEventListener("pointerup", up);
+  });
+  return g;
+}
+
+function viridis(t) {
+  const stops = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+  const x = Math.min(0.9999, Math.max(0, t)) * (stops.length - 1), i = Math.floor(x), f = x - i;
+  const c = stops[i].map((v, k) => Math.round(v + f * (stops[i + 1][k] - v)));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
 function drawSlices(st) {
