@@ -41,3 +41,14 @@ def browser_skip_reason() -> str | None:
     if not playwright_available():
         return "browser tests skipped: the playwright package is missing (pip install -e '.[test]')"
     return None
+
+
+def shrink_png(path: Path, max_width: int = 1100, colors: int = 128) -> None:
+    """Make a screenshot small enough to commit: scaled to `max_width`, palette of `colors`."""
+    from PIL import Image
+
+    with Image.open(path) as img:
+        img = img.convert("RGB")
+        if img.width > max_width:
+            img = img.resize((max_width, round(img.height * max_width / img.width)), Image.LANCZOS)
+        img.quantize(colors=colors, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(path, optimize=True)

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from browser_support import CHROMIUM_ARGS, browser_skip_reason, chromium_path
+from browser_support import CHROMIUM_ARGS, browser_skip_reason, chromium_path, shrink_png
 from tauopt import Client
 from test_http_daemon import Daemon, token_of
 
@@ -141,8 +141,14 @@ def page(browser: Any) -> Iterator[tuple[Any, Console]]:
     assert console.errors == [], console.errors
 
 
-def shots_dir(tmp_path: Path) -> Path:
-    return ROOT / "docs" / "img" if os.environ.get("TAUOPT_SCREENSHOTS") == "1" else tmp_path
+def screenshot(pg: Any, tmp_path: Path, name: str, **options: Any) -> None:
+    """Save a screenshot; with TAUOPT_SCREENSHOTS=1 into docs/img/, shrunk for the README."""
+    keep = os.environ.get("TAUOPT_SCREENSHOTS") == "1"
+    path = (ROOT / "docs" / "img" if keep else tmp_path) / name
+    pg.screenshot(path=str(path), **options)
+    assert path.stat().st_size > 0
+    if keep:
+        shrink_png(path)
 
 
 def sign_in(pg: Any, url: str, token: str) -> None:
@@ -185,7 +191,7 @@ def test_sign_in_lists_the_experiments_and_keeps_the_token_out_of_urls_and_cooki
     assert world.token not in pg.url
     assert pg.context.cookies() == []
     assert pg.evaluate("sessionStorage.getItem('tauopt.token')") == world.token
-    pg.screenshot(path=str(shots_dir(tmp_path) / "dashboard-list.png"))
+    screenshot(pg, tmp_path, "dashboard-list.png")
     pg.click("#signout")
     pg.wait_for_selector("#signin-form")
     assert pg.evaluate("sessionStorage.getItem('tauopt.token')") is None
@@ -244,8 +250,11 @@ def test_every_plot_renders_with_the_right_number_of_points(world: World, page: 
     legend = "[...document.querySelectorAll('#plot-timeline .legendtext')].map(t => t.textContent)"
     assert pg.evaluate(legend) == ["observed", "failed", "open"]  # none closed or expired here
     assert pg.evaluate(count, "#plot-timeline .scatterlayer .trace path.js-line") == OBSERVATIONS + 1  # a bar per suggestion
-    pg.set_viewport_size({"width": 1360, "height": 2400})
-    pg.screenshot(path=str(shots_dir(tmp_path) / "dashboard-experiment.png"), full_page=True)
+    pg.click('#history button[data-axis="number"]')
+    pg.evaluate("window.scrollTo(0, 0)")
+    upto = _box(pg, "#parcoords")  # header, history, importance, workers, parallel coordinates
+    screenshot(pg, tmp_path, "dashboard-experiment.png", full_page=True,
+               clip={"x": 0, "y": 0, "width": 1360, "height": upto["y"] + upto["height"] + 16})
 
 
 def test_the_csv_download_matches_the_api(world: World, page: Any, tmp_path: Path) -> None:
@@ -280,7 +289,7 @@ def test_closing_a_suggestion_from_the_page_frees_its_slot(world: World, page: A
     wait_js(pg, "document.querySelectorAll('#open-table tbody tr[data-sid]').length === 2")
     ages = pg.locator("#open-table .agebar")
     assert ages.count() == 2  # age against the TTL
-    pg.screenshot(path=str(shots_dir(tmp_path) / "dashboard-workers.png"), clip=_box(pg, "#workers"))
+    screenshot(pg, tmp_path, "dashboard-workers.png", clip=_box(pg, "#workers"))
     sid = pg.locator("#open-table tbody tr[data-sid]").first.get_attribute("data-sid")
     pg.click(f'#open-table tr[data-sid="{sid}"] .close-one')
     deadline = time.monotonic() + 20

@@ -462,7 +462,7 @@ function drawParcoords(st) {
   box.replaceChildren();
   if (!rows.length) return;
   const dims = names.map((n) => parcoordsDim(st, n, rows)).concat([parcoordsDim(st, null, rows)]);
-  const W = box.clientWidth || 900, H = box.clientHeight || 320, top = 28, bottom = 28, left = 60, right = 60;
+  const W = box.clientWidth || 900, H = box.clientHeight || 320, top = 30, bottom = 16, left = 90, right = 70;
   const xAt = (i) => left + (i * (W - left - right)) / Math.max(1, dims.length - 1), yAt = (u) => top + (1 - u) * (H - top - bottom);
   const svg = svgEl("svg", { width: W, height: H, class: "pc", viewBox: `0 0 ${W} ${H}` });
   const [lo, hi] = [Math.min(...rows.map((o) => o.value)), Math.max(...rows.map((o) => o.value))];
