@@ -4,7 +4,10 @@
 
 const TOKEN_KEY = "tauopt.token";
 const POLL_MS = 2000;
-const MAX_POINTS = 5000; // scatter plots above this are downsampled (and say so)
+// SVG marks per plot; above these a plot is evenly thinned and says so on the chart
+// (the best-so-far line and the importance always use every observation). Sized so a
+// 10,000-observation page draws in about a second: see benchmarks/dashboard_load.py.
+const LIMITS = { history: 1500, parcoords: 1000, slices: 500, contour: 400, timeline: 500 };
 const COLORS = { ok: "#2563eb", best: "#f59e0b", failed: "#dc2626", observed: "#16a34a", open: "#2563eb",
   closed: "#6b7280", expired: "#dc2626", grid: "#e5e7eb", text: "#1f2937", muted: "#6b7280" };
 const PLOT_CONFIG = { displayModeBar: false, responsive: true };
@@ -233,7 +236,9 @@ function experimentPage(view, id) {
     for (const row of workers.changes) st.sugg.set(row.id, row);
     st.cursor = workers.cursor; st.workers = workers;
     crumbs({ text: "Experiments", href: "#/" }, { text: st.exp.name });
-    await drawAll(st, fresh.length > 0 || st.drawnAt < 0);
+    const first = st.drawnAt < 0;
+    await drawAll(st, fresh.length > 0 || first);
+    if (first) performance.mark("tauopt:experiment-drawn"); // read by benchmarks/dashboard_load.py
   });
 }
 
@@ -275,17 +280,24 @@ function buildExperimentLayout(root, st, redraw) {
 }
 
 async function drawAll(st, dataChanged) {
-  drawHeader(st);
-  drawWorkers(st);
+  timed("header", () => drawHeader(st));
+  timed("workers", () => drawWorkers(st));
   if (!dataChanged) return;
   st.drawnAt = st.obs.length;
-  drawHistory(st);
-  drawTable(st);
-  drawParcoords(st);
-  drawSlices(st);
+  timed("history", () => drawHistory(st));
+  timed("table", () => drawTable(st));
+  timed("parcoords", () => drawParcoords(st));
+  timed("slices", () => drawSlices(st));
   fillPairs(st);
-  drawContour(st);
+  timed("contour", () => drawContour(st));
   await drawImportance(st);
+}
+
+function timed(name, draw) {
+  // a performance measure per drawing step, for benchmarks/dashboard_load.py and the browser's profiler
+  const t0 = performance.now();
+  draw();
+  performance.measure(`tauopt:${name}`, { start: t0, end: performance.now() });
 }
 
 // -- header and actions ------------------------------------------------------------------
@@ -406,7 +418,7 @@ function drawHistory(st) {
     if (best === null || better(st, o.value, best)) { best = o.value; bestX.push(xs(o, i)); bestY.push(best); }
   });
   if (best !== null && st.obs.length) { bestX.push(xs(st.obs[st.obs.length - 1], st.obs.length - 1)); bestY.push(best); }
-  const shown = thin(ok, MAX_POINTS);
+  const shown = thin(ok, LIMITS.history);
   noteFor("history", shown.length + fail.length, ok.length + fail.length);
   const lo = Math.min(...ok.map((r) => r[1])), failY = ok.length ? lo : 0;
   Plotly.react("plot-history", [
@@ -457,7 +469,7 @@ function drawTable(st) {
 // Function(), which the CSP (no 'unsafe-eval') refuses. Drag along an axis to select a
 // range; lines outside every selected range fade out; a click on an axis clears it.
 function drawParcoords(st) {
-  const all = scored(st), rows = thin(all, MAX_POINTS), names = paramNames(st), box = document.getElementById("plot-parcoords");
+  const all = scored(st), rows = thin(all, LIMITS.parcoords), names = paramNames(st), box = document.getElementById("plot-parcoords");
   noteFor("parcoords", rows.length, all.length);
   box.replaceChildren();
   if (!rows.length) return;
@@ -547,7 +559,7 @@ function viridis(t) {
 }
 
 function drawSlices(st) {
-  const names = paramNames(st), all = scored(st), rows = thin(all, MAX_POINTS);
+  const names = paramNames(st), all = scored(st), rows = thin(all, LIMITS.slices);
   noteFor("slices", rows.length, all.length);
   const cols = Math.min(3, names.length || 1), nrows = Math.ceil(names.length / cols) || 1;
   const traces = [], layout = baseLayout({ grid: { rows: nrows, columns: cols, pattern: "independent" }, margin: { l: 48, r: 12, t: 8, b: 40 } });
@@ -589,10 +601,10 @@ function drawContour(st) {
   });
   const z = sum.map((r, i) => r.map((s, j) => (cnt[i][j] ? s / cnt[i][j] : null)));
   const centers = (lo, hi) => Array.from({ length: G }, (_, i) => lo + ((i + 0.5) * (hi - lo || 1)) / G);
-  const shown = thin(rows, MAX_POINTS);
+  const shown = thin(rows, LIMITS.contour);
   note.textContent = `mean ${st.exp.metric.name} per cell · ${fmt(shown.length)}${shown.length < rows.length ? " of " + fmt(rows.length) : ""} points`;
   Plotly.react("plot-contour", [
-    { type: "contour", x: centers(x0, x1), y: centers(y0, y1), z, connectgaps: true, colorscale: "Viridis", reversescale: st.exp.metric.objective === "minimize",
+    { type: "contour", x: centers(x0, x1), y: centers(y0, y1), z, connectgaps: false, ncontours: 10, colorscale: "Viridis", reversescale: st.exp.metric.objective === "minimize",
       contours: { coloring: "heatmap" }, colorbar: { thickness: 12 }, hoverinfo: "skip" },
     { type: "scatter", mode: "markers", x: shown.map((o) => ta(o.assignments[a])), y: shown.map((o) => tb(o.assignments[b])),
       marker: { size: 4, color: "#fff", line: { color: "#111827", width: 0.6 } }, hovertemplate: "%{x}, %{y}<extra></extra>" },
@@ -630,7 +642,8 @@ function drawTimeline(st) {
   const now = st.workers.now, rows = [...st.sugg.values()];
   const failedBySid = new Map(st.obs.filter((o) => o.suggestion_id).map((o) => [o.suggestion_id, o.failed]));
   const groups = { observed: [], failed: [], open: [], closed: [], expired: [] };
-  for (const r of thin(rows, MAX_POINTS)) {
+  const recent = rows.length > LIMITS.timeline ? rows.sort((a, b) => Number(a.id) - Number(b.id)).slice(-LIMITS.timeline) : rows;
+  for (const r of recent) {
     const kind = r.state === "observed" && failedBySid.get(r.id) ? "failed" : r.state;
     groups[kind].push(r);
   }
@@ -641,7 +654,8 @@ function drawTimeline(st) {
   });
   const tags = new Set(rows.map((r) => r.tag ?? "(untagged)"));
   document.getElementById("plot-timeline").style.height = `${Math.max(200, 60 + tags.size * 28)}px`;
-  noteFor("workers", Math.min(rows.length, MAX_POINTS), rows.length);
+  document.getElementById("workers-note").textContent = recent.length < rows.length
+    ? `timeline: the latest ${fmt(recent.length)} of ${fmt(rows.length)} suggestions` : `${fmt(rows.length)} suggestions`;
   Plotly.react("plot-timeline", traces, baseLayout({ showlegend: true, legend: { orientation: "h", y: 1.12 },
     margin: { l: 110, r: 16, t: 28, b: 40 }, xaxis: axis("wall time"), yaxis: axis("", { type: "category" }) }), PLOT_CONFIG);
 }
