@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 __all__ = ["add_insight_routes"]
 
@@ -27,7 +27,7 @@ class SummaryOut(BaseModel):
     failed: int
     best_value: float | None
     last_activity: float | None
-    best_so_far: list[tuple[int, float]]
+    best_so_far: list[list[float]] = Field(description="[observation number, best value so far] pairs, at most 41")
 
 
 class TagCountsOut(BaseModel):
