@@ -289,7 +289,9 @@ def test_closing_a_suggestion_from_the_page_frees_its_slot(world: World, page: A
     wait_js(pg, "document.querySelectorAll('#open-table tbody tr[data-sid]').length === 2")
     ages = pg.locator("#open-table .agebar")
     assert ages.count() == 2  # age against the TTL
-    screenshot(pg, tmp_path, "dashboard-workers.png", clip=_box(pg, "#workers"))
+    wait_js(pg, "document.querySelector('#plot-timeline .scatterlayer .trace') !== null")
+    pg.evaluate("window.scrollTo(0, 0)")
+    screenshot(pg, tmp_path, "dashboard-workers.png", full_page=True, clip=_box(pg, "#workers"))
     sid = pg.locator("#open-table tbody tr[data-sid]").first.get_attribute("data-sid")
     pg.click(f'#open-table tr[data-sid="{sid}"] .close-one')
     deadline = time.monotonic() + 20
