@@ -52,8 +52,11 @@ from ._messages import (
     ReleaseSuggestion,
     SlotWaitOver,
     Suggest,
+    Summary,
     UpdateExperiment,
+    Workers,
 )
+from ._activity import observations_after
 from ._replies import CommitThenReply
 from ._validate import check_tag, check_update, check_value_and_metrics
 
@@ -201,11 +204,16 @@ class ExperimentActor:
             case ReleaseSuggestion():
                 self._on_release(request, msg)
             case CloseAllSuggestions():
-                writes: list[Write] = [PutSuggestion(ledger.leave_open(s, "closed")) for s in list(ledger.open.values())]
+                writes: list[Write] = [PutSuggestion(ledger.leave_open(s, "closed", self._clock())) for s in list(ledger.open.values())]
                 self._commit(request, writes, len(writes))
                 self._retry_slot_waiters()
             case ListObservations():
-                self._commit(request, [], list(ledger.observations))
+                found = ledger.observations if msg.after is None else observations_after(ledger.observations, msg.after)
+                self._commit(request, [], list(found))
+            case Summary():
+                self._commit(request, [], dict(ledger.activity.summary(), experiment=self._header()))
+            case Workers():
+                self._on_workers(request, msg)
             case Best():
                 self._on_best(request)
             case Inspect():
@@ -216,6 +224,12 @@ class ExperimentActor:
                 self._on_slot_wait_over(msg)
             case _:
                 raise invalid(f"unknown message {type(msg).__name__}")
+
+    def _on_workers(self, request: Request[Any], msg: Workers) -> None:
+        ledger, now = self._ledger, self._clock()
+        out = ledger.activity.workers(msg.after, ledger.suggestions, now, self._exp.suggestion_ttl_s)
+        out["open"] = [dict(s.to_dict(), age_s=now - s.created_at) for s in ledger.open.values()]
+        self._commit(request, [], out)
 
     # -- experiment ---------------------------------------------------------
 
@@ -450,7 +464,7 @@ class ExperimentActor:
             if s.state != "open":
                 self._commit(request, writes, _not_open_error(s))
                 return
-            s = ledger.leave_open(s, "observed")
+            s = ledger.leave_open(s, "observed", self._clock())
             writes.append(PutSuggestion(s))
             assignments, sid = s.assignments, s.id
         elif msg.assignments is not None:
@@ -490,7 +504,7 @@ class ExperimentActor:
             return
         if s.state != "open":
             raise _not_open_error(s)
-        s = self._ledger.leave_open(s, "closed")
+        s = self._ledger.leave_open(s, "closed", self._clock())
         self._commit(request, [PutSuggestion(s)], s)
         self._retry_slot_waiters()
 
@@ -502,7 +516,7 @@ class ExperimentActor:
             self._commit(request, [], s)
             return
         if msg.max_attempts is not None and s.attempts >= msg.max_attempts:
-            s = self._ledger.leave_open(s, "closed")  # used up: its place goes back
+            s = self._ledger.leave_open(s, "closed", self._clock())  # used up: its place goes back
             self._commit(request, [PutSuggestion(s)], s)
             self._retry_slot_waiters()
             return

@@ -297,8 +297,36 @@ class Engine:
     async def close_all_suggestions(self, experiment_id: str, owner: str | None = None) -> int:
         return await self._ask(experiment_id, m.CloseAllSuggestions(owner))
 
-    async def observations(self, experiment_id: str, owner: str | None = None) -> list[Observation]:
-        return await self._ask(experiment_id, m.ListObservations(owner))
+    async def observations(
+        self, experiment_id: str, owner: str | None = None, after: int | None = None
+    ) -> list[Observation]:
+        """Every observation, or with `after` only those whose numeric id is above it
+        (ids grow with arrival: pass the last id you have to read only what is new)."""
+        if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+            raise invalid(f"after: give a non-negative integer (the last observation id you have), not {after!r}")
+        return await self._ask(experiment_id, m.ListObservations(owner, after))
+
+    async def summary(self, experiment_id: str, owner: str | None = None) -> dict[str, Any]:
+        """The experiment, its failed count, best value, last activity and best-so-far line
+        (at most 40 points), kept incrementally by its actor."""
+        out: dict[str, Any] = await self._ask(experiment_id, m.Summary(owner))
+        return out
+
+    async def workers(self, experiment_id: str, after: int = 0, owner: str | None = None) -> dict[str, Any]:
+        """Per-tag suggestion counts, open suggestions with their age, and the suggestions
+        that changed since `after` (a cursor from a previous answer; 0 = all)."""
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise invalid(f"after: give a non-negative integer (the cursor of a previous answer), not {after!r}")
+        out: dict[str, Any] = await self._ask(experiment_id, m.Workers(owner, after))
+        return out
+
+    async def importance(self, experiment_id: str, owner: str | None = None) -> dict[str, Any]:
+        """Parameter importance, computed outside the actor (see _importance.py for the method)."""
+        from ._importance import importance
+
+        exp = await self.experiment(experiment_id, owner=owner)
+        found = await self.observations(experiment_id, owner=owner)
+        return await anyio.to_thread.run_sync(importance, exp.parameters, found)
 
     async def best(self, experiment_id: str, owner: str | None = None) -> Observation | None:
         return await self._ask(experiment_id, m.Best(owner))

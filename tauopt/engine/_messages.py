@@ -79,12 +79,24 @@ class CloseAllSuggestions(Msg):
 
 @dataclass(frozen=True)
 class ListObservations(Msg):
-    pass
+    after: int | None = None  # only observations with a numeric id above this
 
 
 @dataclass(frozen=True)
 class Best(Msg):
     pass
+
+
+@dataclass(frozen=True)
+class Summary(Msg):
+    """Counts, best value, last activity and a thinned best-so-far line (the dashboard's list)."""
+
+
+@dataclass(frozen=True)
+class Workers(Msg):
+    """Per-tag counts and the suggestions changed since cursor `after` (the workers' view)."""
+
+    after: int = 0
 
 
 @dataclass(frozen=True)

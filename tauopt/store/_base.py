@@ -173,6 +173,8 @@ class Store(abc.ABC):
     CredentialStore interface; a door's auth is typed against the latter."""
 
     durable: bool = False
+    # called after each committed transaction with (batches, seconds); for metrics
+    on_commit: Callable[[int, float], None] | None = None
     _own_group: AsyncExitStack | None = None
 
     async def start(self, task_group: TaskGroup | None = None) -> None:

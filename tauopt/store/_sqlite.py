@@ -395,6 +395,11 @@ class SqliteStore(Store):
         self._group = GroupCommitWriter(
             _prepare, self._apply, name=repr(self), explain=self._explain_error, gather_turns=gather_turns
         )
+        self._group.on_commit = self._committed
+
+    def _committed(self, batches: int, seconds: float) -> None:
+        if self.on_commit is not None:
+            self.on_commit(batches, seconds)
 
     # Counters, for tests and benchmarks: committed transactions and batches.
     @property

@@ -40,6 +40,11 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--max-connections", type=int, default=1000, help="open connections beyond this are closed at once")
     serve.add_argument("--max-header-bytes", type=int, default=64 * 1024, help="request line + headers, in bytes")
     serve.add_argument("--max-headers", type=int, default=100, help="header lines per request")
+    serve.add_argument(
+        "--metrics-token", default=os.environ.get("TAUOPT_METRICS_TOKEN"),
+        help="require `Authorization: Bearer <this>` on GET /metrics (default: open; env TAUOPT_METRICS_TOKEN)",
+    )
+    serve.add_argument("--metrics-top-experiments", type=int, default=10, help="experiments with per-experiment gauges")
     serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     serve.set_defaults(func=_serve)
 
@@ -187,7 +192,11 @@ def _serve(args: argparse.Namespace) -> int:
         heavy_read_rate=args.heavy_read_rate,
         heavy_read_burst=args.heavy_read_burst,
     )
-    app = create_app(db=args.db, engine_options={"pool": args.pool, "durability": args.durability}, limits=limits)
+    app = create_app(
+        db=args.db, engine_options={"pool": args.pool, "durability": args.durability}, limits=limits,
+        metrics_token=args.metrics_token, metrics_top_experiments=args.metrics_top_experiments,
+    )
+    print(f"tauopt: dashboard at http://{args.host}:{args.port}/ (sign in with a token)", file=sys.stderr, flush=True)
     guard = ConnectionLimits(args.header_timeout, args.max_header_bytes, args.max_headers, args.max_connections)
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30,

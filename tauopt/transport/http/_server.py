@@ -18,7 +18,7 @@ import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Annotated, Any, AsyncIterator, Callable, Literal
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
@@ -30,7 +30,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .._json import loads_body
 from ...errors import CATALOGUE, ApiError, api_error
 from ...engine._auth import Credential, Gate, Limits
+from ._dashboard import add_dashboard
 from ._fastpath import FastPath
+from ._metrics import TOP_EXPERIMENTS, add_metrics
+from ._insight_routes import add_insight_routes
 from ._openapi import (
     _AT_LEAST_1,
     _NAME,
@@ -345,6 +348,8 @@ def create_app(
     clock: Callable[[], float] = time.time,
     max_body_bytes: int = MAX_BODY_BYTES,
     fast_path: bool = True,
+    metrics_token: str | None = None,
+    metrics_top_experiments: int = TOP_EXPERIMENTS,
 ) -> FastAPI:
     """The REST API as an ASGI app.
 
@@ -356,6 +361,8 @@ def create_app(
     clock: the quotas' clock (wall time; injectable for tests).
     fast_path: answer well-formed asks and observes without the framework
         (`_fastpath.py`); False routes them through FastAPI like the rest.
+    metrics_token: if set, GET /metrics needs `Authorization: Bearer <it>`.
+    metrics_top_experiments: per-experiment gauges cover this many experiments (busiest first).
     """
 
     @asynccontextmanager
@@ -367,6 +374,7 @@ def create_app(
 
                 eng = await stack.enter_async_context(Engine(store=db, **(engine_options or {})))
             app.state.gate = Gate(eng.store, limits, clock=clock)
+            metrics.bind(eng)
             yield {"engine": eng, "gate": app.state.gate}
 
     app = FastAPI(
@@ -381,6 +389,7 @@ def create_app(
     if fast_path:
         app.add_middleware(FastPath, auth=auth, render=render_error)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+    metrics = add_metrics(app, metrics_token, metrics_top_experiments)  # outermost: sees every answer
 
     @app.exception_handler(ApiError)
     async def _on_api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -534,10 +543,16 @@ def create_app(
         "/v1/experiments/{id}/observations", response_model=list[ObservationOut], tags=["observations"],
         responses=_errors(*_COMMON, 429),
     )
-    async def list_observations(id: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
+    async def list_observations(
+        id: str,
+        request: Request,
+        after: int | None = Query(None, ge=0, description="only observations with an id above this (the last you have)"),
+        cred: Credential | None = Depends(owner),
+    ) -> JSONResponse:
         if cred is not None:
             request.state.gate.heavy_read(cred)
-        return ok([o.to_dict() for o in await request.state.engine.observations(id, owner=oid(cred))])
+        found = await request.state.engine.observations(id, owner=oid(cred), after=after)
+        return ok([o.to_dict() for o in found])
 
     @app.get(
         "/v1/experiments/{id}/best", response_model=ObservationOut | None, tags=["observations"],
@@ -547,6 +562,8 @@ def create_app(
         o = await request.state.engine.best(id, owner=oid(cred))
         return ok(None if o is None else o.to_dict())
 
+    add_insight_routes(app, owner, _errors(*_COMMON, 429))
+    add_dashboard(app)
     _drop_422(app)
     return app
 
