@@ -162,7 +162,8 @@ def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_the
     assert (tag["minLength"], tag["maxLength"]) == (1, 128)
     paths = schema["paths"]
     from_create = paths["/v1/experiments"]["post"]["responses"]["201"]["links"]
-    assert len(from_create) == 9 and all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
+    # 9 operations of round 1, plus summary, workers and importance (the dashboard's, issue 14)
+    assert len(from_create) == 12 and all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
     from_suggest = paths["/v1/experiments/{id}/suggestions"]["post"]["responses"]["201"]["links"]
     assert from_suggest["observe"]["requestBody"] == {"suggestion_id": "$response.body#/id"}
     ids = {op["operationId"] for path in paths.values() for op in path.values()}

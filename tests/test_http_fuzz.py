@@ -7,6 +7,7 @@ generated data" (request schemas state what validation enforces)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,8 @@ def report(run: subprocess.CompletedProcess[str]) -> str:
 def test_fuzzing_every_operation_finds_no_5xx_and_no_response_off_its_schema(fuzzed: subprocess.CompletedProcess[str]) -> None:
     assert fuzzed.returncode == 0, report(fuzzed)
     assert "Tested: 17" in fuzzed.stdout, report(fuzzed)  # 14, plus summary, workers, importance (issue 14)
-    assert "0 covered" not in fuzzed.stdout and "API Links:" in fuzzed.stdout, report(fuzzed)
+    # "(?<!\d)": "10 covered" is not "0 covered"
+    assert not re.search(r"(?<!\d)0 covered", fuzzed.stdout) and "API Links:" in fuzzed.stdout, report(fuzzed)
 
 
 @pytest.mark.xfail(

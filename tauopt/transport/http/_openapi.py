@@ -96,6 +96,9 @@ _BY_EXPERIMENT = [
     ("post", "/v1/experiments/{id}/observations"),
     ("get", "/v1/experiments/{id}/observations"),
     ("get", "/v1/experiments/{id}/best"),
+    ("get", "/v1/experiments/{id}/summary"),
+    ("get", "/v1/experiments/{id}/workers"),
+    ("get", "/v1/experiments/{id}/importance"),
 ]
 _BY_SUGGESTION = [
     ("get", "/v1/experiments/{id}/suggestions/{sid}"),
