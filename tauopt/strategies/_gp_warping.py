@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["OutputWarp", "yeo_johnson", "yeo_johnson_inverse", "LAMBDA_BOUNDS"]
+__all__ = ["OutputWarp", "yeo_johnson", "yeo_johnson_inverse", "box_cox", "box_cox_inverse", "LAMBDA_BOUNDS"]
 
 # Beyond these the transform's own scale explodes; HEBO searches the same range.
 LAMBDA_BOUNDS = (-2.0, 2.0)
@@ -31,10 +31,19 @@ LAMBDA_BOUNDS = (-2.0, 2.0)
 
 @dataclass(frozen=True)
 class OutputWarp:
-    """standardize -> Yeo-Johnson(lam) -> standardize. lam=1 is the identity warp."""
+    """scale -> power transform (Box-Cox or Yeo-Johnson, lambda) -> standardize.
 
-    mean: float
-    std: float
+    kind "yj": Yeo-Johnson of the standardized values (any sign);
+    kind "bc": Box-Cox of raw / std, offered when every value is positive and
+    taken when its likelihood is higher. Box-Cox with lambda ~ 0 is a log: it
+    gives the values near a positive objective's minimum (an ellipsoid's, a
+    loss's) the resolution that centring and Yeo-Johnson cannot, because after
+    centring they all sit in one point of the transform's linear part.
+    lam = 1 with kind "yj" is the identity (standardization only)."""
+
+    kind: str
+    center: float
+    scale: float
     lam: float
     mean2: float
     std2: float
@@ -45,18 +54,41 @@ class OutputWarp:
         if not np.all(np.isfinite(raw)):
             raise ValueError("output warping needs finite values (impute failures first)")
         mean, std = float(raw.mean()), _safe_std(raw)
-        s = (raw - mean) / std
-        lam = _fit_lambda(s) if warp and len(raw) >= 3 and float(s.std()) > 0 else 1.0
-        t = yeo_johnson(s, lam)
-        return OutputWarp(mean, std, lam, float(t.mean()), _safe_std(t))
+        kind, center, lam = "yj", mean, 1.0
+        if warp and len(raw) >= 3 and float(raw.std()) > 0:
+            kind, center, lam = _choose(raw, mean, std)
+        t = _power(kind, (raw - center) / std, lam)
+        return OutputWarp(kind, center, std, lam, float(t.mean()), _safe_std(t))
 
     def forward(self, raw: np.ndarray) -> np.ndarray:
-        s = (np.asarray(raw, dtype=float) - self.mean) / self.std
-        return (yeo_johnson(s, self.lam) - self.mean2) / self.std2
+        s = (np.asarray(raw, dtype=float) - self.center) / self.scale
+        return (_power(self.kind, s, self.lam) - self.mean2) / self.std2
 
     def inverse(self, y: np.ndarray) -> np.ndarray:
         t = np.asarray(y, dtype=float) * self.std2 + self.mean2
-        return yeo_johnson_inverse(t, self.lam) * self.std + self.mean
+        inv = yeo_johnson_inverse(t, self.lam) if self.kind == "yj" else box_cox_inverse(t, self.lam)
+        return inv * self.scale + self.center
+
+
+def _choose(raw: np.ndarray, mean: float, std: float) -> tuple[str, float, float]:
+    """The family and lambda with the higher profile likelihood. Both are
+    likelihoods of the same data up to a shift (Jacobian 1), so comparable."""
+    from scipy.stats import boxcox_llf, yeojohnson_llf
+
+    s = (raw - mean) / std
+    lam_yj = _fit_lambda(s, "yj")
+    best = ("yj", mean, lam_yj, float(yeojohnson_llf(lam_yj, s)))
+    if float(raw.min()) > 0:
+        p = raw / std
+        lam_bc = _fit_lambda(p, "bc")
+        llf = float(boxcox_llf(lam_bc, p))
+        if math.isfinite(llf) and llf > best[3]:
+            best = ("bc", 0.0, lam_bc, llf)
+    return best[0], best[1], best[2]
+
+
+def _power(kind: str, x: np.ndarray, lam: float) -> np.ndarray:
+    return yeo_johnson(x, lam) if kind == "yj" else box_cox(x, lam)
 
 
 def _safe_std(v: np.ndarray) -> float:
@@ -66,11 +98,11 @@ def _safe_std(v: np.ndarray) -> float:
     return sd if sd > 0 else 1.0
 
 
-def _fit_lambda(s: np.ndarray) -> float:
-    from scipy.stats import yeojohnson_normmax
+def _fit_lambda(s: np.ndarray, kind: str) -> float:
+    from scipy.stats import boxcox_normmax, yeojohnson_normmax
 
     try:
-        lam = float(yeojohnson_normmax(s, brack=None))
+        lam = float(yeojohnson_normmax(s) if kind == "yj" else boxcox_normmax(s, method="mle"))
     except Exception:  # noqa: BLE001 - no warp beats no model
         return 1.0
     if not math.isfinite(lam):
@@ -103,3 +135,16 @@ def yeo_johnson_inverse(t: np.ndarray, lam: float) -> np.ndarray:
     else:
         out[~pos] = 1.0 - np.power(np.maximum(1.0 - (2.0 - lam) * tn, 0.0), 1.0 / (2.0 - lam))
     return out
+
+
+def box_cox(x: np.ndarray, lam: float) -> np.ndarray:
+    """Box-Cox power transform of positive x: strictly increasing for every lam."""
+    x = np.asarray(x, dtype=float)
+    return np.log(x) if abs(lam) < 1e-12 else (np.power(x, lam) - 1.0) / lam
+
+
+def box_cox_inverse(t: np.ndarray, lam: float) -> np.ndarray:
+    t = np.asarray(t, dtype=float)
+    if abs(lam) < 1e-12:
+        return np.exp(t)
+    return np.power(np.maximum(1.0 + lam * t, 0.0), 1.0 / lam)
