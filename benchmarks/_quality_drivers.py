@@ -26,11 +26,12 @@ from tauopt.models import Metric, Observation
 from tauopt.strategies import propose, resolve
 from tauopt.strategies._request import SuggestRequest
 
-# name -> GPConfig switches; "gp" is the default model, the others turn one refinement off
+# name -> GPConfig switches; "gp" is the default model, the others turn one refinement off (on, for gp_tr)
 GP_VARIANTS: dict[str, dict[str, bool]] = {
     "gp": {},
     "gp_nograd": {"gradient": False},
     "gp_nowarp": {"output_warp": False},
+    "gp_tr": {"trust_region": True},
     "gp_notr": {"trust_region": False},
     "gp_old": {"gradient": False, "output_warp": False, "trust_region": False},
 }

@@ -210,7 +210,7 @@ def _sphere_request(d: int, n: int, pending: int = 0) -> SuggestRequest:
 
 def test_gp_searches_inside_the_trust_region_box_in_twelve_dimensions() -> None:
     req = _sphere_request(12, 40, pending=3)
-    r = propose_gp(req, np.random.default_rng(0))
+    r = propose_gp(req, np.random.default_rng(0), config=GPConfig(trust_region=True))
     assert r.info.fallback_reason is None
     assert r.info.tr_length is not None
     enc = Encoder(req.space)
@@ -224,7 +224,8 @@ def test_gp_searches_inside_the_trust_region_box_in_twelve_dimensions() -> None:
     assert len(r.candidates) == 2 and r.candidates[0] != r.candidates[1]
 
 
-def test_gp_uses_no_trust_region_below_ten_dimensions_or_when_switched_off() -> None:
-    assert propose_gp(_sphere_request(6, 20), np.random.default_rng(0)).info.tr_length is None
-    off = propose_gp(_sphere_request(12, 40), np.random.default_rng(0), config=GPConfig(trust_region=False))
+def test_gp_uses_no_trust_region_below_ten_dimensions_or_by_default() -> None:
+    on = GPConfig(trust_region=True)
+    assert propose_gp(_sphere_request(6, 20), np.random.default_rng(0), config=on).info.tr_length is None
+    off = propose_gp(_sphere_request(12, 40), np.random.default_rng(0))  # opt-in: measured worse (README)
     assert off.info.fallback_reason is None and off.info.tr_length is None
