@@ -26,14 +26,14 @@ from tauopt.models import Metric, Observation
 from tauopt.strategies import propose, resolve
 from tauopt.strategies._request import SuggestRequest
 
-# name -> GPConfig switches; "gp" is the default model, the others turn one refinement off (on, for gp_tr)
+# name -> GPConfig switches; "gp" is the default model, the others turn opt-in refinements on
 GP_VARIANTS: dict[str, dict[str, bool]] = {
     "gp": {},
-    "gp_nograd": {"gradient": False},
-    "gp_nowarp": {"output_warp": False},
+    "gp_grad": {"gradient": True},
+    "gp_warp": {"output_warp": True},
     "gp_tr": {"trust_region": True},
-    "gp_notr": {"trust_region": False},
-    "gp_old": {"gradient": False, "output_warp": False, "trust_region": False},
+    "gp_grad_warp": {"gradient": True, "output_warp": True},
+    "gp_all": {"gradient": True, "output_warp": True, "trust_region": True},
 }
 
 

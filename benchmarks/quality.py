@@ -14,9 +14,8 @@ read at 10*d and 20*d (--budgets). Methods (benchmarks/_quality_drivers.py):
 
   gp, sobol, random           tauopt strategies, driven directly; gp is `auto` as
                               users get it (Sobol for the first max(5, 2d) points)
-  gp_old, gp_nograd,          gp with all / one of its refinements off (GPConfig),
-  gp_nowarp, gp_notr, gp_tr   or the opt-in trust region on: what each one buys,
-                              measured in the same run
+  gp_grad, gp_warp, gp_tr,    gp with opt-in refinements of GPConfig on: what
+  gp_grad_warp, gp_all        each one buys, measured in the same run
   optuna_gp, optuna_tpe,      Optuna 5.0 GPSampler, TPESampler(multivariate=True),
   optuna_cmaes                CmaEsSampler (d >= 5 only), through ask/tell
   engine@E                    gp through AsyncClient (local engine, process pool)

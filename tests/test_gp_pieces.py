@@ -229,3 +229,33 @@ def test_gp_uses_no_trust_region_below_ten_dimensions_or_by_default() -> None:
     assert propose_gp(_sphere_request(6, 20), np.random.default_rng(0), config=on).info.tr_length is None
     off = propose_gp(_sphere_request(12, 40), np.random.default_rng(0))  # opt-in: measured worse (README)
     assert off.info.fallback_reason is None and off.info.tr_length is None
+
+
+def test_the_opt_in_refinements_propose_distinct_points_without_falling_back() -> None:
+    req = _sphere_request(5, 30, pending=2)
+    for config in (GPConfig(gradient=True), GPConfig(output_warp=True), GPConfig(True, True, True)):
+        r = propose_gp(req, np.random.default_rng(0), config=config)
+        assert r.info.fallback_reason is None, (config, r.info.fallback_reason)
+        assert len(r.candidates) == 2 and r.candidates[0] != r.candidates[1]
+
+
+def test_the_gradient_ascent_ends_no_lower_than_the_candidate_search_on_the_same_posterior() -> None:
+    from tauopt.strategies import gp
+
+    req = _sphere_request(2, 15)
+    enc = Encoder(req.space)
+    rng = np.random.default_rng(0)
+    pts = [o.assignments for o in req.history]
+    raw = np.array([o.value for o in req.history], dtype=float)
+    y = (raw - raw.mean()) / raw.std()
+    x = enc.features(enc.latent(pts))
+    hyper, _ = gp.fit(x, y)
+    post = gp.Posterior(x, y, np.full(len(y), hyper.noise), hyper)
+    best = float(y.min())
+    lo, hi = np.zeros(2), np.ones(2)
+    z = gp._initial_candidates(enc, pts, raw, len(y), rng, lo, hi)
+    mu, sd = post.predict(enc.features(z, project=False))
+    s = log_ei(mu, sd, best)
+    up = gp._ascend(enc, post, best, z, s, lo, hi)
+    mu2, sd2 = post.predict(enc.features(up, project=False))
+    assert float(log_ei(mu2, sd2, best).max()) >= float(s.max()) - 1e-12

@@ -70,14 +70,16 @@ _BATCH_STARTS, _BATCH_MAXITER = 2, 15
 
 @dataclass(frozen=True)
 class GPConfig:
-    """Which of the model's refinements are on. The switches
-    exist so benchmarks/quality.py can measure what each one buys in one run."""
+    """Which of issue 17's refinements are on. All are opt-in: on the cells there
+    was time to measure (README, "What each refinement bought") none improved the
+    default -- the gradient ascent tied, the output warp helped the ellipsoid by
+    0.6 orders of regret but cost the sphere 2.3, the trust region lost its one
+    run. benchmarks/quality.py measures each switch in one run (gp_grad, ...)."""
 
-    gradient: bool = True  # L-BFGS-B on log EI; off: random hill-climb of the best candidates
-    output_warp: bool = True  # Yeo-Johnson on the outputs; off: standardize only
-    # TuRBO box when >= tr.MIN_DIM continuous coordinates. Off by default: on the
-    # one measurement there was time for (sphere, d=10, 50 evaluations, 8 workers,
-    # 1 seed) it ended at log10 regret 0.79 against -0.03 without (README).
+    gradient: bool = False  # L-BFGS-B on log EI; off: random hill-climb of the best candidates
+    output_warp: bool = False  # Box-Cox / Yeo-Johnson on the outputs; off: standardize only
+    # TuRBO box when >= tr.MIN_DIM continuous coordinates (sphere, d=10, 50
+    # evaluations, 8 workers, 1 seed: log10 regret 0.79 with, -0.03 without).
     trust_region: bool = False
 
 
