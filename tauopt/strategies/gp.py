@@ -6,9 +6,9 @@
 Choices (see the README `gp` section):
 - Encoding: `_gp_encode` (unit cube, log scales in log space, integers relaxed
   then rounded, categoricals one-hot, inactive conditionals at a neutral value).
-- Outputs: value * metric.sign (so smaller is better), standardized, then
-  Yeo-Johnson-warped with lambda fitted to the data (`_gp_warping`), so a
-  heavy tail or values spanning orders of magnitude do not swamp the signal.
+- Outputs: value * metric.sign (so smaller is better), standardized; opt-in
+  (GPConfig(output_warp=True)): a Box-Cox / Yeo-Johnson warp fitted to the data
+  (`_gp_warping`).
 - Failed observations are kept, imputed with the worst finite value seen, so
   the model steers away from regions that crash; never a crash here.
 - Pending points (open suggestions, and points already chosen in this call)
@@ -17,9 +17,10 @@ Choices (see the README `gp` section):
   values). The variance at and around a pending point collapses, so N parallel
   workers get N different points.
 - Acquisition: log expected improvement, scored on 256-2,048 scrambled Sobol
-  candidates plus perturbations of the best observed points; the best few start
-  a multi-start L-BFGS-B over the continuous coordinates with torch gradients
-  (`_gp_acquisition`); the winners are projected to the space and re-scored,
+  candidates plus perturbations of the best observed points, then a hill-climb
+  of the best few over the continuous coordinates (opt-in,
+  GPConfig(gradient=True): multi-start L-BFGS-B with torch gradients,
+  `_gp_acquisition`); the winners are projected to the space and re-scored,
   and the best unused one is taken.
 - Trust region (`_gp_trust_region`, opt-in: GPConfig(trust_region=True)) when
   there are >= 10 continuous coordinates: candidates and the optimizer stay in
