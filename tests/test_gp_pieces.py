@@ -29,7 +29,7 @@ from tauopt.strategies.gp import GPConfig, propose_gp  # noqa: E402
 
 @pytest.fixture(autouse=True, scope="module")
 def one_torch_thread():  # type: ignore[no-untyped-def]
-    from tauopt.strategies._pool import _torch_pinned
+    from tauopt.compute._workers import torch_pinned as _torch_pinned
 
     with _torch_pinned():
         yield
