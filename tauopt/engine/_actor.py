@@ -429,11 +429,14 @@ class ExperimentActor:
             request, ask = self._ahead.waiters.popleft()
             try:
                 # parked asks take what just landed (the newest model there is), then the buffer
-                point = (
-                    self._pop_unused(landed)
-                    or self._ahead.take(self._exp.parallel_bandwidth, self._ledger.is_used)
-                    or self._inline_point(get_strategy("sobol"))
-                )
+                point = self._pop_unused(landed)
+                if point is not None:
+                    self._ahead.count_served(msg.version, point, bool(reason))
+                else:
+                    point = self._ahead.take(self._exp.parallel_bandwidth, self._ledger.is_used)
+                if point is None:
+                    point = self._inline_point(get_strategy("sobol"))
+                    self._ahead.count_served(self._ahead.version, None, True)
             except ApiError as exc:
                 fail(request, exc)
                 continue
@@ -527,6 +530,7 @@ class ExperimentActor:
     def _on_inspect(self, request: Request[Any]) -> None:
         stats = dict(
             vars(self.stats),
+            **self._ahead.served,
             open=len(self._ledger.open),
             waiters=len(self._ahead.waiters),
             ahead=len(self._ahead.points),
