@@ -8,7 +8,9 @@ leans on three collaborators, each with one job:
 - `Ledger` (_ledger.py): suggestions, observations, the dedup sets;
 - `CommitThenReply` (_replies.py): a reply leaves only after its writes are durable;
 - `ComputeAhead` (_ahead.py): pooled strategies (gp) computed ahead, asks
-  parked until a proposal lands, never blocking the mailbox.
+  parked until a proposal lands, never blocking the mailbox;
+- `SlotWaiters` (_slots.py): asks waiting (`wait_s`) for a free slot;
+- `release` (_leases.py): a suggestion whose holder is declared dead.
 
 Inline strategies (random, sobol, grid: the registry says which) answer within
 the message. An ask that finds the bandwidth full may wait (`wait_s`) for a
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -57,7 +58,9 @@ from ._messages import (
     Workers,
 )
 from ._activity import observations_after
+from ._leases import not_open_error, release
 from ._replies import CommitThenReply
+from ._slots import SlotWaiters, wait_over_error
 from ._validate import check_tag, check_update, check_value_and_metrics
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
@@ -103,7 +106,7 @@ class ExperimentActor:
         self._ledger = Ledger(snapshot, self._space)
         self._replies = CommitThenReply(store, self.id, self._add_header)
         self._ahead = ComputeAhead(self.id, pool, fit_deadline_s, ahead)
-        self._slot_waiters: deque[tuple[Request[Any], Suggest]] = deque()
+        self._slot_waiters = SlotWaiters()
         self._tg: TaskGroup | None = None
         self._self_ref: ActorRef | None = None
         self._receive: Any = None
@@ -376,36 +379,26 @@ class ExperimentActor:
             "no unused point left in this space; close a suggestion, widen the space or create a new experiment",
         )
 
-    # -- asks waiting for a slot (long-poll) ----------------------------------------
+    # -- asks waiting for a slot (long-poll): the queue is SlotWaiters ------------
 
     def _park_for_slot(self, request: Request[Any], msg: Suggest) -> None:
-        self._slot_waiters.append((request, msg))
         assert self._tg is not None and self._self_ref is not None
-        self._tg.start_soon(_wake_after, msg.wait_s, self._self_ref, SlotWaitOver(request=request))
+        self._slot_waiters.park(request, msg, self._tg, self._self_ref)
+
+    def _has_room(self) -> bool:
+        full = len(self._ledger.open) + len(self._ahead.waiters) >= self._exp.parallel_bandwidth
+        return not full or bool(self._ledger.released)
 
     def _retry_slot_waiters(self) -> None:
         """A slot may have returned: answer parked asks in arrival order while there is room."""
-        while self._slot_waiters:
-            full = len(self._ledger.open) + len(self._ahead.waiters) >= self._exp.parallel_bandwidth
-            if full and not self._ledger.released:
-                return  # still full: they keep waiting (their timers still run)
-            request, msg = self._slot_waiters.popleft()
-            if request.reply_to.statistics().open_receive_streams == 0:
-                request.reply_to.close()
-                continue  # the caller went away: hand it nothing
+        for request, msg in self._slot_waiters.ready(self._has_room):
             self._on_suggest(request, msg)
 
     def _on_slot_wait_over(self, msg: SlotWaitOver) -> None:
-        for i, (request, ask) in enumerate(self._slot_waiters):
-            if request is msg.request:
-                del self._slot_waiters[i]
-                n, bw = len(self._ledger.open) + len(self._ahead.waiters), self._exp.parallel_bandwidth
-                fail(request, api_error(
-                    "bandwidth_full",
-                    f"{n} open suggestions >= parallel_bandwidth={bw} for the {ask.wait_s:g} s this ask waited; "
-                    "observe or close one first",
-                ))
-                return
+        ask = self._slot_waiters.timed_out(msg.request)
+        if ask is not None:
+            n, bw = len(self._ledger.open) + len(self._ahead.waiters), self._exp.parallel_bandwidth
+            fail(msg.request, wait_over_error(n, bw, ask.wait_s))
 
     # -- pooled strategies: compute ahead, park, answer in order -------------
 
@@ -465,7 +458,7 @@ class ExperimentActor:
             # Expiry happens only at the experiment's next ask (_on_suggest): a late
             # observe of a row still open keeps the link to its suggestion.
             if s.state != "open":
-                self._commit(request, writes, _not_open_error(s))
+                self._commit(request, writes, not_open_error(s))
                 return
             s = ledger.leave_open(s, "observed", self._clock())
             writes.append(PutSuggestion(s))
@@ -506,26 +499,16 @@ class ExperimentActor:
             self._commit(request, [], s)
             return
         if s.state != "open":
-            raise _not_open_error(s)
+            raise not_open_error(s)
         s = self._ledger.leave_open(s, "closed", self._clock())
         self._commit(request, [PutSuggestion(s)], s)
         self._retry_slot_waiters()
 
     def _on_release(self, request: Request[Any], msg: ReleaseSuggestion) -> None:
-        s = self._ledger.suggestion(msg.suggestion_id)
-        if s.state != "open":
-            raise _not_open_error(s)
-        if s.released:
-            self._commit(request, [], s)
-            return
-        if msg.max_attempts is not None and s.attempts >= msg.max_attempts:
-            s = self._ledger.leave_open(s, "closed", self._clock())  # used up: its place goes back
-            self._commit(request, [PutSuggestion(s)], s)
-            self._retry_slot_waiters()
-            return
-        s = self._ledger.release(s)
-        self._commit(request, [PutSuggestion(s)], s)
-        self._retry_slot_waiters()  # a waiting ask can take it now
+        out = release(self._ledger, msg.suggestion_id, msg.max_attempts, self._clock())
+        self._commit(request, [PutSuggestion(out.suggestion)] if out.changed else [], out.suggestion)
+        if out.changed:
+            self._retry_slot_waiters()  # a waiting ask can take it, or the freed slot
 
     def _on_inspect(self, request: Request[Any]) -> None:
         stats = dict(
@@ -543,31 +526,6 @@ class ExperimentActor:
         scored = [o for o in self._ledger.observations if not o.failed and o.value is not None]
         best = min(scored, key=lambda o: sign * o.value, default=None)  # first of equals wins
         self._commit(request, [], best)
-
-
-async def _wake_after(delay: float, ref: ActorRef, msg: SlotWaitOver) -> None:
-    await anyio.sleep(delay)
-    try:
-        await ref.ask(msg)
-    except Exception:
-        pass  # the actor is stopping
-
-
-def _not_open_error(s: Suggestion) -> ApiError:
-    if s.state == "expired":
-        return api_error(
-            "suggestion_expired",
-            f"suggestion {s.id!r} expired (older than suggestion_ttl_s); re-post its assignments "
-            "as an unsolicited observation",
-            assignments=dict(s.assignments),
-        )
-    if s.state == "observed":
-        return api_error("suggestion_observed", f"suggestion {s.id!r} already has an observation; ask for a new suggestion")
-    return api_error(
-        "suggestion_closed",
-        f"suggestion {s.id!r} was closed; re-post its assignments as an unsolicited observation if you evaluated it",
-        assignments=dict(s.assignments),
-    )
 
 
 def _extended_space(space: Space, raw: Any) -> Space:
