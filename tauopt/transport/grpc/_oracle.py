@@ -12,6 +12,9 @@ or queued when the engine holds them released):
   keeps it, and the next `engine.suggest` hands it out again, durably);
 - runs come from the engine's `attempts` (they survive a restart); expiry counts
   do not (reset by a restart);
+- consecutive failures are re-counted from the stored observations on restart
+  (the trailing failed ones), unless they had already ended the search: that
+  restart is the user's "fixed it, try again", so it starts from zero;
 - the metric history reported by UpdateTrial until EndTrial stores it on the
   observation (`Observation.metrics`), and the step of the best value.
 
@@ -186,6 +189,7 @@ class KerasTunerOracle:
                     t.history.setdefault(k, {0: [v]})
                 self._completed += 1
             self._trials[tid] = t
+        self._consecutive_failures = _trailing_failures(observations, self.config.max_consecutive_failures)
         now = self._clock()
         for s in await self.engine.suggestions(exp.id, state="open"):
             if s.released:  # waiting for a retry when the chief stopped: it still is
@@ -552,3 +556,15 @@ class KerasTunerOracle:
             "workers_stopped": sorted(self.stopped),
             "failure": self.failure,
         }
+
+
+def _trailing_failures(observations: list[Observation], limit: int) -> int:
+    """Failed observations since the last success: the consecutive-failure count a
+    chief had when it stopped. At `limit` that chief ended the search on them, and
+    restarting it is how the user retries (the error says so): then zero."""
+    n = 0
+    for o in reversed(observations):
+        if not o.failed:
+            break
+        n += 1
+    return n if n < limit else 0
