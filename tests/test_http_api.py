@@ -469,3 +469,16 @@ def test_reports_over_http_answer_the_rule_and_keep_the_curve(api: Api) -> None:
     assert error_of(r) == (404, "not_found")
     paths = http.get("/openapi.json").json()["paths"]
     assert "post" in paths["/v1/experiments/{id}/suggestions/{sid}/reports"]
+
+
+def test_the_http_client_reports_and_observes_a_stopped_trial(api: Api) -> None:
+    with api.client() as c:
+        exp = c.create_experiment("es-client", X, METRIC, parallel_bandwidth=2, strategy="random",
+                                  early_stopping={"rule": "asha", "max_step": 9})
+        s1, s2 = c.suggest(exp.id), c.suggest(exp.id)
+        assert not c.report(exp.id, s1.id, 1, 0.1).should_stop
+        decision = c.report(exp.id, s2.id, 1, 0.9)
+        assert decision.should_stop and decision.reason and "asha" in decision.reason
+        assert c.observe(exp.id, suggestion_id=s2.id, value=0.9, stopped=True).stopped_at_step == 1
+        assert [(r.step, r.value) for r in c.reports(exp.id, s1.id)] == [(1, 0.1)]
+        assert c.update_experiment(exp.id, early_stopping={"rule": "none"}).early_stopping == {"rule": "none"}
