@@ -59,3 +59,19 @@ def test_tiny_early_stopping_run_prints_every_method_and_tauopt_matches_optuna_o
     # Same rule, same curves, same order: the same decisions.
     assert methods["tauopt asha"] == methods["optuna SuccessiveHalvingPruner"]
     assert methods["tauopt median"] == methods["optuna MedianPruner"]
+
+
+def test_tiny_report_latency_run_prints_one_line_per_rule() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "report_latency.py"), "--workers", "4", "--duration", "0.3", "--steps", "5", "--store", "memory"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = {r["rule"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert set(lines) == {"none", "asha", "median"}
+    none = lines["none"]
+    assert none["stopped"] == 0 and none["reports"] == none["trials"] * 5 > 0
+    for r in lines.values():
+        assert r["report_ms"]["p50"] <= r["report_ms"]["p99"] <= r["report_ms"]["max"]
