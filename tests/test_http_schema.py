@@ -67,11 +67,7 @@ def test_every_operation_answers_per_its_schema_and_never_5xx(served: tuple[str,
     url, token, eid = served
     headers = {"Authorization": f"Bearer {token}"}
     ops = operations(url)
-<<<<<<< HEAD
-    assert len(ops) == 17  # 14, plus summary, workers and importance (issue 14)
-=======
-    assert len(ops) == 16  # 14 + report and list reports (issue 19)
->>>>>>> b347aa7 (HTTP: POST/GET /v1/experiments/{id}/suggestions/{sid}/reports (OpenAPI documented; not against the suggestion quota; listing is a heavy read), early_stopping on create/PATCH, observe's stopped and stopped_at_step; the schema and fuzz tests count the two new operations (14 -> 16))
+    assert len(ops) == 19  # 14, plus summary, workers and importance (issue 14), report and list reports (issue 19)
     for op in ops:
         # Point the id at a real experiment half the time, so deep paths are reached.
         known = {"id": eid} if "{id}" in op.path else None
