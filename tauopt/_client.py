@@ -33,6 +33,8 @@ OPERATIONS = (
     "archive_experiment",
     "suggest",
     "observe",
+    "report",
+    "reports",
     "suggestions",
     "suggestion",
     "close_suggestion",

@@ -32,6 +32,8 @@ __all__ = [
     "Experiment",
     "Suggestion",
     "Observation",
+    "Report",
+    "ReportDecision",
     "PARAMETER_TYPES",
     "STRATEGIES",
     "EXPERIMENT_STATES",
@@ -358,6 +360,9 @@ class Experiment:
     observations: int = 0
     strategy_options: StrategyOptions = field(default_factory=StrategyOptions)
     owner: str | None = None
+    # the stopping rule's JSON form ({"rule": "none"|"median"|"asha", ...}), checked
+    # by tauopt.strategies.stopping.parse_rule before it gets here
+    early_stopping: Mapping[str, Any] = field(default_factory=lambda: {"rule": "none"})
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -370,6 +375,7 @@ class Experiment:
             "observation_budget": self.observation_budget,
             "strategy": self.strategy,
             "strategy_options": self.strategy_options.to_dict(),
+            "early_stopping": dict(self.early_stopping),
             "state": self.state,
             "created_at": self.created_at,
             "open_suggestions": self.open_suggestions,
@@ -393,6 +399,7 @@ class Experiment:
             observations=int(d.get("observations", 0)),
             strategy_options=StrategyOptions.parse(d.get("strategy_options")),
             owner=owner if owner is not None else d.get("owner"),
+            early_stopping=dict(d.get("early_stopping") or {"rule": "none"}),
         )
 
     def evolve(self, **changes: Any) -> "Experiment":
@@ -450,6 +457,8 @@ class Observation:
     failed: bool = False
     created_at: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
+    # observed with stopped=True: the last step the trial reported before it stopped
+    stopped_at_step: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -461,6 +470,7 @@ class Observation:
             "failed": self.failed,
             "created_at": self.created_at,
             "metrics": dict(self.metrics),
+            "stopped_at_step": self.stopped_at_step,
         }
 
     @classmethod
@@ -474,7 +484,32 @@ class Observation:
             failed=bool(d.get("failed", False)),
             created_at=float(d.get("created_at", 0.0)),
             metrics={k: float(v) for k, v in (d.get("metrics") or {}).items()},
+            stopped_at_step=None if d.get("stopped_at_step") is None else int(d["stopped_at_step"]),
         )
+
+
+@dataclass(frozen=True)
+class Report:
+    """An intermediate value of the objective at `step` for an open suggestion."""
+
+    suggestion_id: str
+    step: int
+    value: float
+    created_at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"suggestion_id": self.suggestion_id, "step": self.step, "value": self.value, "created_at": self.created_at}
+
+
+@dataclass(frozen=True)
+class ReportDecision:
+    """The answer to a report: stop the trial (with the rule's reason) or go on."""
+
+    should_stop: bool
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"should_stop": self.should_stop, "reason": self.reason}
 
 
 def __getattr__(name: str) -> Any:

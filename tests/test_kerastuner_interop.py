@@ -256,3 +256,64 @@ def test_consecutive_failures_end_the_search_with_a_message_to_every_worker(tmp_
     code, summary = chief.wait(timeout=15)
     assert code == 1 and "consecutive failed trials" in summary["failure"]
     assert summary["workers_stopped"] == ["tuner0", "tuner1"]
+
+
+HYPERBAND_WORKER = Path(__file__).parent / "kerastuner_workers" / "hyperband_worker.py"
+
+
+def _trial_of(checkpoint: str) -> str:
+    (part,) = [p for p in Path(checkpoint).parts if p.startswith("trial_")]
+    return part[len("trial_"):]
+
+
+def test_real_hyperband_workers_follow_keras_tuners_brackets_and_promoted_trials_resume_from_the_parent(tmp_path: Path) -> None:
+    # max_epochs 3, factor 3: bracket 1 = three 1-epoch trials, then the best continues to 3 epochs;
+    # bracket 0 = two 3-epoch trials. Six trials, one promotion.
+    chief = start_chief(
+        tmp_path, "--algorithm", "hyperband", "--max-epochs", "3", "--factor", "3", "--workers", "2",
+        max_trials=6, objective="val_loss",
+    )
+    project = tmp_path / "kt"
+    workers = []
+    for tuner_id in ("tuner0", "tuner1"):
+        results = tmp_path / f"{tuner_id}.jsonl"
+        env = {
+            **os.environ, "KERAS_BACKEND": "torch", "KERASTUNER_ORACLE_IP": "127.0.0.1",
+            "KERASTUNER_ORACLE_PORT": str(chief.port), "KERASTUNER_TUNER_ID": tuner_id,
+            "KERAS_HOME": str(tmp_path / "keras-home"), "OMP_NUM_THREADS": "1",
+        }
+        proc = subprocess.Popen([sys.executable, str(HYPERBAND_WORKER), str(results), str(project)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        workers.append((proc, results))
+    codes = [finish(p, timeout=240) for p, _ in workers]
+    (tmp_path / "workers.out").write_text("\n".join(out for _, out in codes))
+    assert [c for c, _ in codes] == [0, 0], [out[-3000:] for _, out in codes]
+    code, summary = chief.wait(timeout=60)
+    assert code == 0, chief.log()
+    assert summary["workers_stopped"] == ["tuner0", "tuner1"], "the search ends with STOPPED to every worker"
+
+    fits = records(workers[0][1]) + records(workers[1][1])
+    by_trial = {_trial_of(f["checkpoint"]): f for f in fits}
+    assert len(fits) == len(by_trial) == 6
+    new = sorted((f["values"]["tuner/bracket"], f["initial_epoch"], f["epochs"]) for f in fits if f["values"]["tuner/round"] == 0)
+    assert new == [(0, 0, 3), (0, 0, 3), (1, 0, 1), (1, 0, 1), (1, 0, 1)]
+    (promoted,) = [f for f in fits if f["values"]["tuner/round"] == 1]
+    assert (promoted["initial_epoch"], promoted["epochs"]) == (1, 3)
+    # KerasTuner labels a promotion with the bracket being filled at that moment (0 or 1 here).
+    assert promoted["values"]["tuner/bracket"] in (0, 1)
+    (child,) = [f for f in fits if "tuner/trial_id" in f["values"]]
+    parent = by_trial[child["values"]["tuner/trial_id"]]
+    assert parent["values"]["tuner/round"] == 0 and parent["values"]["tuner/bracket"] == 1
+    round0 = [f for f in fits if f["values"]["tuner/bracket"] == 1 and f["values"]["tuner/round"] == 0]
+    assert parent["score"] == min(f["score"] for f in round0), "the best of round 0 is promoted"
+    assert {k: v for k, v in child["values"].items() if not k.startswith("tuner/")} == {
+        k: v for k, v in parent["values"].items() if not k.startswith("tuner/")
+    }
+    # The promoted trial starts from the weights its parent saved, not from a fresh build.
+    assert child["start"] == pytest.approx(parent["ends"][-1], rel=1e-9)
+    assert len(child["ends"]) == 2  # epochs 1 -> 3
+
+    exp, observations, _ = stored(chief.db)
+    assert len([o for o in observations if not o.failed]) == 6
+    assert {p.name for p in exp.parameters} == {"units", "lr"}, "tuner/* values are not parameters"
+    assert sorted(o.value for o in observations) == pytest.approx(sorted(f["score"] for f in fits), rel=1e-6)

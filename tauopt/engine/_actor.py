@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import anyio
@@ -32,10 +32,11 @@ from ..actors import ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
 from ..space import Space
-from ..store import PutCounters, PutExperiment, PutObservation, PutSuggestion, Snapshot, Store, Write
+from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
 from ..strategies import Strategy, SuggestRequest, resolve_for, rng_for
 from ..strategies import get as get_strategy
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
+from ._curves import Curves, check_report
 from ._ledger import Ledger
 from ._messages import (
     ArchiveExperiment,
@@ -46,11 +47,13 @@ from ._messages import (
     GetSuggestion,
     Inspect,
     ListObservations,
+    ListReports,
     ListSuggestions,
     Msg,
     Observe,
     ProposalReady,
     ReleaseSuggestion,
+    Report,
     SlotWaitOver,
     Suggest,
     Summary,
@@ -104,6 +107,7 @@ class ExperimentActor:
         seed = exp.strategy_options.seed
         self._seed = seed if seed is not None else int.from_bytes(exp.id.encode()[-8:].rjust(8, b"\0"), "big") % (2**32)
         self._ledger = Ledger(snapshot, self._space)
+        self._curves = Curves(snapshot)
         self._replies = CommitThenReply(store, self.id, self._add_header)
         self._ahead = ComputeAhead(self.id, pool, fit_deadline_s, ahead)
         self._slot_waiters = SlotWaiters()
@@ -191,6 +195,10 @@ class ExperimentActor:
                 self._on_suggest(request, msg)
             case Observe():
                 self._on_observe(request, msg)
+            case Report():
+                self._on_report(request, msg)
+            case ListReports():
+                self._commit(request, [], self._curves.listing(msg.suggestion_id))
             case GetExperiment():
                 self._commit(request, [], self._header())
             case UpdateExperiment():
@@ -243,6 +251,8 @@ class ExperimentActor:
             changes["parameters"] = space.parameters
             self._space = self._ledger.space = space
             self._ahead.points.clear()
+        if "early_stopping" in changes:
+            self._curves.set_rule(changes["early_stopping"])
         exp = self._exp.evolve(**changes)
         self._exp = exp.evolve(state=self._state_for(exp))
         self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
@@ -453,6 +463,9 @@ class ExperimentActor:
         if msg.suggestion_id is not None and msg.assignments is not None:
             raise invalid("give suggestion_id or assignments, not both")
         ledger = self._ledger
+        if msg.stopped is not False and (msg.stopped is not True or failed or msg.suggestion_id is None):
+            raise invalid("stopped: give true only with a suggestion_id and a value (the last one reported), else false")
+        stopped_at = None
         if msg.suggestion_id is not None:
             s = ledger.suggestion(msg.suggestion_id)
             # Expiry happens only at the experiment's next ask (_on_suggest): a late
@@ -460,6 +473,7 @@ class ExperimentActor:
             if s.state != "open":
                 self._commit(request, writes, not_open_error(s))
                 return
+            stopped_at = self._curves.observed(s.id, msg.stopped)
             s = ledger.leave_open(s, "observed", self._clock())
             writes.append(PutSuggestion(s))
             assignments, sid = s.assignments, s.id
@@ -468,6 +482,8 @@ class ExperimentActor:
         else:
             raise invalid("give suggestion_id (an open suggestion) or assignments (an unsolicited observation)")
         obs = ledger.observe(assignments, sid, value, failed, self._clock(), metrics)
+        if stopped_at is not None:
+            obs = ledger.observations[-1] = replace(obs, stopped_at_step=stopped_at)
         state = self._state_for(self._exp)
         writes.append(PutObservation(obs))
         if state != self._exp.state:
@@ -478,6 +494,17 @@ class ExperimentActor:
             self._ensure_job()
         if sid is not None:
             self._retry_slot_waiters()
+
+    def _on_report(self, request: Request[Any], msg: Report) -> None:
+        """An intermediate value of an open suggestion: recorded durably, answered
+        with the stopping rule's decision. Same 409s as observe when not open."""
+        step, value = check_report(msg.step, msg.value)
+        s = self._ledger.suggestion(msg.suggestion_id)
+        if s.state != "open":
+            self._commit(request, [], _not_open_error(s))
+            return
+        report, decision = self._curves.report(s.id, step, value, self._clock())
+        self._commit(request, [PutReport(self.id, report)], decision)
 
     def _on_list_suggestions(self, request: Request[Any], msg: ListSuggestions) -> None:
         if msg.state is not None and msg.state not in ("open", "observed", "closed", "expired"):

@@ -19,13 +19,14 @@ from anyio.abc import TaskGroup
 
 from ..actors import ActorGone, ActorRef
 from ..errors import api_error, invalid
-from ..models import Experiment, Metric, Observation, StrategyOptions, Suggestion
+from ..models import Experiment, Metric, Observation, Report, ReportDecision, StrategyOptions, Suggestion
 from ..space import Space, is_large_space
 from ..store import PutExperiment, Store, Write, open_store
 from ..store._filewatch import commit_error
 from ..strategies import warm_up_for
 from . import _messages as m
 from ._actor import ExperimentActor
+from ._curves import check_early_stopping
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
@@ -185,8 +186,11 @@ class Engine:
         strategy: str = "auto",
         strategy_options: Mapping[str, Any] | StrategyOptions | None = None,
         owner: str | None = None,
+        early_stopping: Mapping[str, Any] | None = None,
     ) -> Experiment:
+        """`early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
         options = StrategyOptions.parse(strategy_options)
+        stopping = check_early_stopping(early_stopping)
         if is_large_space(parameters):
             # up to 10,000 parameters take a good fraction of a second to check: a worker
             # thread keeps the loop (health, other experiments' asks) answering meanwhile
@@ -209,6 +213,7 @@ class Engine:
             created_at=self._clock(),
             strategy_options=options,
             owner=owner,
+            early_stopping=stopping,
         )
         await self._commit([PutExperiment(exp, 0)])
         return exp
@@ -232,6 +237,7 @@ class Engine:
         observation_budget: Any = UNSET,
         parameters: Any = UNSET,
         owner: str | None = None,
+        early_stopping: Any = UNSET,
     ) -> Experiment:
         changes = {
             k: v
@@ -241,6 +247,7 @@ class Engine:
                 ("suggestion_ttl_s", suggestion_ttl_s),
                 ("observation_budget", observation_budget),
                 ("parameters", parameters),
+                ("early_stopping", early_stopping),
             )
             if v is not UNSET
         }
@@ -268,9 +275,26 @@ class Engine:
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
         owner: str | None = None,
+        stopped: bool = False,
     ) -> Observation:
+        """`stopped=True`: the worker stopped this suggestion early (told by `report`);
+        `value` is its last reported value and the observation keeps the step reached
+        (`stopped_at_step`)."""
         sid = None if suggestion_id is None else str(suggestion_id)
-        return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics))
+        return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics, stopped))
+
+    async def report(
+        self, experiment_id: str, suggestion_id: str, step: int, value: float, owner: str | None = None
+    ) -> ReportDecision:
+        """Record an intermediate value of an open suggestion's objective at `step`
+        (steps increase per suggestion) and answer whether the experiment's stopping
+        rule says to stop it. Not open: the same 409s as observe."""
+        return await self._ask(experiment_id, m.Report(owner, str(suggestion_id), step, value))
+
+    async def reports(self, experiment_id: str, suggestion_id: str | None = None, owner: str | None = None) -> list[Report]:
+        """The intermediate reports, in arrival order (of one suggestion, or all)."""
+        sid = None if suggestion_id is None else str(suggestion_id)
+        return await self._ask(experiment_id, m.ListReports(owner, sid))
 
     async def suggestions(
         self, experiment_id: str, state: str | None = None, tag: str | None = None, owner: str | None = None

@@ -45,6 +45,19 @@ class Observe(Msg):
     value: Any = None
     failed: bool = False
     metrics: Mapping[str, Any] | None = None
+    stopped: bool = False
+
+
+@dataclass(frozen=True)
+class Report(Msg):
+    suggestion_id: str = ""
+    step: Any = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class ListReports(Msg):
+    suggestion_id: str | None = None
 
 
 @dataclass(frozen=True)

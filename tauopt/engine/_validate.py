@@ -8,10 +8,11 @@ from typing import Any, Mapping
 from ..errors import invalid
 from ..limits import MAX_METRICS, MAX_NAME_CHARS, as_float, check_count, check_text
 from ..strategies import names  # the registry: every strategy name, and auto
+from ._curves import check_early_stopping
 
 __all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_name", "check_strategy", "check_wait"]
 
-_UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters")
+_UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters", "early_stopping")
 
 
 def check_name(name: Any) -> str:
@@ -72,6 +73,8 @@ def check_update(changes: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = check_ttl(value)
         elif key == "observation_budget":
             out[key] = check_budget(value)
+        elif key == "early_stopping":
+            out[key] = check_early_stopping(value)
         else:
             out[key] = value
     return out

@@ -24,7 +24,7 @@ from ...errors import ApiError
 from ...models import Parameter
 from ...space import Space
 from ._env import check_env
-from ._oracle import ChiefConfig, KerasTunerOracle
+from ._oracle import ChiefConfig, HyperbandConfig, KerasTunerOracle
 
 __all__ = ["ChiefOptions", "serve_chief", "run_chief_from_args", "load_space"]
 
@@ -159,10 +159,18 @@ def options_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> C
             f"KERASTUNER_TUNER_ID={env.tuner_id!r} is a worker id; the chief's id must contain 'chief' (e.g. chief)",
         )
     space = load_space(args.space) if args.space else None
+    hyperband = None
+    if getattr(args, "algorithm", "tauopt") == "hyperband":
+        if args.max_epochs is None:
+            raise ApiError(400, "invalid_request", "--algorithm hyperband needs --max-epochs N (and optionally --factor F)")
+        hyperband = HyperbandConfig(args.max_epochs, args.factor, args.hyperband_iterations)
+    if hyperband is None and args.max_trials is None:
+        raise ApiError(400, "invalid_request", "--max-trials N is required (Hyperband computes it from --max-epochs)")
     config = ChiefConfig(
         objective=args.objective,
         direction=args.direction,
-        max_trials=args.max_trials,
+        max_trials=args.max_trials if args.max_trials is not None else hyperband.total_trials(),  # type: ignore[union-attr]
+        hyperband=hyperband,
         project=args.project,
         strategy=args.strategy,
         trial_ttl_s=args.trial_ttl_s,

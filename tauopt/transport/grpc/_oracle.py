@@ -39,13 +39,35 @@ import anyio
 from ...errors import ApiError, api_error, invalid
 from ...models import Experiment, Observation, Parameter, Suggestion, Value
 from ...space import Space
+from ...strategies.hyperband import Finished, HyperbandSchedule, Idle, NewTrial, Promote
 from ._convert import Learned, assignments_for, merge_space
 
-__all__ = ["ChiefConfig", "TrialView", "SearchFailed", "KerasTunerOracle"]
+__all__ = ["ChiefConfig", "HyperbandConfig", "TrialView", "SearchFailed", "KerasTunerOracle"]
 
 log = logging.getLogger("tauopt.kerastuner")
 
 Status = Literal["RUNNING", "IDLE", "STOPPED", "COMPLETED", "FAILED", "INVALID"]
+
+
+@dataclass(frozen=True)
+class HyperbandConfig:
+    """KerasTuner's Hyperband: trials get tuner/epochs, tuner/initial_epoch,
+    tuner/bracket, tuner/round and, when promoted, tuner/trial_id."""
+
+    max_epochs: int
+    factor: int = 3
+    iterations: int = 1
+
+    def __post_init__(self) -> None:
+        if self.max_epochs < 1 or self.factor < 2 or self.iterations < 1:
+            raise invalid(
+                f"hyperband: give --max-epochs >= 1, --factor >= 2 and --hyperband-iterations >= 1; "
+                f"got {self.max_epochs}, {self.factor}, {self.iterations}"
+            )
+
+    def total_trials(self) -> int:
+        s = HyperbandSchedule(self.max_epochs, self.factor, self.iterations)
+        return self.iterations * sum(s.size(b, r) for b in range(s.num_brackets()) for r in range(b + 1))
 
 
 @dataclass(frozen=True)
@@ -64,6 +86,7 @@ class ChiefConfig:
     hold_s: float = 300.0
     seed: int | None = None
     space: tuple[Parameter, ...] | None = None
+    hyperband: HyperbandConfig | None = None
 
     def __post_init__(self) -> None:
         if self.max_trials < 1:
@@ -109,6 +132,7 @@ class _Trial:
     history: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     score: float | None = None
     best_step: int = 0
+    tuner_values: dict[str, Value] = field(default_factory=dict)  # Hyperband's tuner/* keys, never stored
 
 
 class KerasTunerOracle:
@@ -133,6 +157,9 @@ class KerasTunerOracle:
         self.exhausted = False
         self._abandon: list[_Trial] = []
         self._requeued: list[_Trial] = []
+        hb = config.hyperband
+        self._schedule = HyperbandSchedule(hb.max_epochs, hb.factor, hb.iterations) if hb else None
+        self._hb_trials = 0
 
     # -- set-up ------------------------------------------------------------------
 
@@ -251,7 +278,7 @@ class KerasTunerOracle:
     def _view(self, t: _Trial) -> TrialView:
         status: Status = {"running": "RUNNING", "queued": "RUNNING", "completed": "COMPLETED", "failed": "FAILED"}[t.state]  # type: ignore[assignment]
         metrics = {name: tuple((step, tuple(vals)) for step, vals in sorted(h.items())) for name, h in t.history.items()}
-        return TrialView(t.trial_id, status, dict(t.values), metrics, t.score, t.best_step)
+        return TrialView(t.trial_id, status, {**t.values, **t.tuner_values}, metrics, t.score, t.best_step)
 
     def _trial(self, trial_id: str) -> _Trial:
         t = self._trials.get(trial_id)
@@ -347,6 +374,8 @@ class KerasTunerOracle:
             return await self._retry(self._queue.pop(), tuner_id)  # LIFO, like the reference
         if self._completed + self._in_progress() >= self.config.max_trials:
             return None  # every place is taken; one may fail and free up
+        if self._schedule is not None:
+            return await self._try_hyperband(tuner_id, self._schedule)
         if not self._space_known:
             if any(t.suggestion_id is None and t.state in ("running", "queued") for t in self._trials.values()):
                 return None  # the baseline is running; its EndTrial brings the space
@@ -371,6 +400,55 @@ class KerasTunerOracle:
         t = _Trial(s.id, s.id, dict(s.assignments), "queued")
         self._trials[s.id] = t
         return self._hand_out(t, tuner_id)
+
+    async def _try_hyperband(self, tuner_id: str, schedule: HyperbandSchedule) -> TrialView | None:
+        """KerasTuner's HyperbandOracle.populate_space over our trials: a new
+        trial's values come from the engine (or are the baseline's defaults);
+        a promoted one repeats its parent's values, so it is stored at its
+        end as an observation of that point (the engine never suggests a point twice)."""
+        if not self._space_known and any(
+            t.suggestion_id is None and not t.values and t.state in ("running", "queued") for t in self._trials.values()
+        ):
+            return None  # the baseline is running; its EndTrial brings the space
+        tid = f"hb{self._hb_trials + 1}"
+        step = schedule.next(tid, self._loss_of, ongoing=self._in_progress() > 0)
+        if isinstance(step, Idle):
+            return None
+        if isinstance(step, Finished):
+            self.exhausted = True
+            self._check_done()
+            return TrialView("", "STOPPED") if self.done else None
+        self._hb_trials += 1
+        hb_values: dict[str, Value] = {
+            "tuner/epochs": step.epochs,
+            "tuner/initial_epoch": step.initial_epoch,
+            "tuner/bracket": step.bracket,
+            "tuner/round": step.round,
+        }
+        if isinstance(step, Promote):
+            parent = self._trials[step.parent_id]
+            t = _Trial(tid, None, dict(parent.values), "queued", tuner_values={**hb_values, "tuner/trial_id": step.parent_id})
+        elif not self._space_known:
+            t = _Trial(tid, None, {}, "queued", tuner_values=hb_values)
+        else:
+            assert isinstance(step, NewTrial) and self.experiment is not None
+            try:
+                s: Suggestion = await self.engine.suggest(self.experiment.id, tag=tuner_id)
+            except ApiError as exc:
+                schedule.cancel(tid)
+                self._hb_trials -= 1
+                if exc.error_type == "bandwidth_full":
+                    return None
+                raise
+            t = _Trial(tid, s.id, dict(s.assignments), "queued", tuner_values=hb_values)
+        self._trials[tid] = t
+        return self._hand_out(t, tuner_id)
+
+    def _loss_of(self, trial_id: str) -> float | None:
+        t = self._trials.get(trial_id)
+        if t is None or t.state != "completed" or t.score is None:
+            return None
+        return -t.score if self.maximize else t.score
 
     # -- UpdateTrial / EndTrial ------------------------------------------------------------
 
@@ -471,8 +549,9 @@ class KerasTunerOracle:
         await self.engine.observe(exp_id, assignments=point, value=score, failed=failed, metrics=metrics)
 
     async def _release(self, t: _Trial) -> None:
-        """Hand the trial's suggestion back to the engine for a retry (kept durably)."""
-        if t.suggestion_id is None or self.experiment is None:
+        """Hand the trial's suggestion back to the engine for a retry (kept durably).
+        Under Hyperband the chief's queue keeps it: trial ids are not suggestion ids."""
+        if t.suggestion_id is None or self.experiment is None or self._schedule is not None:
             return
         try:
             await self.engine.release_suggestion(self.experiment.id, t.suggestion_id)
@@ -484,8 +563,8 @@ class KerasTunerOracle:
         """Hand a queued trial out again; an engine-backed one through engine.suggest,
         which serves released suggestions first (and counts the attempt)."""
         t = self._trials[trial_id]
-        if t.suggestion_id is None or self.experiment is None:
-            return self._hand_out(t, tuner_id)  # a baseline: not in the engine
+        if t.suggestion_id is None or self.experiment is None or self._schedule is not None:
+            return self._hand_out(t, tuner_id)  # a baseline, or a Hyperband trial (see _release)
         s: Suggestion = await self.engine.suggest(self.experiment.id, tag=tuner_id)
         if s.id != trial_id:
             self._queue.append(trial_id)  # the engine chose another released one (or a new point)

@@ -40,7 +40,7 @@ import httpx
 
 from ..._client import check_deadline_s
 from ...errors import CATALOGUE, ApiError, invalid
-from ...models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from ...models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ._retry import parse_retry_after, retry_delay, within_deadline
 from ._wire import WirePool, WireResponse
 
@@ -227,6 +227,7 @@ class HttpDriver:
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+        early_stopping: Mapping[str, Any] | None = None,
     ) -> Experiment:
         body = {
             "name": name,
@@ -237,6 +238,7 @@ class HttpDriver:
             "observation_budget": observation_budget,
             "strategy": strategy,
             "strategy_options": _as_dict(strategy_options) if strategy_options is not None else None,
+            "early_stopping": dict(early_stopping) if early_stopping is not None else None,
         }
         return Experiment.from_dict(await self._request("POST", "/v1/experiments", body=body))
 
@@ -255,12 +257,14 @@ class HttpDriver:
         parallel_bandwidth: int = UNSET,
         suggestion_ttl_s: float | None = UNSET,
         observation_budget: int | None = UNSET,
+        early_stopping: Mapping[str, Any] = UNSET,
     ) -> Experiment:
         given = {
             "name": name,
             "parallel_bandwidth": parallel_bandwidth,
             "suggestion_ttl_s": suggestion_ttl_s,
             "observation_budget": observation_budget,
+            "early_stopping": early_stopping,
         }
         body = {k: v for k, v in given.items() if v is not UNSET}
         return Experiment.from_dict(await self._request("PATCH", _exp(id), body=body))
@@ -279,8 +283,11 @@ class HttpDriver:
         value: float | None = None,
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
+        stopped: bool = False,
     ) -> Observation:
         body: dict[str, Any] = {"failed": failed}
+        if stopped:
+            body["stopped"] = True
         if suggestion_id is not None:
             body["suggestion_id"] = suggestion_id
         if assignments is not None:
@@ -304,6 +311,15 @@ class HttpDriver:
     async def close_all_suggestions(self, id: str) -> int:
         data = await self._request("DELETE", _exp(id) + "/suggestions")
         return int(data["closed"])
+
+    async def report(self, id: str, suggestion_id: str, step: int, value: float) -> ReportDecision:
+        path = _exp(id) + "/suggestions/" + _seg(suggestion_id) + "/reports"
+        data = await self._request("POST", path, body={"step": step, "value": value})
+        return ReportDecision(bool(data["should_stop"]), data.get("reason"))
+
+    async def reports(self, id: str, suggestion_id: str) -> list[Report]:
+        data = await self._request("GET", _exp(id) + "/suggestions/" + _seg(suggestion_id) + "/reports")
+        return [Report(d["suggestion_id"], int(d["step"]), float(d["value"]), float(d["created_at"])) for d in data]
 
     async def observations(self, id: str) -> list[Observation]:
         data = await self._request("GET", _exp(id) + "/observations")

@@ -98,6 +98,12 @@ class CreateExperimentBody(BaseModel):
     strategy_options: dict[str, Any] | None = Field(
         default=None, json_schema_extra=_says(anyOf=[STRATEGY_OPTIONS_SCHEMA, {"type": "null"}])
     )
+    early_stopping: dict[str, Any] | None = Field(
+        default=None,
+        description='{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
+        '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
+        examples=[{"rule": "asha", "max_step": 81}],
+    )
 
 
 class UpdateExperimentBody(BaseModel):
@@ -108,6 +114,12 @@ class UpdateExperimentBody(BaseModel):
     parallel_bandwidth: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
     suggestion_ttl_s: float | None = Field(default=None, json_schema_extra=_says(anyOf=[_POSITIVE, {"type": "null"}]))
     observation_budget: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
+    early_stopping: dict[str, Any] | None = Field(
+        default=None,
+        description='{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
+        '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
+        examples=[{"rule": "asha", "max_step": 81}],
+    )
 
 
 class SuggestBody(BaseModel):
@@ -134,6 +146,25 @@ class ObserveBody(BaseModel):
     value: float | None = None
     failed: bool = False
     metrics: dict[str, float] | None = None
+    stopped: bool = Field(default=False, description="true: the trial was stopped early (its last reported value)")
+
+
+class ReportBody(BaseModel):
+    model_config = _STRICT
+    step: JsonInt = Field(description="increases per suggestion (epoch, iteration)", json_schema_extra=_says(minimum=0))
+    value: float = Field(description="the objective's intermediate value (finite)")
+
+
+class ReportOut(BaseModel):
+    should_stop: bool
+    reason: str | None
+
+
+class ReportItemOut(BaseModel):
+    suggestion_id: str
+    step: int
+    value: float
+    created_at: float
 
 
 class MetricOut(BaseModel):
@@ -155,6 +186,7 @@ class ExperimentOut(BaseModel):
     created_at: float
     open_suggestions: int
     observations: int
+    early_stopping: dict[str, Any]
 
 
 class SuggestionOut(BaseModel):
@@ -175,6 +207,7 @@ class ObservationOut(BaseModel):
     failed: bool
     created_at: float
     metrics: dict[str, float]
+    stopped_at_step: int | None
 
 
 class ClosedOut(BaseModel):
@@ -438,6 +471,7 @@ def create_app(
                 parallel_bandwidth=body.parallel_bandwidth, suggestion_ttl_s=body.suggestion_ttl_s,
                 observation_budget=body.observation_budget, strategy=body.strategy,
                 strategy_options=_integral_values(body.strategy_options), owner=oid(cred),
+                early_stopping=_integral_values(body.early_stopping),
             )
 
         if cred is None:
@@ -465,6 +499,8 @@ def create_app(
         id: str, body: UpdateExperimentBody, request: Request, cred: Credential | None = Depends(owner)
     ) -> JSONResponse:
         changes = {k: getattr(body, k) for k in body.model_fields_set}
+        if "early_stopping" in changes:
+            changes["early_stopping"] = _integral_values(changes["early_stopping"])
         exp = await request.state.engine.update_experiment(id, owner=oid(cred), **changes)
         return ok(exp.to_dict())
 
@@ -535,9 +571,28 @@ def create_app(
     async def observe(id: str, body: ObserveBody, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
         o = await request.state.engine.observe(
             id, suggestion_id=body.suggestion_id, assignments=body.assignments, value=body.value,
-            failed=body.failed, metrics=body.metrics, owner=oid(cred),
+            failed=body.failed, metrics=body.metrics, owner=oid(cred), stopped=body.stopped,
         )
         return ok(o.to_dict(), 201)
+
+    @app.post(
+        "/v1/experiments/{id}/suggestions/{sid}/reports", response_model=ReportOut, tags=["observations"],
+        responses=_errors(*_COMMON, 409),
+    )
+    async def report(id: str, sid: str, body: ReportBody, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
+        """An intermediate value of an open suggestion; answers whether the experiment's
+        early-stopping rule says to stop it. Not counted against the suggestion quota."""
+        decision = await request.state.engine.report(id, sid, body.step, body.value, owner=oid(cred))
+        return ok(decision.to_dict())
+
+    @app.get(
+        "/v1/experiments/{id}/suggestions/{sid}/reports", response_model=list[ReportItemOut], tags=["observations"],
+        responses=_errors(*_COMMON, 429),
+    )
+    async def list_reports(id: str, sid: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
+        if cred is not None:
+            request.state.gate.heavy_read(cred)
+        return ok([r.to_dict() for r in await request.state.engine.reports(id, sid, owner=oid(cred))])
 
     @app.get(
         "/v1/experiments/{id}/observations", response_model=list[ObservationOut], tags=["observations"],
