@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 
 from ..strategies import StrategyJob, StrategyOutcome
-from ._dask_task import gp_extra_message, run_on_worker, worker_check
+from ._dask_task import TauoptWorkerSetup, gp_extra_message, run_on_worker, worker_check
 from ._executor import JobFailed
 
 __all__ = ["DaskExecutor", "DaskStats", "DaskUnavailable"]
@@ -67,15 +67,19 @@ class DaskExecutor:
         address: str | None = None,
         *,
         n_workers: int | None = None,
+        min_workers: int = 0,
         connect_timeout_s: float = 10.0,
         watch_every_s: float = 1.0,
     ) -> None:
         """address: a scheduler (tcp://HOST:8786); None starts a LocalCluster of
-        `n_workers` processes (default: the cores), one thread each."""
+        `n_workers` processes (default: the cores), one thread each. min_workers:
+        wait at start (up to connect_timeout_s) until this many workers joined, so
+        all of them are checked for the GP packages."""
         if n_workers is not None and n_workers < 1:
             raise ValueError(f"n_workers must be >= 1, got {n_workers}")
         self.address = address
         self.n_workers = n_workers
+        self.min_workers = min_workers
         self.stats = DaskStats()
         self._connect_timeout_s = connect_timeout_s
         self._watch_every_s = watch_every_s
@@ -97,6 +101,8 @@ class DaskExecutor:
         try:
             self._client = await self._connect()
             await self._check_workers()
+            # Pinned and warmed up on every worker, now and as they join.
+            await self._client.register_plugin(TauoptWorkerSetup())
         except BaseException:
             await self._close_all()
             raise
@@ -148,6 +154,14 @@ class DaskExecutor:
     async def _check_workers(self) -> None:
         """Every worker present now can run GP jobs (workers joining later are checked
         by each task, which fails with the same message)."""
+        if self.min_workers:
+            try:
+                await self._client.wait_for_workers(self.min_workers, timeout=self._connect_timeout_s)
+            except TimeoutError as exc:
+                raise DaskUnavailable(
+                    f"fewer than {self.min_workers} Dask workers joined {self.address} "
+                    f"within {self._connect_timeout_s:g} s; start them (`dask worker {self.address}`)"
+                ) from exc
         missing: dict[str, list[str]] = await self._client.run(worker_check)
         bad = {addr: m for addr, m in missing.items() if m}
         if bad:
@@ -189,19 +203,20 @@ class DaskExecutor:
         n_obs = len(job.request.history)
         warm = self._warm.get(key)
         job = job.with_warm(None if warm is None else warm[1], None if wait is None else wait - _DEADLINE_GRACE_S)
-        home = self._home.get(key)
-        future = client.submit(
-            run_on_worker,
-            job,
-            key,
-            n_obs,
-            key=f"tauopt-{key}-n{n_obs}-d{job.request.drawn}",
-            workers=None if home is None else [home],
-            allow_other_workers=True,
-            pure=False,
-        )
-        self.stats.submitted += 1
+        home = self._pick_home(key, client)
+        future = None
         try:
+            future = client.submit(
+                run_on_worker,
+                job,
+                key,
+                n_obs,
+                key=f"tauopt-{key}-n{n_obs}-d{job.request.drawn}",
+                workers=[home] if home else None,
+                allow_other_workers=bool(home),
+                pure=False,
+            )
+            self.stats.submitted += 1
             with anyio.move_on_after(wait if wait is not None else float("inf")):
                 return await future
             raise JobFailed(f"no answer from the Dask cluster within {wait:.1f} s")
@@ -210,8 +225,25 @@ class DaskExecutor:
         except Exception as exc:  # the task raised, its workers kept dying, or the scheduler went away
             raise JobFailed(f"Dask job failed: {type(exc).__name__}: {exc}"[:500]) from exc
         finally:
-            if not future.done():
+            if future is not None and not future.done():
                 future.release()  # the caller gave up: the scheduler may drop the task
+
+    def _pick_home(self, key: str, client: Any) -> str | None:
+        """The key's last worker while it is alive; else the live worker that is home
+        to the fewest keys (experiments spread over the cluster); None without workers."""
+        alive = set(client.scheduler_info().get("workers", {}))
+        home = self._home.get(key)
+        if home in alive:
+            return home
+        if not alive:
+            return None
+        load = {w: 0 for w in alive}
+        for h in self._home.values():
+            if h in load:
+                load[h] += 1
+        home = min(sorted(alive), key=load.__getitem__)
+        self._home[key] = home
+        return home
 
     def _keep_warm(self, key: str, n_obs: int, state: Any) -> None:
         if state is None:

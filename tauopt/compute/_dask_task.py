@@ -1,22 +1,25 @@
 """What runs on a Dask worker: one strategy job, pinned to one torch/BLAS thread.
 
 Imported by the worker when it unpickles a job, so it imports nothing heavy at
-module level and nothing of the engine: the job is plain data (the request's
+module level but distributed (there already) and nothing of the engine: the job is plain data (the request's
 space, history, pending points, options and seed, and the warm state) plus the
 strategy's run function, pickled by reference.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+from distributed.diagnostics.plugin import WorkerPlugin
+
 from ..strategies import StrategyJob, StrategyOutcome, run_job
 
-__all__ = ["WorkerReport", "missing_gp_packages", "gp_extra_message", "run_on_worker", "worker_check", "fits_run"]
+__all__ = ["TauoptWorkerSetup", "WorkerReport", "missing_gp_packages", "gp_extra_message", "run_on_worker", "worker_check", "fits_run"]
 
 GP_PACKAGES = ("torch", "gpytorch")
 
@@ -82,6 +85,29 @@ def _pin_threads() -> None:
         except ImportError:  # pragma: no cover - optional
             pass
         _pinned = True
+
+
+class TauoptWorkerSetup(WorkerPlugin):  # type: ignore[misc]
+    """A Dask worker plugin (registered by the executor; runs on every worker, also on
+    ones joining later): pin threads and warm up gpytorch before the first real fit,
+    as the local pool's processes do. A worker without the GP packages is left alone
+    here; its tasks fail with the message naming the extra."""
+
+    name = "tauopt-worker-setup"
+    idempotent = True
+
+    async def setup(self, worker: Any) -> None:
+        if missing_gp_packages():
+            return
+        # Off the worker's event loop: a warm-up fit takes seconds, heartbeats must not wait.
+        await asyncio.get_running_loop().run_in_executor(None, _prepare)
+
+
+def _prepare() -> None:
+    from ._workers import _warm_up
+
+    _pin_threads()
+    _warm_up()
 
 
 def run_on_worker(job: StrategyJob, key: str, n_obs: int) -> WorkerReport:
