@@ -239,3 +239,29 @@ def test_a_late_outcome_never_replaces_the_warm_state_of_a_later_fit() -> None:
     executor._keep_warm("e", 7, "state@7")  # the late result of an older fit
     executor._keep_warm("e", 10, "state@10-again")  # a repeated one of the same count
     assert executor._warm["e"] == (10, "state@10-again")
+
+
+async def test_engine_pool_dask_starts_a_local_cluster_whose_workers_run_the_fits() -> None:
+    async with Engine(pool="dask", pool_size=1) as engine:
+        executor = engine.pool.executor
+        assert isinstance(executor, DaskExecutor) and executor.address.startswith("tcp://127.0.0.1:")
+        exp = await engine.create_experiment("local", XY, M, strategy="gp", parallel_bandwidth=1)
+        await _rounds(engine, exp.id, 3)
+        landed = engine.pool.stats.jobs
+        ran = await executor.client.run(fits_run)
+    assert len(ran) == 1 and landed >= 1
+    assert landed <= len(next(iter(ran.values())))
+    assert all(k == exp.id for k, _ in next(iter(ran.values())))
+
+
+def test_serve_exits_with_one_line_when_the_scheduler_is_unreachable(tmp_path: Path) -> None:
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    db = tmp_path / "t.db"
+    cmd = [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", "0", "--pool", "dask"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([*cmd, "--dask-scheduler", address], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"tauopt: cannot reach the Dask scheduler at {address}")
+    assert "Traceback" not in done.stderr and not db.exists()  # refused before anything was written
+    wrong = subprocess.run([*cmd[:-2], "--dask-scheduler", address], capture_output=True, text=True, timeout=60, env=env)
+    assert wrong.returncode == 2 and "--dask-scheduler goes with --pool dask" in wrong.stderr
