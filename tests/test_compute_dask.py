@@ -265,3 +265,10 @@ def test_serve_exits_with_one_line_when_the_scheduler_is_unreachable(tmp_path: P
     assert "Traceback" not in done.stderr and not db.exists()  # refused before anything was written
     wrong = subprocess.run([*cmd[:-2], "--dask-scheduler", address], capture_output=True, text=True, timeout=60, env=env)
     assert wrong.returncode == 2 and "--dask-scheduler goes with --pool dask" in wrong.stderr
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_on_trio_the_dask_pool_is_refused_naming_asyncio() -> None:
+    with pytest.raises(RuntimeError, match="needs the asyncio event loop"):
+        async with DaskExecutor("tcp://127.0.0.1:1"):
+            pass
