@@ -203,14 +203,15 @@ class DaskExecutor:
         n_obs = len(job.request.history)
         warm = self._warm.get(key)
         job = job.with_warm(None if warm is None else warm[1], None if wait is None else wait - _DEADLINE_GRACE_S)
-        home = self._pick_home(key, client)
         future = None
         try:
+            home = await self._pick_home(key, client)
             future = client.submit(
                 run_on_worker,
                 job,
                 key,
                 n_obs,
+                time.time(),
                 key=f"tauopt-{key}-n{n_obs}-d{job.request.drawn}",
                 workers=[home] if home else None,
                 allow_other_workers=bool(home),
@@ -228,11 +229,15 @@ class DaskExecutor:
             if future is not None and not future.done():
                 future.release()  # the caller gave up: the scheduler may drop the task
 
-    def _pick_home(self, key: str, client: Any) -> str | None:
+    async def _pick_home(self, key: str, client: Any) -> str | None:
         """The key's last worker while it is alive; else the live worker that is home
-        to the fewest keys (experiments spread over the cluster); None without workers."""
-        alive = set(client.scheduler_info().get("workers", {}))
+        to the fewest keys (experiments spread over the cluster); None without workers.
+        The client's worker list is a cache refreshed every few seconds: it is asked
+        afresh (one round trip) only when a key needs a new home."""
         home = self._home.get(key)
+        if home is not None and home in client.scheduler_info().get("workers", {}):
+            return home
+        alive = set(await client.nthreads())
         if home in alive:
             return home
         if not alive:

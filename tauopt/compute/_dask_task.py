@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,15 +111,23 @@ def _prepare() -> None:
     _warm_up()
 
 
-def run_on_worker(job: StrategyJob, key: str, n_obs: int) -> WorkerReport:
+def run_on_worker(job: StrategyJob, key: str, n_obs: int, submitted_at: float) -> WorkerReport:
     """The task the executor submits: checks the GP packages (a clear error naming the
-    extra, not an ImportError deep in a fit), pins threads, runs the job."""
+    extra, not an ImportError deep in a fit), skips a job whose caller has given up
+    (it waited in a worker's queue past its deadline), pins threads, runs the job
+    with the time it has left."""
     from distributed import get_worker
 
     worker = get_worker()
     missing = missing_gp_packages()
     if missing:
         raise RuntimeError(gp_extra_message(worker.address, missing))
+    if job.deadline_s is not None:
+        # Wall clock: the submitter and this worker may be different machines (NTP-close).
+        left = job.deadline_s - (time.time() - submitted_at)
+        if left <= 0:
+            raise TimeoutError("deadline passed while the job was queued on the Dask worker")
+        job = job.with_warm(job.warm, left)
     _pin_threads()
     outcome = run_job(job)
     _FITS_RUN.append((key, n_obs))
