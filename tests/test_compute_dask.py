@@ -21,8 +21,7 @@ import anyio
 import pytest
 
 from tauopt import Engine
-from tauopt.compute import StrategyPool
-from tauopt.compute._dask import DaskExecutor, DaskUnavailable
+from tauopt.compute import DaskExecutor, DaskUnavailable, StrategyPool
 from tauopt.compute._dask_task import fits_run, torch_threads_here
 from tauopt.strategies import Strategy, StrategyJob, SuggestRequest, get, register, unregister
 

@@ -38,7 +38,7 @@ from ..strategies import StrategyJob, StrategyOutcome
 from ._dask_task import TauoptWorkerSetup, gp_extra_message, run_on_worker, worker_check
 from ._executor import JobFailed
 
-__all__ = ["DaskExecutor", "DaskStats", "DaskUnavailable", "check_cluster"]
+__all__ = ["DaskExecutor", "DaskStats", "DaskUnavailable", "check_dask_cluster"]
 
 log = logging.getLogger("tauopt.compute.dask")
 
@@ -311,7 +311,7 @@ async def _local_cluster(n_workers: int | None) -> Any:
     )
 
 
-async def check_cluster(address: str, connect_timeout_s: float = 10.0) -> None:
+async def check_dask_cluster(address: str, connect_timeout_s: float = 10.0) -> None:
     """Reach the scheduler at `address` and check its workers for the GP packages,
     then disconnect; raises DaskUnavailable saying what to do (`tauopt serve` calls
     this before it listens)."""
