@@ -32,6 +32,7 @@ ROOT = TESTS.parent
 DASK = str(Path(sys.executable).with_name("dask"))
 XY = [{"name": "x", "type": "double", "bounds": (0.0, 1.0)}, {"name": "y", "type": "double", "bounds": (0.0, 1.0)}]
 M = {"name": "loss", "objective": "minimize"}
+GP_EARLY = {"initial_points": 2}  # the GP takes over after 2 Sobol points (default max(5, 2d))
 
 
 def _free_port() -> int:
@@ -124,8 +125,8 @@ async def test_gp_fits_run_on_the_dask_workers_one_experiment_per_worker(cluster
     executor = DaskExecutor(cluster.address)
     async with Engine(pool=StrategyPool(executor)) as engine:
         await executor.client.wait_for_workers(2, timeout=60)
-        a = await engine.create_experiment("a", XY, M, strategy="gp", parallel_bandwidth=1)
-        b = await engine.create_experiment("b", XY, M, strategy="gp", parallel_bandwidth=1)
+        a = await engine.create_experiment("a", XY, M, strategy="gp", parallel_bandwidth=1, strategy_options=GP_EARLY)
+        b = await engine.create_experiment("b", XY, M, strategy="gp", parallel_bandwidth=1, strategy_options=GP_EARLY)
         async with anyio.create_task_group() as tg:
             tg.start_soon(_rounds, engine, a.id, 4)
             tg.start_soon(_rounds, engine, b.id, 4)
@@ -184,7 +185,7 @@ async def test_scheduler_stopped_and_restarted_asks_keep_answered_then_fits_resu
     executor = DaskExecutor(cluster.address, connect_timeout_s=2.0, watch_every_s=0.1)
     async with Engine(pool=StrategyPool(executor), fit_deadline_s=20.0) as engine:
         await executor.client.wait_for_workers(1, timeout=60)
-        exp = await engine.create_experiment("restart", XY, M, strategy="gp", parallel_bandwidth=1)
+        exp = await engine.create_experiment("restart", XY, M, strategy="gp", parallel_bandwidth=1, strategy_options=GP_EARLY)
         await _rounds(engine, exp.id, 3)
         jobs_before = engine.pool.stats.jobs
         cluster.stop_scheduler()
@@ -244,7 +245,7 @@ async def test_engine_pool_dask_starts_a_local_cluster_whose_workers_run_the_fit
     async with Engine(pool="dask", pool_size=1) as engine:
         executor = engine.pool.executor
         assert isinstance(executor, DaskExecutor) and executor.address.startswith("tcp://127.0.0.1:")
-        exp = await engine.create_experiment("local", XY, M, strategy="gp", parallel_bandwidth=1)
+        exp = await engine.create_experiment("local", XY, M, strategy="gp", parallel_bandwidth=1, strategy_options=GP_EARLY)
         await _rounds(engine, exp.id, 3)
         landed = engine.pool.stats.jobs
         ran = await executor.client.run(fits_run)
