@@ -24,3 +24,7 @@ def gated_run(job: StrategyJob) -> StrategyOutcome:
         time.sleep(0.02)
     cands = propose("sobol", job.request, request_rng(job.request))
     return StrategyOutcome(tuple(cands), "gated", None, 0.0)
+
+
+def failing_run(job: StrategyJob) -> StrategyOutcome:
+    raise ZeroDivisionError("model blew up")

@@ -21,8 +21,10 @@ import anyio
 import pytest
 
 from tauopt import Engine
-from tauopt.compute import DaskExecutor, DaskUnavailable, StrategyPool
+from tauopt.compute import DaskExecutor, DaskUnavailable, Executor, JobFailed, StrategyPool
 from tauopt.compute._dask_task import fits_run, torch_threads_here
+from tauopt.models import Metric
+from tauopt.space import Space
 from tauopt.strategies import Strategy, StrategyJob, SuggestRequest, get, register, unregister
 
 pytestmark = pytest.mark.anyio
@@ -32,6 +34,7 @@ ROOT = TESTS.parent
 DASK = str(Path(sys.executable).with_name("dask"))
 XY = [{"name": "x", "type": "double", "bounds": (0.0, 1.0)}, {"name": "y", "type": "double", "bounds": (0.0, 1.0)}]
 M = {"name": "loss", "objective": "minimize"}
+FIT_DEADLINE_S = 120.0
 GP_EARLY = {"initial_points": 2}  # the GP takes over after 2 Sobol points (default max(5, 2d))
 
 
@@ -123,7 +126,9 @@ async def test_gp_fits_run_on_the_dask_workers_one_experiment_per_worker(cluster
     cluster.start_worker()
     cluster.start_worker()
     executor = DaskExecutor(cluster.address)
-    async with Engine(pool=StrategyPool(executor)) as engine:
+    # A generous fit deadline: on a loaded test machine the first fits are slow, and
+    # this test is about where fits run (a fallback here would prove nothing).
+    async with Engine(pool=StrategyPool(executor), fit_deadline_s=FIT_DEADLINE_S) as engine:
         await executor.client.wait_for_workers(2, timeout=60)
         a = await engine.create_experiment("a", XY, M, strategy="gp", parallel_bandwidth=1, strategy_options=GP_EARLY)
         b = await engine.create_experiment("b", XY, M, strategy="gp", parallel_bandwidth=1, strategy_options=GP_EARLY)
@@ -133,6 +138,11 @@ async def test_gp_fits_run_on_the_dask_workers_one_experiment_per_worker(cluster
         landed = engine.pool.stats.jobs
         ran: dict[str, list[tuple[str, int]]] = await executor.client.run(fits_run)
         threads = set((await executor.client.run(torch_threads_here)).values())
+        from dask_gated_job import failing_run
+
+        failing = StrategyJob(failing_run, SuggestRequest(Space.parse(XY), Metric.parse(M)), None, 20.0)
+        with pytest.raises(JobFailed, match="ZeroDivisionError: model blew up"):
+            await executor.submit("failing", failing)
     by_exp = {exp: {w for w, fits in ran.items() for k, _ in fits if k == exp} for exp in (a.id, b.id)}
     # Every job that landed ran on a worker, as the workers themselves report (the
     # rest were still computing ahead when the workers were asked).
@@ -183,7 +193,7 @@ async def test_scheduler_stopped_and_restarted_asks_keep_answered_then_fits_resu
     cluster.start_scheduler()
     cluster.start_worker()
     executor = DaskExecutor(cluster.address, connect_timeout_s=2.0, watch_every_s=0.1)
-    async with Engine(pool=StrategyPool(executor), fit_deadline_s=20.0) as engine:
+    async with Engine(pool=StrategyPool(executor), fit_deadline_s=FIT_DEADLINE_S) as engine:
         await executor.client.wait_for_workers(1, timeout=60)
         exp = await engine.create_experiment("restart", XY, M, strategy="gp", parallel_bandwidth=1, strategy_options=GP_EARLY)
         await _rounds(engine, exp.id, 3)
@@ -224,10 +234,11 @@ async def test_an_unreachable_scheduler_is_refused_at_start() -> None:
             pass
 
 
-def test_a_job_is_plain_data_with_no_engine_or_store_objects() -> None:
-    from tauopt.models import Metric
-    from tauopt.space import Space
+def test_the_dask_executor_implements_the_interface() -> None:
+    assert isinstance(DaskExecutor("tcp://127.0.0.1:1"), Executor)
 
+
+def test_a_job_is_plain_data_with_no_engine_or_store_objects() -> None:
     request = SuggestRequest(Space.parse(XY), Metric.parse(M), (), ({"x": 0.5, "y": 0.5},), 2, 7, 3)
     blob = pickle.dumps(StrategyJob(get("gp").job_runner, request, None, 5.0))
     assert b"tauopt.engine" not in blob and b"tauopt.store" not in blob and b"anyio" not in blob
@@ -242,7 +253,7 @@ def test_a_late_outcome_never_replaces_the_warm_state_of_a_later_fit() -> None:
 
 
 async def test_engine_pool_dask_starts_a_local_cluster_whose_workers_run_the_fits() -> None:
-    async with Engine(pool="dask", pool_size=1) as engine:
+    async with Engine(pool="dask", pool_size=1, fit_deadline_s=FIT_DEADLINE_S) as engine:
         executor = engine.pool.executor
         assert isinstance(executor, DaskExecutor) and executor.address.startswith("tcp://127.0.0.1:")
         exp = await engine.create_experiment("local", XY, M, strategy="gp", parallel_bandwidth=1, strategy_options=GP_EARLY)
