@@ -283,3 +283,10 @@ async def test_on_trio_the_dask_pool_is_refused_naming_asyncio() -> None:
     with pytest.raises(RuntimeError, match="needs the asyncio event loop"):
         async with DaskExecutor("tcp://127.0.0.1:1"):
             pass
+
+
+def test_importing_the_compute_room_loads_no_dask() -> None:
+    code = "import sys, tauopt, tauopt.compute, tauopt.engine; print('distributed' in sys.modules)"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
