@@ -307,6 +307,9 @@ async def _local_cluster(n_workers: int | None) -> Any:
         processes=True,
         asynchronous=True,
         dashboard_address=None,
+        # The scheduler serves HTTP (health, metrics) even without a dashboard, on
+        # 8787 unless told: a free port, so two engines on one machine never collide.
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         host="127.0.0.1",
     )
 
