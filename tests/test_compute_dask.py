@@ -23,8 +23,11 @@ import pytest
 from tauopt import Engine
 from tauopt.compute import DaskExecutor, DaskUnavailable, Executor, JobFailed, StrategyPool
 from tauopt.compute._dask_task import fits_run, torch_threads_here
+from prometheus_client import generate_latest
+
 from tauopt.models import Metric
 from tauopt.space import Space
+from tauopt.transport.http._metrics import Metrics, _engine_snapshot
 from tauopt.strategies import Strategy, StrategyJob, SuggestRequest, get, register, unregister
 
 pytestmark = pytest.mark.anyio
@@ -210,6 +213,11 @@ async def test_scheduler_stopped_and_restarted_asks_keep_answered_then_fits_resu
         submitted = executor.stats.submitted
         await _rounds(engine, exp.id, 3)
         ran = await executor.client.run(fits_run)
+        metrics = Metrics()
+        metrics._snapshot = await _engine_snapshot(engine, 5)  # what GET /metrics renders
+        scrape = generate_latest(metrics.registry).decode()
+    assert "tauopt_dask_scheduler_lost_total 1.0" in scrape and "tauopt_dask_reconnects_total 1.0" in scrape
+    assert 'tauopt_gp_fallbacks_total{reason="cluster_unreachable"}' in scrape
     assert jobs_before >= 1 and executor.stats.submitted > submitted
     assert sum(len(f) for f in ran.values()) >= 1  # fits ran on the new cluster's worker
     text = caplog.text

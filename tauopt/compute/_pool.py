@@ -38,6 +38,8 @@ class PoolStats:
 def fallback_kind(reason: str) -> str:
     """A reason's class, from a small fixed set (a bounded metrics label)."""
     text = reason.lower()
+    if "unreachable" in text:  # a cluster's scheduler is gone (the Dask executor reconnects)
+        return "cluster_unreachable"
     if "deadline" in text or "no answer" in text:
         return "deadline"
     if "restarted" in text or "pool closed" in text or "died" in text or "killed" in text:
