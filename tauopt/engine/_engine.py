@@ -45,7 +45,8 @@ class Engine:
 
     store: None (memory), a path / sqlite:/// URL (SQLite), or a Store.
     pool: "thread" (default; GP fits on a thread of this process), "process"
-        (a pool of worker processes, the daemon's choice), None (threads, one per core),
+        (a pool of worker processes, the daemon's choice), "dask" (a Dask LocalCluster of
+        `pool_size` processes; asyncio only), None (threads, one per core),
         or a `tauopt.compute.StrategyPool` over any Executor.
     """
 
