@@ -501,7 +501,7 @@ class ExperimentActor:
         step, value = check_report(msg.step, msg.value)
         s = self._ledger.suggestion(msg.suggestion_id)
         if s.state != "open":
-            self._commit(request, [], _not_open_error(s))
+            self._commit(request, [], not_open_error(s))
             return
         report, decision = self._curves.report(s.id, step, value, self._clock())
         self._commit(request, [PutReport(self.id, report)], decision)
