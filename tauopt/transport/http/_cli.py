@@ -95,7 +95,7 @@ def _with_store(db: str, work: Callable[[Any], Any], *, create: bool = True, exc
     import anyio
 
     from ...engine._engine import open_store
-    from ...engine._sqlite import SqliteStore
+    from ...store._sqlite import SqliteStore  # lazily: aiosqlite
 
     if not create and not Path(db).exists():
         raise SystemExit(f"tauopt: no database at {db}; pass --db PATH")
@@ -174,7 +174,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ...engine._auth import Limits
-    from ...engine._store import StoreError
+    from ...store import StoreError
     from ...errors import ApiError
     from ._guard import ConnectionLimits, guarded_protocol
     from ._server import create_app
