@@ -9,7 +9,8 @@ MODE: `normal`; `invalid_once` (each trial raises a plain error on its first
 run: INVALID); `fail_all` (FailedTrialError: FAILED); `invalid_fail` (INVALID on
 a trial's first run, then FAILED when units/4 is odd); `hang` (sleeps forever inside its first trial, to be killed);
 `keras` (fits a tiny real Keras model); `two_objectives` (KerasTuner's objective
-list [score:min, size:max]; run_trial returns both, as a dict). The environment carries
+list [score:min, size:max]; run_trial returns both in a keras History, as
+model.fit would). The environment carries
 KERASTUNER_ORACLE_IP/PORT/TUNER_ID and KERAS_BACKEND=torch; WORKER_GO_FILE
 makes the worker wait for that file before searching, WORKER_TRIAL_S makes
 each normal trial take that long.
@@ -84,7 +85,12 @@ class Search(kt.RandomSearch):
         if MODE == "two_objectives":
             size = values["units"] / 64
             record(trial.trial_id, values, score, "COMPLETED", size=size)
-            return {"score": score, "size": size}
+            # what model.fit returns: KerasTuner then reports its `multi_objective` score too
+            import keras
+
+            history = keras.callbacks.History()
+            history.history = {"score": [score], "size": [size]}
+            return history
         record(trial.trial_id, values, score, "COMPLETED")
         return {"score": score, "aux": score * 2}
 
