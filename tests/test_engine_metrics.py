@@ -129,3 +129,66 @@ async def test_a_database_written_before_metrics_existed_reads_and_keeps_working
         await engine.observe(old_min.id, suggestion_id=s.id, value=0.1)
     async with Engine(store=str(db), pool=None) as engine:
         assert (await engine.best(old_min.id)).value == 0.1  # type: ignore[union-attr]
+
+
+class _GatedPool:
+    """Records the requests the engine hands the pool; later jobs wait on a gate."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self.gate, self.requests = anyio.Event(), []
+
+    async def propose(self, key, strategy, request, deadline_s=None):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        from tauopt.strategies import StrategyOutcome, propose
+
+        self.requests.append(request)
+        if len(self.requests) > 1:
+            await self.gate.wait()
+        return StrategyOutcome(tuple(propose("sobol", request, np.random.default_rng(len(self.requests)))), "gp", None, 0.0)
+
+    async def __aenter__(self):  # type: ignore[no-untyped-def]
+        return self
+
+    async def __aexit__(self, *exc):  # type: ignore[no-untyped-def]
+        return None
+
+
+XY = [{"name": "x", "type": "double", "bounds": [0, 1]}, {"name": "y", "type": "double", "bounds": [0, 1]}]
+MO = [{"name": "f1", "objective": "minimize"}, {"name": "f2", "objective": "minimize"}, {"name": "c", "constraint": {"<=": 1.5}}]
+
+
+async def test_the_pool_gets_every_metric_and_the_ahead_buffer_answers_without_waiting_on_a_fit() -> None:
+    import anyio
+
+    pool = _GatedPool()
+    async with Engine(pool=pool) as engine:
+        exp = await engine.create_experiment("mo-gp", XY, metrics=MO, strategy="gp", strategy_options={"initial_points": 1})
+        await engine.observe(exp.id, assignments={"x": 0.5, "y": 0.5}, values={"f1": 1.0, "f2": 2.0, "c": 0.0})
+        with anyio.fail_after(30):
+            s = await engine.suggest(exp.id)  # the first fit runs and computes ahead
+            await engine.observe(exp.id, suggestion_id=s.id, values={"f1": 0.5, "f2": 2.5, "c": 1.0})
+            s2 = await engine.suggest(exp.id)  # from the buffer, while the next fit is held
+        pool.gate.set()
+    assert s2.assignments != s.assignments
+    assert pool.requests[0].all_metrics == exp.metrics and pool.requests[0].history[0].metrics == {"f2": 2.0, "c": 0.0}
+
+
+async def test_a_real_multi_objective_constrained_gp_through_the_thread_pool() -> None:
+    import anyio
+
+    async with Engine(pool="thread") as engine:
+        exp = await engine.create_experiment(
+            "mo", XY, metrics=MO, strategy="auto", parallel_bandwidth=4, strategy_options={"initial_points": 5, "seed": 1}
+        )
+        for _ in range(6):
+            s = await engine.suggest(exp.id)
+            x, y = s.assignments["x"], s.assignments["y"]
+            await engine.observe(exp.id, suggestion_id=s.id, values={"f1": x, "f2": (1 - x) + y, "c": x + y})
+        with anyio.fail_after(120):
+            batch = [await engine.suggest(exp.id, tag=f"w{i}") for i in range(4)]
+        stats = await engine.inspect(exp.id)
+    assert len({tuple(sorted(s.assignments.items())) for s in batch}) == 4
+    assert stats["proposals"] >= 1 and stats["fallbacks"] == 0, stats
