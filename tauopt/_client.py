@@ -39,6 +39,7 @@ OPERATIONS = (
     "close_all_suggestions",
     "observations",
     "best",
+    "pareto_front",
 )
 
 
