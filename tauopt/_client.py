@@ -41,6 +41,7 @@ OPERATIONS = (
     "close_all_suggestions",
     "observations",
     "best",
+    "pareto_front",
 )
 
 

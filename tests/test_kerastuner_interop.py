@@ -54,7 +54,7 @@ class Chief:
         return self.stderr.read_text()
 
 
-def start_chief(tmp_path: Path, *args: str, max_trials: int, objective: str = "score") -> Chief:
+def start_chief(tmp_path: Path, *args: str, max_trials: int, objective: str = "score", objectives: tuple[str, ...] = ()) -> Chief:
     db = tmp_path / "chief.db"
     for _ in range(3):  # a free port can be taken between probe and bind
         port = free_port()
@@ -62,7 +62,8 @@ def start_chief(tmp_path: Path, *args: str, max_trials: int, objective: str = "s
         stderr = tmp_path / "chief.err"
         with stderr.open("w") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tauopt.cli", "kerastuner", "chief", "--objective", objective, "--direction", "min",
+                [sys.executable, "-m", "tauopt.cli", "kerastuner", "chief",
+                 *([x for o in objectives for x in ("--objective", o)] or ["--objective", objective, "--direction", "min"]),
                  "--max-trials", str(max_trials), "--db", str(db), "--seed", "7", *args],
                 env=env, stdout=subprocess.PIPE, stderr=err, text=True,
             )
@@ -175,6 +176,38 @@ def test_two_real_workers_run_ten_trials_to_stopped_and_the_chief_exits(tmp_path
     assert all("aux" in o.metrics for o in observations), "every reported metric is kept"
     assert chief_lag < 5, f"the chief exited {chief_lag:.1f} s after the last worker"
     print(f"two workers, 10 trials: {workers_done - started:.1f} s; chief exit lag {chief_lag:.2f} s")
+
+
+def test_two_real_workers_with_an_objective_list_score_as_kerastuner_and_keep_the_pareto_front(tmp_path: Path) -> None:
+    from tauopt.pareto import pareto_front
+
+    chief = start_chief(tmp_path, "--workers", "2", max_trials=8, objectives=("score:min", "size:max"))
+    workers = start_together(chief, tmp_path, ["tuner0", "tuner1"], mode="two_objectives")
+    codes = [finish(p) for p, _ in workers]
+    assert [c for c, _ in codes] == [0, 0], [out[-2000:] for _, out in codes]
+    code, summary = chief.wait(timeout=30)
+    assert code == 0, chief.log()
+    runs = [r for _, path in workers for r in records(path)]
+    assert len(runs) == 8 and all(r["status"] == "COMPLETED" for r in runs)
+    by_id = {r["trial_id"]: r for r in runs}
+    # KerasTuner's MultiObjective: min objectives add, max ones subtract; the chief's score is that
+    kt_score = {tid: r["score"] - r["size"] for tid, r in by_id.items()}
+    assert math.isclose(summary["best"]["value"], min(kt_score.values()), rel_tol=1e-9, abs_tol=1e-12)
+    for _, path in workers:  # the workers' own oracle view ranks by the same score (sent as a float32 there)
+        best = json.loads(Path(str(path) + ".best").read_text())
+        assert math.isclose(best["score"], min(kt_score.values()), rel_tol=1e-6)
+
+    exp, observations, _ = stored(chief.db)
+    assert [m.to_dict() for m in exp.metrics] == [{"name": "score", "objective": "minimize"}, {"name": "size", "objective": "maximize"}]
+    assert len(observations) == 8
+    # tauopt keeps each metric, and KerasTuner's score beside them (the baseline trial has no suggestion id)
+    kept = sorted((o.value, o.metrics["size"], o.metrics["multi_objective"]) for o in observations)
+    want = sorted((r["score"], r["size"], r["score"] - r["size"]) for r in runs)
+    assert [x for row in kept for x in row] == pytest.approx([x for row in want for x in row], rel=1e-6)
+    front = sorted((o.value, o.metrics["size"]) for o in pareto_front(exp, observations))
+    expected = sorted({(r["score"], r["size"]) for r in runs if not any(
+        q["score"] <= r["score"] and q["size"] >= r["size"] and (q["score"] < r["score"] or q["size"] > r["size"]) for q in runs)})
+    assert front and [x for row in front for x in row] == pytest.approx([x for row in expected for x in row], rel=1e-6)
 
 
 def test_a_tiny_real_keras_model_fit_over_the_chief(tmp_path: Path) -> None:

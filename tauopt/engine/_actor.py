@@ -31,6 +31,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from ..actors import ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
+from ..pareto import best_feasible, pareto_front
 from ..space import Space
 from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
 from ..strategies import Strategy, SuggestRequest, resolve_for, rng_for
@@ -51,6 +52,7 @@ from ._messages import (
     ListSuggestions,
     Msg,
     Observe,
+    ParetoFront,
     ProposalReady,
     ReleaseSuggestion,
     Report,
@@ -64,7 +66,7 @@ from ._activity import observations_after
 from ._leases import not_open_error, release
 from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
-from ._validate import check_tag, check_update, check_value_and_metrics
+from ._validate import check_observation, check_tag, check_update
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
 
@@ -227,6 +229,8 @@ class ExperimentActor:
                 self._on_workers(request, msg)
             case Best():
                 self._on_best(request)
+            case ParetoFront():
+                self._on_pareto_front(request)
             case Inspect():
                 self._on_inspect(request)
             case ProposalReady():
@@ -357,6 +361,7 @@ class ExperimentActor:
             seed=self._seed,
             drawn=self._drawn,
             options=self._exp.strategy_options,
+            metrics=self._exp.metrics,
         )
 
     def _inline_point(self, spec: Strategy) -> dict[str, Value]:
@@ -458,7 +463,7 @@ class ExperimentActor:
     # -- observations ---------------------------------------------------------
 
     def _on_observe(self, request: Request[Any], msg: Observe) -> None:
-        value, failed, metrics = check_value_and_metrics(msg.value, msg.failed, msg.metrics)
+        value, failed, metrics = check_observation(self._exp, msg.value, msg.failed, msg.metrics, msg.values)
         writes: list[Write] = []
         if msg.suggestion_id is not None and msg.assignments is not None:
             raise invalid("give suggestion_id or assignments, not both")
@@ -549,10 +554,10 @@ class ExperimentActor:
         reply(request, stats)
 
     def _on_best(self, request: Request[Any]) -> None:
-        sign = self._exp.metric.sign
-        scored = [o for o in self._ledger.observations if not o.failed and o.value is not None]
-        best = min(scored, key=lambda o: sign * o.value, default=None)  # first of equals wins
-        self._commit(request, [], best)
+        self._commit(request, [], best_feasible(self._exp, self._ledger.observations))  # first of equals wins
+
+    def _on_pareto_front(self, request: Request[Any]) -> None:
+        self._commit(request, [], pareto_front(self._exp, self._ledger.observations))
 
 
 def _extended_space(space: Space, raw: Any) -> Space:

@@ -19,7 +19,7 @@ from anyio.abc import TaskGroup
 
 from ..actors import ActorGone, ActorRef
 from ..errors import api_error, invalid
-from ..models import Experiment, Metric, Observation, Report, ReportDecision, StrategyOptions, Suggestion
+from ..models import Experiment, Metric, Observation, Report, ReportDecision, StrategyOptions, Suggestion, parse_metrics
 from ..space import Space, is_large_space
 from ..store import PutExperiment, Store, Write, open_store
 from ..store._filewatch import commit_error
@@ -180,7 +180,7 @@ class Engine:
         self,
         name: str,
         parameters: Sequence[Any],
-        metric: Mapping[str, Any] | Metric,
+        metric: Mapping[str, Any] | Metric | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
@@ -188,8 +188,12 @@ class Engine:
         strategy_options: Mapping[str, Any] | StrategyOptions | None = None,
         owner: str | None = None,
         early_stopping: Mapping[str, Any] | None = None,
+        metrics: Sequence[Mapping[str, Any] | Metric] | None = None,
     ) -> Experiment:
-        """`early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
+        """`metric=` one objective (as before), or `metrics=[...]`: 1-4 objectives
+        ({'name', 'objective'}) and constraint metrics ({'name', 'constraint': {'<=': x}}).
+        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
+        all_metrics = parse_metrics(metric, metrics)
         options = StrategyOptions.parse(strategy_options)
         stopping = check_early_stopping(early_stopping)
         if is_large_space(parameters):
@@ -205,7 +209,8 @@ class Engine:
             id=secrets.token_hex(8),
             name=check_name(name),
             parameters=space.parameters,
-            metric=Metric.parse(metric),
+            metric=all_metrics[0],
+            metrics=all_metrics,
             parallel_bandwidth=check_bandwidth(parallel_bandwidth),
             suggestion_ttl_s=check_ttl(suggestion_ttl_s),
             observation_budget=check_budget(observation_budget),
@@ -276,13 +281,16 @@ class Engine:
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
         owner: str | None = None,
+        values: Mapping[str, float] | None = None,
         stopped: bool = False,
     ) -> Observation:
-        """`stopped=True`: the worker stopped this suggestion early (told by `report`);
+        """`values={name: number}`: every objective and constraint metric; `value=`: the
+        (first) objective alone; `metrics=`: anything else worth keeping.
+        `stopped=True`: the worker stopped this suggestion early (told by `report`);
         `value` is its last reported value and the observation keeps the step reached
         (`stopped_at_step`)."""
         sid = None if suggestion_id is None else str(suggestion_id)
-        return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics, stopped))
+        return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics, values=values, stopped=stopped))
 
     async def report(
         self, experiment_id: str, suggestion_id: str, step: int, value: float, owner: str | None = None
@@ -354,7 +362,12 @@ class Engine:
         return await anyio.to_thread.run_sync(importance, exp.parameters, found)
 
     async def best(self, experiment_id: str, owner: str | None = None) -> Observation | None:
+        """The best feasible observation by the (first) objective; None while none is feasible."""
         return await self._ask(experiment_id, m.Best(owner))
+
+    async def pareto_front(self, experiment_id: str, owner: str | None = None) -> list[Observation]:
+        """The feasible observations no other feasible one dominates, in arrival order."""
+        return await self._ask(experiment_id, m.ParetoFront(owner))
 
     async def inspect(self, experiment_id: str) -> dict[str, Any]:
         """Internal counters of a live experiment (max open suggestions ever seen, GP

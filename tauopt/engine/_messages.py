@@ -45,6 +45,7 @@ class Observe(Msg):
     value: Any = None
     failed: bool = False
     metrics: Mapping[str, Any] | None = None
+    values: Mapping[str, Any] | None = None
     stopped: bool = False
 
 
@@ -93,6 +94,11 @@ class CloseAllSuggestions(Msg):
 @dataclass(frozen=True)
 class ListObservations(Msg):
     after: int | None = None  # only observations with a numeric id above this
+
+
+@dataclass(frozen=True)
+class ParetoFront(Msg):
+    pass
 
 
 @dataclass(frozen=True)

@@ -37,12 +37,19 @@ from typing import Any, Callable, Literal, Mapping
 import anyio
 
 from ...errors import ApiError, api_error, invalid
-from ...models import Experiment, Observation, Parameter, Suggestion, Value
+from ...models import MAX_OBJECTIVES, Experiment, Observation, Parameter, Suggestion, Value
 from ...space import Space
 from ...strategies.hyperband import Finished, HyperbandSchedule, Idle, NewTrial, Promote
 from ._convert import Learned, assignments_for, merge_space
 
-__all__ = ["ChiefConfig", "HyperbandConfig", "TrialView", "SearchFailed", "KerasTunerOracle"]
+__all__ = ["ChiefConfig", "HyperbandConfig", "TrialView", "SearchFailed", "KerasTunerOracle", "MULTI_OBJECTIVE", "multi_objective_score"]
+
+MULTI_OBJECTIVE = "multi_objective"  # KerasTuner's name for the score of an objective list
+
+
+def multi_objective_score(objectives: tuple[tuple[str, str], ...], metrics: Mapping[str, float]) -> float:
+    """keras_tuner.engine.objective.MultiObjective.get_value: min objectives add, max ones subtract."""
+    return sum(metrics[n] if d == "min" else -metrics[n] for n, d in objectives)
 
 log = logging.getLogger("tauopt.kerastuner")
 
@@ -87,8 +94,31 @@ class ChiefConfig:
     seed: int | None = None
     space: tuple[Parameter, ...] | None = None
     hyperband: HyperbandConfig | None = None
+    # A KerasTuner objective list, ((name, "min"|"max"), ...): the score is then
+    # KerasTuner's `multi_objective` (sum of min objectives minus sum of max ones,
+    # direction min) and `objective`/`direction` must be "multi_objective"/"min";
+    # see `ChiefConfig.for_objectives`.
+    objectives: tuple[tuple[str, Literal["min", "max"]], ...] = ()
+
+    @classmethod
+    def for_objectives(cls, objectives: tuple[tuple[str, Literal["min", "max"]], ...], **kw: Any) -> "ChiefConfig":
+        """One objective: today's config; two or more: KerasTuner's MultiObjective."""
+        if len(objectives) == 1:
+            (name, direction), = objectives
+            return cls(objective=name, direction=direction, **kw)
+        return cls(objective=MULTI_OBJECTIVE, direction="min", objectives=objectives, **kw)
 
     def __post_init__(self) -> None:
+        if self.objectives:
+            names = [n for n, _ in self.objectives]
+            if len(set(names)) != len(names) or MULTI_OBJECTIVE in names:
+                raise invalid(f"--objective: each name once, and not {MULTI_OBJECTIVE!r}; got {names}")
+            if any(d not in ("min", "max") for _, d in self.objectives):
+                raise invalid(f"--objective: give NAME:min or NAME:max, got {list(self.objectives)}")
+            if len(self.objectives) > MAX_OBJECTIVES:
+                raise invalid(f"--objective: {len(self.objectives)} objectives; at most {MAX_OBJECTIVES}")
+            if (self.objective, self.direction) != (MULTI_OBJECTIVE, "min"):
+                raise invalid("objective/direction: with an objective list they are multi_objective/min")
         if self.max_trials < 1:
             raise invalid(f"max_trials: give an integer >= 1, got {self.max_trials}")
         if self.direction not in ("min", "max"):
@@ -174,13 +204,13 @@ class KerasTunerOracle:
     async def start(self) -> Experiment:
         """Create the project's experiment, or resume the active one of that name."""
         cfg = self.config
-        objective = "maximize" if self.maximize else "minimize"
+        metrics = self._metrics()
         found = [e for e in await self.engine.experiments(state="active") if e.name == cfg.project]
         if found:
             exp = found[-1]
-            if exp.metric.name != cfg.objective or exp.metric.objective != objective:
+            if [m.to_dict() for m in exp.objectives] != metrics:
                 raise invalid(
-                    f"project {cfg.project!r} optimizes {exp.metric.name!r} ({exp.metric.objective}); "
+                    f"project {cfg.project!r} optimizes {[m.to_dict() for m in exp.objectives]}; "
                     f"use the same --objective/--direction or another --project"
                 )
             if cfg.space:
@@ -193,7 +223,7 @@ class KerasTunerOracle:
             exp = await self.engine.create_experiment(
                 cfg.project,
                 [p.to_dict() for p in cfg.space or ()],
-                {"name": cfg.objective, "objective": objective},
+                metrics=metrics,
                 parallel_bandwidth=cfg.parallel_bandwidth or cfg.max_trials,
                 strategy=cfg.strategy,
                 strategy_options={"seed": cfg.seed} if cfg.seed is not None else None,
@@ -203,6 +233,11 @@ class KerasTunerOracle:
         await self._rebuild(exp)
         return exp
 
+    def _metrics(self) -> list[dict[str, str]]:
+        """The experiment's objectives: KerasTuner's one, or each of its list (tauopt keeps every one)."""
+        pairs = self.config.objectives or ((self.config.objective, self.config.direction),)
+        return [{"name": n, "objective": "maximize" if d == "max" else "minimize"} for n, d in pairs]
+
     async def _rebuild(self, exp: Experiment) -> None:
         observations = await self.engine.observations(exp.id)
         self._space_known = bool(exp.parameters) or bool(observations) or self.config.space is not None
@@ -210,8 +245,8 @@ class KerasTunerOracle:
             tid = o.suggestion_id if o.suggestion_id is not None else f"o{o.id}"
             t = _Trial(tid, o.suggestion_id, dict(o.assignments), "failed" if o.failed else "completed")
             if not o.failed and o.value is not None:
-                t.score = o.value
-                t.history = {self.config.objective: {0: [o.value]}}
+                t.score = o.metrics.get(MULTI_OBJECTIVE, o.value) if self.config.objectives else o.value
+                t.history = {self.config.objective: {0: [t.score]}, exp.metric.name: {0: [o.value]}}
                 for k, v in o.metrics.items():
                     t.history.setdefault(k, {0: [v]})
                 self._completed += 1
@@ -453,11 +488,16 @@ class KerasTunerOracle:
     # -- UpdateTrial / EndTrial ------------------------------------------------------------
 
     async def update_trial(self, trial_id: str, metrics: Mapping[str, float], step: int) -> TrialView:
-        if self.config.objective not in metrics:
+        needed = [n for n, _ in self.config.objectives] or [self.config.objective]
+        missing = [n for n in needed if n not in metrics]
+        if missing:
             raise invalid(
-                f"metrics: the objective {self.config.objective!r} is missing (got {sorted(metrics)[:10]}); "
+                f"metrics: the objective(s) {missing} are missing (got {sorted(metrics)[:10]}); "
                 "the worker's objective and the chief's --objective must agree"
             )
+        if self.config.objectives and MULTI_OBJECTIVE not in metrics:
+            # a worker whose run_trial returns a dict reports the objectives only: score them as KerasTuner does
+            metrics = {**metrics, MULTI_OBJECTIVE: multi_objective_score(self.config.objectives, metrics)}
         async with self._lock:
             t = self._trial(trial_id)
             if t.state not in ("running", "queued"):
@@ -534,6 +574,13 @@ class KerasTunerOracle:
         exp_id = self.experiment.id
         failed = score is None
         metrics = self._metrics_at(t, step) if not failed else {}
+        if self.config.objectives and not failed:
+            # tauopt keeps every objective: the first is the observation's value, the rest and
+            # KerasTuner's score go with the metrics (so the Pareto front is there over HTTP)
+            metrics[MULTI_OBJECTIVE] = score  # type: ignore[assignment]
+            score = metrics.pop(self.config.objectives[0][0], None)
+            if score is None:  # the first objective was not finite at the best step
+                failed, metrics = True, {}
         point = assignments_for(self._space, {**values, **t.values}) if self._space.parameters or values else {}
         if t.suggestion_id is not None:
             if point == t.values:

@@ -221,18 +221,20 @@ class HttpDriver:
         self,
         name: str,
         parameters: Sequence[Parameter | Mapping[str, Any]],
-        metric: Metric | Mapping[str, Any],
+        metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         early_stopping: Mapping[str, Any] | None = None,
+        metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
     ) -> Experiment:
         body = {
             "name": name,
             "parameters": [_as_dict(p) for p in parameters] if _is_sequence(parameters) else parameters,
-            "metric": _as_dict(metric),
+            "metric": None if metric is None else _as_dict(metric),
+            "metrics": [_as_dict(m) for m in metrics] if metrics is not None and _is_sequence(metrics) else metrics,
             "parallel_bandwidth": parallel_bandwidth,
             "suggestion_ttl_s": suggestion_ttl_s,
             "observation_budget": observation_budget,
@@ -283,6 +285,7 @@ class HttpDriver:
         value: float | None = None,
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
+        values: Mapping[str, float] | None = None,
         stopped: bool = False,
     ) -> Observation:
         body: dict[str, Any] = {"failed": failed}
@@ -296,6 +299,8 @@ class HttpDriver:
             body["value"] = value
         if metrics is not None:
             body["metrics"] = dict(metrics) if isinstance(metrics, Mapping) else metrics
+        if values is not None:
+            body["values"] = dict(values) if isinstance(values, Mapping) else values
         return Observation.from_dict(await self._request("POST", _exp(id) + "/observations", body=body))
 
     async def suggestions(self, id: str, state: str | None = None, tag: str | None = None) -> list[Suggestion]:
@@ -328,6 +333,10 @@ class HttpDriver:
     async def best(self, id: str) -> Observation | None:
         data = await self._request("GET", _exp(id) + "/best")
         return None if data is None else Observation.from_dict(data)
+
+    async def pareto_front(self, id: str) -> list[Observation]:
+        data = await self._request("GET", _exp(id) + "/pareto_front")
+        return [Observation.from_dict(d) for d in data]
 
 
 def _seg(value: str) -> str:

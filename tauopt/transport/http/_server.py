@@ -40,6 +40,7 @@ from ._openapi import (
     _POSITIVE,
     _TAG,
     METRIC_SCHEMA,
+    METRICS_SCHEMA,
     PARAMETER_SCHEMA,
     STRATEGIES,
     STRATEGY_OPTIONS_SCHEMA,
@@ -90,7 +91,16 @@ class CreateExperimentBody(BaseModel):
         examples=[[{"name": "lr", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"}]],
         json_schema_extra=_says(minItems=1, items=PARAMETER_SCHEMA),
     )
-    metric: dict[str, Any] = Field(examples=[{"name": "loss", "objective": "minimize"}], json_schema_extra=_says(**METRIC_SCHEMA))
+    metric: dict[str, Any] | None = Field(
+        default=None, description="one objective; or give metrics",
+        examples=[{"name": "loss", "objective": "minimize"}], json_schema_extra=_says(**METRIC_SCHEMA),
+    )
+    metrics: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="instead of metric: 1-4 objectives {name, objective} and constraint metrics {name, constraint: {'<=' or '>=': number}}",
+        examples=[[{"name": "acc", "objective": "maximize"}, {"name": "mem_mb", "constraint": {"<=": 512}}]],
+        json_schema_extra=_says(**METRICS_SCHEMA),
+    )
     parallel_bandwidth: JsonInt = Field(default=1, json_schema_extra=_says(minimum=1))
     suggestion_ttl_s: float | None = Field(default=None, json_schema_extra=_says(anyOf=[_POSITIVE, {"type": "null"}]))
     observation_budget: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
@@ -138,6 +148,7 @@ class ObserveBody(BaseModel):
             oneOf=[{"required": ["suggestion_id"], "not": {"required": ["assignments"]}},
                    {"required": ["assignments"], "not": {"required": ["suggestion_id"]}}],
             anyOf=[{"required": ["value"], "properties": {"value": {"type": "number"}}},
+                   {"required": ["values"], "properties": {"values": {"type": "object"}}},
                    {"required": ["failed"], "properties": {"failed": {"const": True}}}],
         ),
     )
@@ -146,6 +157,9 @@ class ObserveBody(BaseModel):
     value: float | None = None
     failed: bool = False
     metrics: dict[str, float] | None = None
+    values: dict[str, float] | None = Field(
+        default=None, description="every objective and constraint metric of the experiment, by name"
+    )
     stopped: bool = Field(default=False, description="true: the trial was stopped early (its last reported value)")
 
 
@@ -172,11 +186,18 @@ class MetricOut(BaseModel):
     objective: Literal["minimize", "maximize"]
 
 
+class MetricsItemOut(BaseModel):
+    name: str
+    objective: Literal["minimize", "maximize"] | None = None
+    constraint: dict[str, float] | None = None
+
+
 class ExperimentOut(BaseModel):
     id: str
     name: str
     parameters: list[dict[str, Any]]
     metric: MetricOut
+    metrics: list[MetricsItemOut]
     parallel_bandwidth: int
     suggestion_ttl_s: float | None
     observation_budget: int | None
@@ -467,7 +488,7 @@ def create_app(
 
         async def create() -> Any:
             return await engine_.create_experiment(
-                body.name, body.parameters, body.metric,
+                body.name, body.parameters, body.metric, metrics=body.metrics,
                 parallel_bandwidth=body.parallel_bandwidth, suggestion_ttl_s=body.suggestion_ttl_s,
                 observation_budget=body.observation_budget, strategy=body.strategy,
                 strategy_options=_integral_values(body.strategy_options), owner=oid(cred),
@@ -571,7 +592,7 @@ def create_app(
     async def observe(id: str, body: ObserveBody, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
         o = await request.state.engine.observe(
             id, suggestion_id=body.suggestion_id, assignments=body.assignments, value=body.value,
-            failed=body.failed, metrics=body.metrics, owner=oid(cred), stopped=body.stopped,
+            failed=body.failed, metrics=body.metrics, values=body.values, owner=oid(cred), stopped=body.stopped,
         )
         return ok(o.to_dict(), 201)
 
@@ -616,6 +637,13 @@ def create_app(
     async def best(id: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
         o = await request.state.engine.best(id, owner=oid(cred))
         return ok(None if o is None else o.to_dict())
+
+    @app.get(
+        "/v1/experiments/{id}/pareto_front", response_model=list[ObservationOut], tags=["observations"],
+        responses=_errors(*_COMMON),
+    )
+    async def pareto_front(id: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
+        return ok([o.to_dict() for o in await request.state.engine.pareto_front(id, owner=oid(cred))])
 
     add_insight_routes(app, owner, _errors(*_COMMON, 429))
     add_dashboard(app)
