@@ -1,249 +1,221 @@
-"""Optimization quality: simple regret of tauopt's gp / sobol / random, next to
-Optuna's GPSampler and TPESampler driven through ask/tell with the same parallelism.
+"""Optimization quality on a standard suite: tauopt's gp (and its ablations)
+and sobol next to Optuna's GPSampler, TPESampler (multivariate) and
+CmaEsSampler, in one run, strategy-only and through the engine.
 
-    .venv/bin/python benchmarks/quality.py                      # full: 10 seeds, budget 80, 1 and 8 workers
-    .venv/bin/python benchmarks/quality.py --seeds 3 --budget 40 --out /tmp/quality.png
+    .venv/bin/python benchmarks/quality.py --quick            # the subset quoted in the README (< 10 min, 2 cores)
+    .venv/bin/python benchmarks/quality.py                    # the full suite (see the README for its time)
+    .venv/bin/python benchmarks/quality.py --functions sphere,ellipsoid --dims 5 --seeds 3 --workers 1 \\
+        --methods gp,gp_old,optuna_gp --engine ''
 
-Parallel workers are simulated exactly: with W workers, W suggestions are open
-at all times; each step the oldest one is observed and a new one asked with the
-other W-1 still open (tauopt sees them as pending points; Optuna sees them as
-running trials). Regret = best value so far - known optimum, reported (median
-and quartiles over seeds) at every budget in --report (default 40 and 80).
+Cells are (function, d, workers, budget). Functions and their transforms:
+benchmarks/_suite.py (published formulas, sources cited; shifted and rotated,
+or permuted and reflected, per seed). Each run goes to 20*d evaluations and is
+read at 10*d and 20*d (--budgets). Methods (benchmarks/_quality_drivers.py):
 
-gp here is `auto` as users get it: Sobol for the first max(5, 2d) points, then
-the GP (warm-started across asks, as in the pool). Prints JSON; writes a PNG
-of regret curves. Each run uses one torch thread, like a pool worker.
+  gp, sobol, random           tauopt strategies, driven directly; gp is `auto` as
+                              users get it (Sobol for the first max(5, 2d) points)
+  gp_grad, gp_warp, gp_tr,    gp with opt-in refinements of GPConfig on: what
+  gp_grad_warp, gp_all        each one buys, measured in the same run
+  optuna_gp, optuna_tpe,      Optuna 5.0 GPSampler, TPESampler(multivariate=True),
+  optuna_cmaes                CmaEsSampler (d >= 5 only), through ask/tell
+  engine@E                    gp through AsyncClient (local engine, process pool)
+                              with W worker tasks and E-second evaluations (--engine)
+
+W workers: W suggestions open at all times (strategy/optuna runs: the oldest is
+observed next; engine runs: real concurrent tasks). Regret = best so far minus
+the known optimum, floored at 1e-12; reported as log10. Output: JSON on stdout
+(per cell and method: median and quartiles of log10 regret, seconds per
+suggestion; engine runs: fallback and stale fractions, ask p50/p99), a
+win/tie/loss table of gp against every other method (tie: the medians differ by
+less than half the mean interquartile range of the two), and a PNG.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
 import json
-import math
+import os
 import sys
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-import numpy as np
+# One BLAS thread, as in the pool's workers: scipy's L-BFGS-B and numpy spin
+# extra BLAS threads that cost 3-10x on a shared machine.
+os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
 
-from tauopt.models import Metric, Observation
-from tauopt.space import Space
-from tauopt.strategies import propose, resolve
-from tauopt.strategies._request import SuggestRequest
+import numpy as np  # noqa: E402
 
-# -- problems --------------------------------------------------------------------
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import _suite  # noqa: E402
+from _quality_drivers import GP_VARIANTS, Run, run_engine, run_optuna, run_strategy  # noqa: E402
 
-
-@dataclass(frozen=True)
-class Problem:
-    name: str
-    space: Space
-    f: Callable[[dict[str, Any]], float]
-    optimum: float
-
-
-def _branin(a: dict[str, Any]) -> float:
-    x1, x2 = a["x1"], a["x2"]
-    b, c, t = 5.1 / (4 * math.pi**2), 5 / math.pi, 1 / (8 * math.pi)
-    return (x2 - b * x1**2 + c * x1 - 6) ** 2 + 10 * (1 - t) * math.cos(x1) + 10
-
-
-_H_A = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14], [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])
-_H_P = 1e-4 * np.array(
-    [[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991], [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]]
-)
-_H_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
-
-
-def _hartmann6(a: dict[str, Any]) -> float:
-    x = np.array([a[f"x{i}"] for i in range(6)])
-    return float(-(_H_ALPHA * np.exp(-(_H_A * (x - _H_P) ** 2).sum(1))).sum())
-
-
-_CAT = {"a": 0.4, "b": 0.0, "c": 0.8, "d": 1.5}
-
-
-def _mixed8(a: dict[str, Any]) -> float:
-    """Five doubles, an int, a log-scaled double and a categorical; minimum 0 at
-    x = 0.3, n = 7, lr = 1e-2, kind = "b"."""
-    x = np.array([a[f"x{i}"] for i in range(5)])
-    v = float(((x - 0.3) ** 2).sum()) + 0.5 * float(np.sin(3 * (x[0] - 0.3)) ** 2)
-    v += 0.25 * (math.log10(a["lr"]) + 2) ** 2 + ((a["n"] - 7) / 10) ** 2 + _CAT[a["kind"]]
-    return v
-
-
-PROBLEMS = {
-    "branin": Problem(
-        "branin",
-        Space.parse([{"name": "x1", "type": "double", "bounds": [-5, 10]}, {"name": "x2", "type": "double", "bounds": [0, 15]}]),
-        _branin,
-        0.397887,
-    ),
-    "hartmann6": Problem(
-        "hartmann6", Space.parse([{"name": f"x{i}", "type": "double", "bounds": [0, 1]} for i in range(6)]), _hartmann6, -3.32237
-    ),
-    "mixed8": Problem(
-        "mixed8",
-        Space.parse(
-            [{"name": f"x{i}", "type": "double", "bounds": [0, 1]} for i in range(5)]
-            + [
-                {"name": "n", "type": "int", "bounds": [1, 20]},
-                {"name": "lr", "type": "double", "bounds": [1e-4, 1.0], "scale": "log"},
-                {"name": "kind", "type": "categorical", "values": list(_CAT)},
-            ]
-        ),
-        _mixed8,
-        0.0,
-    ),
+QUICK = {
+    "functions": "sphere,ellipsoid,rosenbrock",
+    "dims": "2,5",
+    "seeds": 2,
+    "workers": "8",
+    "budgets": "10",
+    "methods": "gp,sobol,optuna_gp,optuna_tpe,optuna_cmaes",
+    "engine": "0,1",
+    "engine_workers": "8",
+}
+FULL = {
+    "functions": ",".join(_suite.FUNCTIONS),
+    "dims": "2,5,6,10",
+    "seeds": 10,
+    "workers": "1,8",
+    "budgets": "10,20",
+    "methods": "gp,sobol,optuna_gp,optuna_tpe,optuna_cmaes",
+    "engine": "0,1",
+    "engine_workers": "1,8",
 }
 
-# -- drivers ---------------------------------------------------------------------
+
+def log_regret(values: list[float], optimum: float) -> np.ndarray:
+    best = np.minimum.accumulate(np.asarray(values, dtype=float))
+    return np.log10(np.maximum(best - optimum, 1e-12))
 
 
-def run_tauopt(problem: Problem, method: str, budget: int, workers: int, seed: int) -> list[float]:
-    from tauopt.strategies.gp import propose_gp
-
-    space, metric = problem.space, Metric("y")
-    history: list[Observation] = []
-    pending: collections.deque[dict[str, Any]] = collections.deque()
-    warm = None
-    drawn = 0
-    values: list[float] = []
-
-    def ask() -> None:
-        nonlocal warm, drawn
-        req = SuggestRequest(space, metric, tuple(history), tuple(pending), 1, seed, drawn)
-        rng = np.random.default_rng([seed, drawn])
-        strategy = "auto" if method == "gp" else method
-        if resolve(strategy, req) == "gp":
-            r = propose_gp(req, rng, warm)
-            warm, cands = r.state, r.candidates
-        else:
-            cands = propose(strategy, req, rng)
-        drawn += 1
-        pending.append(cands[0])
-
-    while len(pending) < workers:
-        ask()
-    while len(values) < budget:
-        a = pending.popleft()
-        v = problem.f(a)
-        values.append(v)
-        history.append(Observation(str(len(history)), "e", None, a, v))
-        if len(values) + len(pending) < budget:
-            ask()
-    return values
+def _strategy_run(problem: _suite.Problem, method: str, budget: int, workers: int, seed: int) -> Run:
+    if method.startswith("optuna"):
+        return run_optuna(problem, method, budget, workers, seed)
+    return run_strategy(problem, method, budget, workers, seed)
 
 
-def run_optuna(problem: Problem, method: str, budget: int, workers: int, seed: int) -> list[float]:
-    import optuna
-    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    dists: dict[str, Any] = {}
-    for p in problem.space.parameters:
-        if p.type == "double":
-            dists[p.name] = FloatDistribution(p.bounds[0], p.bounds[1], log=p.scale == "log")  # type: ignore[index]
-        elif p.type == "int":
-            dists[p.name] = IntDistribution(int(p.bounds[0]), int(p.bounds[1]))  # type: ignore[index]
-        else:
-            dists[p.name] = CategoricalDistribution(list(p.values or ()))
-    sampler = optuna.samplers.GPSampler(seed=seed) if method == "optuna_gp" else optuna.samplers.TPESampler(seed=seed)
-    study = optuna.create_study(sampler=sampler, direction="minimize")
-    open_trials: collections.deque[Any] = collections.deque()
-    values: list[float] = []
-    while len(open_trials) < workers:
-        open_trials.append(study.ask(dists))
-    while len(values) < budget:
-        trial = open_trials.popleft()
-        v = problem.f(trial.params)
-        values.append(v)
-        study.tell(trial, v)
-        if len(values) + len(open_trials) < budget:
-            open_trials.append(study.ask(dists))
-    return values
+def _cells(args: argparse.Namespace) -> list[tuple[str, int]]:
+    dims = [int(x) for x in args.dims.split(",")]
+    return [(f, d) for f in args.functions.split(",") for d in dims if d in _suite.dims_for(f)]
 
 
-def regret_curve(values: list[float], optimum: float) -> np.ndarray:
-    return np.maximum(np.minimum.accumulate(np.array(values)) - optimum, 1e-12)
+def run_all(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[tuple, np.ndarray]]:
+    rows: list[dict[str, Any]] = []
+    curves: dict[tuple, np.ndarray] = {}
+    mults = [int(x) for x in args.budgets.split(",")]
+    for fname, d in _cells(args):
+        budget = max(mults) * d
+        for w in (int(x) for x in args.workers.split(",")):
+            for method in args.methods.split(","):
+                if method == "optuna_cmaes" and d < 5:
+                    continue  # CMA-ES needs a population; the issue asks for it where d >= 5
+                t0 = time.monotonic()
+                runs = [_strategy_run(_suite.make(fname, d, s), method, budget, w, s) for s in range(args.seeds)]
+                rows.append(_row(fname, d, w, method, runs, mults, curves, time.monotonic() - t0))
+    if args.engine:
+        rows += _engine_all(args, mults, curves)
+    return rows, curves
+
+
+def _engine_all(args: argparse.Namespace, mults: list[int], curves: dict[tuple, np.ndarray]) -> list[dict[str, Any]]:
+    import anyio
+
+    from tauopt import AsyncClient
+
+    async def go() -> list[dict[str, Any]]:
+        out = []
+        async with AsyncClient(driver="local", pool="process") as client:
+            for fname, d in _cells(args):
+                for w in (int(x) for x in args.engine_workers.split(",")):
+                    for e in (float(x) for x in args.engine.split(",")):
+                        t0 = time.monotonic()
+                        runs = [
+                            await run_engine(client, _suite.make(fname, d, s), max(mults) * d, w, s, e)
+                            for s in range(args.seeds)
+                        ]
+                        out.append(_row(fname, d, w, f"engine@{e:g}s", runs, mults, curves, time.monotonic() - t0))
+        return out
+
+    return anyio.run(go)
+
+
+def _row(
+    fname: str, d: int, w: int, method: str, runs: list[Run], mults: list[int], curves: dict, seconds: float
+) -> dict[str, Any]:
+    problem = _suite.make(fname, d, 0)
+    curve = np.array([log_regret(r.values, problem.optimum) for r in runs])
+    curves[(fname, d, w, method)] = curve
+    row: dict[str, Any] = {"function": fname, "d": d, "workers": w, "method": method, "seconds": round(seconds, 1)}
+    for m in mults:
+        q1, med, q3 = np.quantile(curve[:, m * d - 1], [0.25, 0.5, 0.75])
+        row[f"log10_regret@{m}d"] = [round(float(q1), 3), round(float(med), 3), round(float(q3), 3)]
+    row["suggest_s"] = round(float(np.mean([r.suggest_s for r in runs])), 5)
+    for key in ("fallback_frac", "stale_frac", "stale_of_gp", "ask_p50_s", "ask_p99_s"):
+        if runs and key in runs[0].extra:
+            row[key] = round(float(np.mean([r.extra[key] for r in runs])), 5)
+    print(json.dumps(row), file=sys.stderr, flush=True)
+    return row
+
+
+def compare(rows: list[dict[str, Any]], ours: str = "gp") -> dict[str, dict[str, int]]:
+    """Win/tie/loss of `ours` against every other method, over the cells both ran."""
+    by = {(r["function"], r["d"], r["workers"], r["method"]): r for r in rows}
+    out: dict[str, dict[str, int]] = {}
+    for (f, d, w, m), r in by.items():
+        mine = by.get((f, d, w, ours))
+        if m == ours or mine is None:
+            continue
+        tally = out.setdefault(m, {"win": 0, "tie": 0, "loss": 0, "lower_median": 0, "cells": 0})
+        for key in (k for k in r if k.startswith("log10_regret@")):
+            (a1, a, a3), (b1, b, b3) = mine[key], r[key]
+            spread = 0.5 * ((a3 - a1) + (b3 - b1)) / 2
+            tally["cells"] += 1
+            tally["lower_median"] += a < b
+            tally["tie" if abs(a - b) <= spread else ("win" if a < b else "loss")] += 1
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--problems", default="branin,hartmann6,mixed8")
-    ap.add_argument("--methods", default="gp,sobol,random,optuna_gp,optuna_tpe")
-    ap.add_argument("--workers", default="1,8")
-    ap.add_argument("--budget", type=int, default=80)
-    ap.add_argument("--report", default="40,80", help="budgets to report (<= --budget)")
-    ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--out", default="quality.png", help="PNG of regret curves ('' to skip)")
+    ap.add_argument("--quick", action="store_true", help="the README's subset (defaults below are the full run)")
+    for key, default in FULL.items():
+        ap.add_argument("--" + key.replace("_", "-"), type=type(default), default=None, help=f"full run: {default!r}")
+    ap.add_argument("--out", default="benchmarks/quality.png", help="PNG of regret curves ('' to skip)")
     args = ap.parse_args(argv)
+    base = QUICK if args.quick else FULL
+    for key, default in base.items():
+        if getattr(args, key) is None:
+            setattr(args, key, default)
 
     import torch
 
-    torch.set_num_threads(1)
-    methods = args.methods.split(",")
-    try:
-        import optuna  # noqa: F401
-    except ImportError:
-        methods = [m for m in methods if not m.startswith("optuna")]
-        print("optuna not installed: skipping its samplers (pip install 'tauopt[bench]')", file=sys.stderr)
-    report = [b for b in (int(x) for x in args.report.split(",")) if b <= args.budget]
-    results: dict[str, Any] = {"settings": vars(args), "runs": []}
-    curves: dict[tuple[str, int, str], np.ndarray] = {}
-    for pname in args.problems.split(","):
-        problem = PROBLEMS[pname]
-        for w in (int(x) for x in args.workers.split(",")):
-            for method in methods:
-                t0 = time.monotonic()
-                runs = []
-                for seed in range(args.seeds):
-                    driver = run_optuna if method.startswith("optuna") else run_tauopt
-                    runs.append(regret_curve(driver(problem, method, args.budget, w, seed), problem.optimum))
-                curve = np.array(runs)
-                curves[(pname, w, method)] = curve
-                row: dict[str, Any] = {"problem": pname, "workers": w, "method": method, "seconds": round(time.monotonic() - t0, 1)}
-                for b in report:
-                    q1, med, q3 = np.quantile(curve[:, b - 1], [0.25, 0.5, 0.75])
-                    row[f"regret@{b}"] = {"median": float(f"{med:.4g}"), "q1": float(f"{q1:.4g}"), "q3": float(f"{q3:.4g}")}
-                results["runs"].append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
-    print(json.dumps(results, indent=1))
+    torch.set_num_threads(1)  # like a pool worker
+    unknown = set(args.methods.split(",")) - set(GP_VARIANTS) - {"sobol", "random", "optuna_gp", "optuna_tpe", "optuna_cmaes"}
+    if unknown:
+        ap.error(f"unknown methods {sorted(unknown)}")
+    t0 = time.monotonic()
+    rows, curves = run_all(args)
+    report = {"settings": vars(args), "seconds": round(time.monotonic() - t0, 1), "rows": rows, "gp_vs": compare(rows)}
+    print(json.dumps(report, indent=1))
     if args.out:
         plot(curves, args.out)
     return 0
 
 
-def plot(curves: dict[tuple[str, int, str], np.ndarray], out: str) -> None:
+def plot(curves: dict[tuple, np.ndarray], out: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    problems = [p for p in PROBLEMS if any(k[0] == p for k in curves)]
-    workers = sorted({w for _, w, _ in curves})
-    fig, axes = plt.subplots(len(workers), len(problems), figsize=(4.2 * len(problems), 3.3 * len(workers)), squeeze=False)
-    for r, w in enumerate(workers):
-        for c, p in enumerate(problems):
-            ax = axes[r][c]
-            for (pp, ww, m), curve in curves.items():
-                if (pp, ww) != (p, w):
-                    continue
-                x = np.arange(1, curve.shape[1] + 1)
-                q1, med, q3 = np.quantile(curve, [0.25, 0.5, 0.75], axis=0)
-                ax.plot(x, med, label=m)
-                ax.fill_between(x, q1, q3, alpha=0.15)
-            ax.set_yscale("log")
-            ax.set_title(f"{p}, {w} worker{'s' if w > 1 else ''}", fontsize=9)
-            if r == len(workers) - 1:
-                ax.set_xlabel("evaluations")
-            if c == 0:
-                ax.set_ylabel("simple regret (median, IQR)")
-    axes[0][-1].legend(fontsize=7)
+    panels = sorted({(f, d, w) for f, d, w, _ in curves})
+    cols = min(6, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.7 * rows), squeeze=False)
+    for ax, (f, d, w) in zip(axes.flat, panels):
+        for (ff, dd, ww, m), curve in sorted(curves.items()):
+            if (ff, dd, ww) != (f, d, w):
+                continue
+            x = np.arange(1, curve.shape[1] + 1)
+            q1, med, q3 = np.quantile(curve, [0.25, 0.5, 0.75], axis=0)
+            ax.plot(x, med, label=m, lw=1.2)
+            ax.fill_between(x, q1, q3, alpha=0.12)
+        ax.set_title(f"{f} d={d} W={w}", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("log10 regret (median, IQR)", fontsize=7)
+    axes[0][0].legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=100)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from anyio.from_thread import BlockingPortal
 
 from ._drivers import driver_name, open_driver
 from .errors import invalid
-from .models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from .models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from .operations import UNSET, ExperimentState, Operations, SuggestionState
 
 __all__ = ["AsyncClient", "Client"]
@@ -105,20 +105,24 @@ class AsyncClient:
         self,
         name: str,
         parameters: Sequence[Parameter | Mapping[str, Any]],
-        metric: Metric | Mapping[str, Any],
+        metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+        early_stopping: Mapping[str, Any] | None = None,
+        metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         *,
         deadline_s: float | None = None,
     ) -> Experiment:
-        """Create an active experiment; its id is chosen by the engine."""
+        """Create an active experiment; its id is chosen by the engine. `metric`: one
+        objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
+        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
         with self._bounded(deadline_s):
             return await self._require().create_experiment(
                 name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
-                strategy_options,
+                strategy_options, early_stopping, metrics,
             )  # fmt: skip
 
     async def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -140,13 +144,14 @@ class AsyncClient:
         suggestion_ttl_s: float | None = UNSET,
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
+        early_stopping: Mapping[str, Any] = UNSET,
         deadline_s: float | None = None,
     ) -> Experiment:
         """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
         with self._bounded(deadline_s):
             return await self._require().update_experiment(
                 experiment_id, name=name, parallel_bandwidth=parallel_bandwidth, suggestion_ttl_s=suggestion_ttl_s,
-                observation_budget=observation_budget, parameters=parameters,
+                observation_budget=observation_budget, parameters=parameters, early_stopping=early_stopping,
             )  # fmt: skip
 
     async def archive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -167,12 +172,33 @@ class AsyncClient:
         value: float | None = None,
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
+        values: Mapping[str, float] | None = None,
+        stopped: bool = False,
         *,
         deadline_s: float | None = None,
     ) -> Observation:
-        """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments)."""
+        """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments).
+        `values`: every objective and constraint metric by name; `stopped=True`: the
+        suggestion was stopped early (told by `report`), `value` its last reported value."""
         with self._bounded(deadline_s):
-            return await self._require().observe(experiment_id, suggestion_id, assignments, value, failed, metrics)
+            return await self._require().observe(
+                experiment_id, suggestion_id, assignments, value, failed, metrics, values, stopped
+            )
+
+    async def report(
+        self, experiment_id: str, suggestion_id: str, step: int, value: float, *, deadline_s: float | None = None
+    ) -> ReportDecision:
+        """An intermediate value of an open suggestion at `step` (increasing); answers
+        whether the experiment's early-stopping rule says to stop it."""
+        with self._bounded(deadline_s):
+            return await self._require().report(experiment_id, suggestion_id, step, value)
+
+    async def reports(
+        self, experiment_id: str, suggestion_id: str | None = None, *, deadline_s: float | None = None
+    ) -> list[Report]:
+        """The intermediate reports in arrival order, of one suggestion (None: all; in process only)."""
+        with self._bounded(deadline_s):
+            return await self._require().reports(experiment_id, suggestion_id)
 
     async def suggestions(
         self, experiment_id: str, state: SuggestionState | None = None, tag: str | None = None, *, deadline_s: float | None = None
@@ -196,15 +222,37 @@ class AsyncClient:
         with self._bounded(deadline_s):
             return await self._require().close_all_suggestions(experiment_id)
 
-    async def observations(self, experiment_id: str, *, deadline_s: float | None = None) -> list[Observation]:
-        """Every observation, in the order recorded."""
+    async def observations(
+        self, experiment_id: str, after: int | None = None, *, deadline_s: float | None = None
+    ) -> list[Observation]:
+        """Every observation, in the order recorded; with `after` (the last id you have) only the newer ones."""
         with self._bounded(deadline_s):
-            return await self._require().observations(experiment_id)
+            return await self._require().observations(experiment_id, after)
 
     async def best(self, experiment_id: str, *, deadline_s: float | None = None) -> Observation | None:
-        """The best successful observation by the metric's objective, or None."""
+        """The best feasible observation by the (first) objective, or None."""
         with self._bounded(deadline_s):
             return await self._require().best(experiment_id)
+
+    async def pareto_front(self, experiment_id: str, *, deadline_s: float | None = None) -> list[Observation]:
+        """The feasible observations no other feasible one dominates, in arrival order."""
+        with self._bounded(deadline_s):
+            return await self._require().pareto_front(experiment_id)
+
+    async def summary(self, experiment_id: str, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """The experiment, its counts, best value, last activity and best-so-far line."""
+        with self._bounded(deadline_s):
+            return await self._require().summary(experiment_id)
+
+    async def workers(self, experiment_id: str, after: int = 0, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """Per-tag counts, open suggestions with their age, suggestions changed since the cursor `after`."""
+        with self._bounded(deadline_s):
+            return await self._require().workers(experiment_id, after)
+
+    async def importance(self, experiment_id: str, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """Parameter importance over the observations, with the method named."""
+        with self._bounded(deadline_s):
+            return await self._require().importance(experiment_id)
 
 
 def _start_portal() -> tuple[BlockingPortal, threading.Thread]:
@@ -290,19 +338,23 @@ class Client:
         self,
         name: str,
         parameters: Sequence[Parameter | Mapping[str, Any]],
-        metric: Metric | Mapping[str, Any],
+        metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+        early_stopping: Mapping[str, Any] | None = None,
+        metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         *,
         deadline_s: float | None = None,
     ) -> Experiment:
-        """Create an active experiment; its id is chosen by the engine."""
+        """Create an active experiment; its id is chosen by the engine. `metric`: one
+        objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
+        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
         return self._run(
             self._client.create_experiment, name, parameters, metric, parallel_bandwidth, suggestion_ttl_s,
-            observation_budget, strategy, strategy_options, deadline_s=deadline_s,
+            observation_budget, strategy, strategy_options, early_stopping, metrics, deadline_s=deadline_s,
         )  # fmt: skip
 
     def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -322,12 +374,14 @@ class Client:
         suggestion_ttl_s: float | None = UNSET,
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
+        early_stopping: Mapping[str, Any] = UNSET,
         deadline_s: float | None = None,
     ) -> Experiment:
         """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
         return self._run(
             self._client.update_experiment, experiment_id, name=name, parallel_bandwidth=parallel_bandwidth,
-            suggestion_ttl_s=suggestion_ttl_s, observation_budget=observation_budget, parameters=parameters, deadline_s=deadline_s,
+            suggestion_ttl_s=suggestion_ttl_s, observation_budget=observation_budget, parameters=parameters,
+            early_stopping=early_stopping, deadline_s=deadline_s,
         )  # fmt: skip
 
     def archive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -346,11 +400,29 @@ class Client:
         value: float | None = None,
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
+        values: Mapping[str, float] | None = None,
+        stopped: bool = False,
         *,
         deadline_s: float | None = None,
     ) -> Observation:
-        """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments)."""
-        return self._run(self._client.observe, experiment_id, suggestion_id, assignments, value, failed, metrics, deadline_s=deadline_s)
+        """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments).
+        `values`: every objective and constraint metric by name; `stopped=True`: the
+        suggestion was stopped early (told by `report`), `value` its last reported value."""
+        return self._run(
+            self._client.observe, experiment_id, suggestion_id, assignments, value, failed, metrics, values, stopped,
+            deadline_s=deadline_s,
+        )  # fmt: skip
+
+    def report(
+        self, experiment_id: str, suggestion_id: str, step: int, value: float, *, deadline_s: float | None = None
+    ) -> ReportDecision:
+        """An intermediate value of an open suggestion at `step` (increasing); answers
+        whether the experiment's early-stopping rule says to stop it."""
+        return self._run(self._client.report, experiment_id, suggestion_id, step, value, deadline_s=deadline_s)
+
+    def reports(self, experiment_id: str, suggestion_id: str | None = None, *, deadline_s: float | None = None) -> list[Report]:
+        """The intermediate reports in arrival order, of one suggestion (None: all; in process only)."""
+        return self._run(self._client.reports, experiment_id, suggestion_id, deadline_s=deadline_s)
 
     def suggestions(
         self, experiment_id: str, state: SuggestionState | None = None, tag: str | None = None, *, deadline_s: float | None = None
@@ -370,10 +442,26 @@ class Client:
         """Close every open suggestion; the number closed."""
         return self._run(self._client.close_all_suggestions, experiment_id, deadline_s=deadline_s)
 
-    def observations(self, experiment_id: str, *, deadline_s: float | None = None) -> list[Observation]:
-        """Every observation, in the order recorded."""
-        return self._run(self._client.observations, experiment_id, deadline_s=deadline_s)
+    def observations(self, experiment_id: str, after: int | None = None, *, deadline_s: float | None = None) -> list[Observation]:
+        """Every observation, in the order recorded; with `after` (the last id you have) only the newer ones."""
+        return self._run(self._client.observations, experiment_id, after, deadline_s=deadline_s)
 
     def best(self, experiment_id: str, *, deadline_s: float | None = None) -> Observation | None:
-        """The best successful observation by the metric's objective, or None."""
+        """The best feasible observation by the (first) objective, or None."""
         return self._run(self._client.best, experiment_id, deadline_s=deadline_s)
+
+    def pareto_front(self, experiment_id: str, *, deadline_s: float | None = None) -> list[Observation]:
+        """The feasible observations no other feasible one dominates, in arrival order."""
+        return self._run(self._client.pareto_front, experiment_id, deadline_s=deadline_s)
+
+    def summary(self, experiment_id: str, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """The experiment, its counts, best value, last activity and best-so-far line."""
+        return self._run(self._client.summary, experiment_id, deadline_s=deadline_s)
+
+    def workers(self, experiment_id: str, after: int = 0, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """Per-tag counts, open suggestions with their age, suggestions changed since the cursor `after`."""
+        return self._run(self._client.workers, experiment_id, after, deadline_s=deadline_s)
+
+    def importance(self, experiment_id: str, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """Parameter importance over the observations, with the method named."""
+        return self._run(self._client.importance, experiment_id, deadline_s=deadline_s)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
-from .models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from .models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 
 __all__ = ["Operations", "OPERATIONS", "UNSET", "Unset", "ExperimentState", "SuggestionState"]
 
@@ -53,14 +53,18 @@ class Operations(Protocol):
         self,
         name: str,
         parameters: Sequence[Parameter | Mapping[str, Any]],
-        metric: Metric | Mapping[str, Any],
+        metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+        early_stopping: Mapping[str, Any] | None = None,
+        metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
     ) -> Experiment:
-        """Create an active experiment; its id is chosen by the engine."""
+        """Create an active experiment; its id is chosen by the engine. `metric`: one
+        objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
+        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
         ...
 
     async def experiment(self, experiment_id: str) -> Experiment:
@@ -80,6 +84,7 @@ class Operations(Protocol):
         suggestion_ttl_s: float | None = UNSET,
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
+        early_stopping: Mapping[str, Any] = UNSET,
     ) -> Experiment:
         """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
         ...
@@ -100,8 +105,21 @@ class Operations(Protocol):
         value: float | None = None,
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
+        values: Mapping[str, float] | None = None,
+        stopped: bool = False,
     ) -> Observation:
-        """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments)."""
+        """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments).
+        `values`: every objective and constraint metric by name; `stopped=True`: the
+        suggestion was stopped early (told by `report`), `value` its last reported value."""
+        ...
+
+    async def report(self, experiment_id: str, suggestion_id: str, step: int, value: float) -> ReportDecision:
+        """An intermediate value of an open suggestion at `step` (increasing); answers
+        whether the experiment's early-stopping rule says to stop it."""
+        ...
+
+    async def reports(self, experiment_id: str, suggestion_id: str | None = None) -> list[Report]:
+        """The intermediate reports in arrival order, of one suggestion (None: all; in process only)."""
         ...
 
     async def suggestions(
@@ -122,12 +140,28 @@ class Operations(Protocol):
         """Close every open suggestion; the number closed."""
         ...
 
-    async def observations(self, experiment_id: str) -> list[Observation]:
-        """Every observation, in the order recorded."""
+    async def observations(self, experiment_id: str, after: int | None = None) -> list[Observation]:
+        """Every observation, in the order recorded; with `after` (the last id you have) only the newer ones."""
         ...
 
     async def best(self, experiment_id: str) -> Observation | None:
-        """The best successful observation by the metric's objective, or None."""
+        """The best feasible observation by the (first) objective, or None."""
+        ...
+
+    async def pareto_front(self, experiment_id: str) -> list[Observation]:
+        """The feasible observations no other feasible one dominates, in arrival order."""
+        ...
+
+    async def summary(self, experiment_id: str) -> dict[str, Any]:
+        """The experiment, its counts, best value, last activity and best-so-far line."""
+        ...
+
+    async def workers(self, experiment_id: str, after: int = 0) -> dict[str, Any]:
+        """Per-tag counts, open suggestions with their age, suggestions changed since the cursor `after`."""
+        ...
+
+    async def importance(self, experiment_id: str) -> dict[str, Any]:
+        """Parameter importance over the observations, with the method named."""
         ...
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,3 +22,12 @@ def anyio_backend() -> str:
 def python() -> str:
     """The interpreter running the tests (the project's venv), for child processes."""
     return sys.executable
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """On a machine without Chromium, say in one line which tests were skipped and how to enable them."""
+    from browser_support import browser_skip_reason
+
+    reason = browser_skip_reason()
+    if reason is not None:
+        terminalreporter.write_line(reason, yellow=True)

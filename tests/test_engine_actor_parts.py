@@ -35,7 +35,7 @@ def test_the_ledger_tracks_open_observed_and_freed_points() -> None:
     ledger = Ledger(_snapshot(), Space.parse(X))
     s = ledger.open_suggestion({"x": 0.5}, "w1", now=10.0)
     assert s.id == "1" and ledger.is_used({"x": 0.5}) and ledger.used_count() == 1
-    ledger.leave_open(s, "closed")
+    ledger.leave_open(s, "closed", now=11.0)
     assert not ledger.is_used({"x": 0.5}) and ledger.used_count() == 0  # a closed point leaves the set
     t = ledger.open_suggestion({"x": 0.25}, None, now=10.0)
     ledger.observe({"x": 0.25}, t.id, 1.0, False, 11.0, {})

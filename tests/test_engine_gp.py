@@ -213,3 +213,29 @@ async def test_a_real_gp_failure_is_still_logged_with_its_reason(pool, caplog, m
         await _gp_asks(engine, 4)
     warned = [r.getMessage() for r in caplog.records if "GP fell back to Sobol" in r.getMessage()]
     assert warned and all("RuntimeError: cholesky exploded" in m for m in warned)
+
+
+async def test_inspect_counts_points_served_stale_and_from_fallbacks():
+    pool = GatedPool(free_jobs=1)  # the first fit runs; every later one is held
+    async with Engine(pool=pool) as engine:
+        exp = await gp_experiment(engine, "gp", 1)
+        with anyio.fail_after(30):
+            s = await engine.suggest(exp.id)  # fresh from the first fit
+            fresh = await engine.inspect(exp.id)
+            await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
+            await engine.suggest(exp.id)  # computed before that observation: stale
+            stale = await engine.inspect(exp.id)
+        pool.gate.set()
+    assert (fresh["served_pooled"], fresh["served_stale"], fresh["served_fallback"]) == (1, 0, 0)
+    assert (stale["served_pooled"], stale["served_stale"], stale["served_fallback"]) == (2, 1, 0)
+
+
+async def test_inspect_counts_every_point_a_failing_pool_answered_with_sobol():
+    pool = GatedPool(fail=True)
+    pool.gate.set()
+    async with Engine(pool=pool) as engine:
+        exp = await gp_experiment(engine, "gp", 3)
+        for _ in range(3):
+            await engine.suggest(exp.id)
+        stats = await engine.inspect(exp.id)
+    assert stats["served_pooled"] == 3 and stats["served_fallback"] == 3

@@ -162,7 +162,8 @@ def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_the
     assert (tag["minLength"], tag["maxLength"]) == (1, 128)
     paths = schema["paths"]
     from_create = paths["/v1/experiments"]["post"]["responses"]["201"]["links"]
-    assert len(from_create) == 9 and all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
+    # 9 operations of round 1, plus summary, workers and importance (the dashboard's, issue 14)
+    assert len(from_create) == 12 and all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
     from_suggest = paths["/v1/experiments/{id}/suggestions"]["post"]["responses"]["201"]["links"]
     assert from_suggest["observe"]["requestBody"] == {"suggestion_id": "$response.body#/id"}
     ids = {op["operationId"] for path in paths.values() for op in path.values()}
@@ -449,3 +450,80 @@ def test_update_experiment_adds_parameters_over_http(api: Api) -> None:
         with pytest.raises(ApiError) as info:
             c.update_experiment(exp.id, parameters=params[1:])
         assert info.value.status_code == 400 and "missing" in info.value.message
+
+
+def test_reports_over_http_answer_the_rule_and_keep_the_curve(api: Api) -> None:
+    http = api.http()
+    exp = create(http, parallel_bandwidth=3, strategy="random", early_stopping={"rule": "asha", "max_step": 9})
+    assert exp["early_stopping"] == {"rule": "asha", "min_step": 1, "max_step": 9, "reduction_factor": 3}
+    eid = exp["id"]
+    a, b = (http.post(f"/v1/experiments/{eid}/suggestions").json()["id"] for _ in range(2))
+    r = http.post(f"/v1/experiments/{eid}/suggestions/{a}/reports", json={"step": 1, "value": 0.2})
+    assert r.status_code == 200 and r.json() == {"should_stop": False, "reason": None}
+    r = http.post(f"/v1/experiments/{eid}/suggestions/{b}/reports", json={"step": 1, "value": 0.5})
+    assert r.json()["should_stop"] is True and "asha" in r.json()["reason"]
+    r = http.post(f"/v1/experiments/{eid}/suggestions/{b}/reports", json={"step": 1, "value": 0.5})
+    assert error_of(r) == (400, "invalid_request") and "increasing order" in r.json()["error"]["message"]
+    r = http.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": b, "value": 0.5, "stopped": True})
+    assert r.status_code == 201 and r.json()["stopped_at_step"] == 1
+    r = http.post(f"/v1/experiments/{eid}/suggestions/{b}/reports", json={"step": 2, "value": 0.4})
+    assert error_of(r) == (409, "suggestion_observed")
+    r = http.post(f"/v1/experiments/{eid}/suggestions/{a}/reports", json={"step": 2.5, "value": 0.1})
+    assert error_of(r) == (400, "invalid_request")
+    listed = http.get(f"/v1/experiments/{eid}/suggestions/{a}/reports").json()
+    assert [(x["step"], x["value"]) for x in listed] == [(1, 0.2)]
+    r = http.patch(f"/v1/experiments/{eid}", json={"early_stopping": {"rule": "median", "min_trials": 2}})
+    assert r.status_code == 200 and r.json()["early_stopping"] == {"rule": "median", "min_trials": 2, "grace_steps": 0}
+    r = http.patch(f"/v1/experiments/{eid}", json={"early_stopping": {"rule": "bogus"}})
+    assert error_of(r) == (400, "invalid_request") and "none, median, asha" in r.json()["error"]["message"]
+    # another credential cannot report on it
+    r = api.http("bob").post(f"/v1/experiments/{eid}/suggestions/{a}/reports", json={"step": 3, "value": 0.1})
+    assert error_of(r) == (404, "not_found")
+    paths = http.get("/openapi.json").json()["paths"]
+    assert "post" in paths["/v1/experiments/{id}/suggestions/{sid}/reports"]
+
+
+def test_the_http_client_reports_and_observes_a_stopped_trial(api: Api) -> None:
+    with api.client() as c:
+        exp = c.create_experiment("es-client", X, METRIC, parallel_bandwidth=2, strategy="random",
+                                  early_stopping={"rule": "asha", "max_step": 9})
+        s1, s2 = c.suggest(exp.id), c.suggest(exp.id)
+        assert not c.report(exp.id, s1.id, 1, 0.1).should_stop
+        decision = c.report(exp.id, s2.id, 1, 0.9)
+        assert decision.should_stop and decision.reason and "asha" in decision.reason
+        assert c.observe(exp.id, suggestion_id=s2.id, value=0.9, stopped=True).stopped_at_step == 1
+        assert [(r.step, r.value) for r in c.reports(exp.id, s1.id)] == [(1, 0.1)]
+        assert c.update_experiment(exp.id, early_stopping={"rule": "none"}).early_stopping == {"rule": "none"}
+
+
+def test_issue_18_19_14_operations_are_client_methods_with_the_local_answers(api: Api) -> None:
+    """pareto_front, observations(after=), summary, workers, importance and reports
+    through the written-out Client over HTTP answer what the in-process driver does."""
+    two = [{"name": "y", "objective": "minimize"}, {"name": "z", "objective": "maximize"}]
+    points = [(0.1, 0.2, 1.0), (0.2, 0.1, 2.0), (0.3, 0.3, 0.5), (0.4, 0.4, 3.0)]
+
+    def run(c: Client) -> list[Any]:
+        exp = c.create_experiment("mo", X, metrics=two, parallel_bandwidth=4, strategy="random")
+        for x, y, z in points:
+            c.observe(exp.id, assignments={"x": x}, values={"y": y, "z": z})
+        s = c.suggest(exp.id, tag="w1")
+        c.report(exp.id, s.id, 1, 0.5)
+        observed = c.observations(exp.id)
+        newer = c.observations(exp.id, after=int(observed[1].id))
+        summary, workers, importance = c.summary(exp.id), c.workers(exp.id), c.importance(exp.id)
+        return [
+            [o.assignments["x"] for o in c.pareto_front(exp.id)],
+            [o.assignments["x"] for o in newer],
+            (summary["experiment"].name, summary["observations"], summary["best_value"]),
+            sorted((t["tag"], t["open"]) for t in workers["tags"]),
+            (importance["method"], importance["observations"], sorted(p["name"] for p in importance["parameters"])),
+            [(r.step, r.value) for r in c.reports(exp.id, s.id)],
+        ]
+
+    with Client(driver="local") as local, api.client() as remote:
+        expected = run(local)
+        assert expected[0] == [0.2, 0.4] and expected[1] == [0.3, 0.4]
+        assert run(remote) == expected
+        with pytest.raises(ApiError) as info:  # the REST API keeps reports under their suggestion
+            remote.reports(remote.experiments()[0].id)
+        assert info.value.error_type == "invalid_request" and "name the suggestion" in info.value.message

@@ -7,6 +7,7 @@ generated data" (request schemas state what validation enforces)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,8 +52,9 @@ def report(run: subprocess.CompletedProcess[str]) -> str:
 
 def test_fuzzing_every_operation_finds_no_5xx_and_no_response_off_its_schema(fuzzed: subprocess.CompletedProcess[str]) -> None:
     assert fuzzed.returncode == 0, report(fuzzed)
-    assert "Tested: 14" in fuzzed.stdout, report(fuzzed)
-    assert "0 covered" not in fuzzed.stdout and "API Links:" in fuzzed.stdout, report(fuzzed)
+    assert "Tested: 20" in fuzzed.stdout, report(fuzzed)  # 14, plus summary, workers, importance (issue 14), report and list reports (issue 19), pareto_front (issue 18)
+    # "(?<!\d)": "10 covered" is not "0 covered"
+    assert not re.search(r"(?<!\d)0 covered", fuzzed.stdout) and "API Links:" in fuzzed.stdout, report(fuzzed)
 
 
 @pytest.mark.xfail(

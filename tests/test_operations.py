@@ -37,10 +37,12 @@ def _without_last(fn: Any, n: int) -> Any:
     return shim
 
 
-def test_the_protocol_lists_the_thirteen_operations() -> None:
+def test_the_protocol_lists_the_nineteen_operations() -> None:
+    # thirteen, plus report/reports (issue 19), pareto_front (issue 18), summary/workers/importance (issue 14)
     assert OPERATIONS == (
         "create_experiment", "experiment", "experiments", "update_experiment", "archive_experiment", "suggest",
-        "observe", "suggestions", "suggestion", "close_suggestion", "close_all_suggestions", "observations", "best",
+        "observe", "report", "reports", "suggestions", "suggestion", "close_suggestion", "close_all_suggestions",
+        "observations", "best", "pareto_front", "summary", "workers", "importance",
     )  # fmt: skip
 
 

@@ -13,7 +13,7 @@ counters cover every backend alike.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..strategies import StrategyJob, StrategyOutcome, SuggestRequest, get, request_rng, resolve
@@ -31,6 +31,22 @@ class PoolStats:
     candidates: int = 0
     fit_seconds: float = 0.0
     fallbacks: int = 0
+    fallback_kinds: dict[str, int] = field(default_factory=dict)  # by fallback_kind(reason)
+    in_flight: int = 0  # pooled jobs submitted and not yet answered
+
+
+def fallback_kind(reason: str) -> str:
+    """A reason's class, from a small fixed set (a bounded metrics label)."""
+    text = reason.lower()
+    if "unreachable" in text:  # a cluster's scheduler is gone (the Dask executor reconnects)
+        return "cluster_unreachable"
+    if "deadline" in text or "no answer" in text:
+        return "deadline"
+    if "restarted" in text or "pool closed" in text or "died" in text or "killed" in text:
+        return "worker_lost"
+    if "error" in text or "exception" in text or ":" in text:
+        return "model_error"
+    return "no_model"
 
 
 def sobol_fallback(request: SuggestRequest, reason: str) -> StrategyOutcome:
@@ -39,9 +55,20 @@ def sobol_fallback(request: SuggestRequest, reason: str) -> StrategyOutcome:
     return StrategyOutcome(tuple(candidates), "sobol", reason, 0.0)
 
 
+def _executor_named(kind: str, size: int | None) -> Executor:
+    if kind == "dask":
+        from ._dask import DaskExecutor  # lazy: distributed is the optional extra tauopt[dask]
+
+        return DaskExecutor(n_workers=size)
+    return LocalExecutor(kind, size)  # type: ignore[arg-type]  # it refuses other kinds itself
+
+
 class StrategyPool:
     def __init__(self, executor: Executor | str = "process", size: int | None = None) -> None:
-        self.executor: Any = LocalExecutor(executor, size) if isinstance(executor, str) else executor  # type: ignore[arg-type]
+        """executor: "process" or "thread" (this machine), "dask" (a Dask LocalCluster of
+        `size` worker processes; a remote cluster: `StrategyPool(DaskExecutor(address))`),
+        or any Executor."""
+        self.executor: Any = _executor_named(executor, size) if isinstance(executor, str) else executor
         self.stats = PoolStats()
 
     @property
@@ -64,15 +91,26 @@ class StrategyPool:
             t0 = time.monotonic()
             candidates = spec.propose(request, request_rng(request))
             return StrategyOutcome(tuple(candidates), spec.name, None, time.monotonic() - t0)
+        self.stats.in_flight += 1
         try:
             result = await self.executor.submit(key, StrategyJob(spec.job_runner, request, None, deadline_s))
         except JobFailed as exc:
             result = sobol_fallback(request, str(exc))
+        finally:
+            self.stats.in_flight -= 1
         self.stats.jobs += 1
         self.stats.candidates += len(result.candidates)
         self.stats.fit_seconds += result.fit_seconds
         self.stats.fallbacks += result.fallback_reason is not None
+        if result.fallback_reason is not None:
+            kind = fallback_kind(result.fallback_reason)
+            self.stats.fallback_kinds[kind] = self.stats.fallback_kinds.get(kind, 0) + 1
         return result
+
+    @property
+    def queue_depth(self) -> int:
+        """Pooled jobs submitted and not yet answered (queued or running), over every experiment."""
+        return self.stats.in_flight
 
     def forget(self, key: str) -> None:
         """Drop the warm-start state of an experiment that went away."""

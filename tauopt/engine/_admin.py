@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Sequence
 
 from ..errors import api_error
 from ..models import Experiment, Observation
+from ..pareto import best_feasible
 from ._auth import new_credential
 from ..store import CredentialRecord, Store
 
@@ -22,10 +23,9 @@ __all__ = ["Admin", "ExperimentReport", "best_observation", "list_experiments"]
 
 
 def best_observation(experiment: Experiment, observations: Iterable[Observation]) -> Observation | None:
-    """The best successful observation by the metric's objective; the first of equals wins."""
-    sign = experiment.metric.sign
-    scored = [o for o in observations if not o.failed and o.value is not None]
-    return min(scored, key=lambda o: sign * o.value, default=None)  # type: ignore[operator]
+    """The best feasible observation by the (first) objective; the first of equals wins
+    (`tauopt.pareto.best_feasible`: failed, incomplete or constraint-breaking ones never are)."""
+    return best_feasible(experiment, observations)
 
 
 async def list_experiments(store: Store, state: str | None, owner: str | None) -> list[Experiment]:

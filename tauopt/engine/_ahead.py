@@ -44,6 +44,15 @@ class ComputeAhead:
         self.waiters: deque[tuple[Request[Any], Suggest]] = deque()
         self.job_running = False
         self.strategy: str | None = None  # the pooled strategy the last ask resolved to
+        # Points served (for inspect and benchmarks/quality.py): how many, how many were
+        # computed before the latest observation (stale), how many were Sobol fallbacks.
+        self.served = {"served_pooled": 0, "served_stale": 0, "served_fallback": 0}
+        self._fallback_keys: set[tuple] = set()
+
+    def count_served(self, version: int, point: Point | None, fallback: bool = False) -> None:
+        self.served["served_pooled"] += 1
+        self.served["served_stale"] += version < self.version
+        self.served["served_fallback"] += fallback or (point is not None and _key(point) in self._fallback_keys)
 
     def target(self, bandwidth: int) -> int:
         return self._ahead_setting if self._ahead_setting is not None else min(bandwidth, MAX_AHEAD)
@@ -57,6 +66,7 @@ class ComputeAhead:
         while self.points:
             version, point = self.points.pop(0)
             if self.version - version <= self.stale_bound(bandwidth) and not is_used(point):
+                self.count_served(version, point)
                 return point
         return None
 
@@ -102,6 +112,8 @@ class ComputeAhead:
         elif msg.result is not None and msg.result.fallback_reason:
             reason = msg.result.fallback_reason
         landed = [dict(c) for c in msg.result.candidates] if msg.result is not None else []
+        if reason:
+            self._fallback_keys.update(_key(p) for p in landed)
         return landed, reason
 
     def keep(self, version: int, points: list[Point]) -> None:
@@ -111,3 +123,7 @@ class ComputeAhead:
         forget = getattr(self._pool, "forget", None)
         if forget is not None:
             forget(self._id)  # the pool's warm start for this experiment goes with its actor
+
+
+def _key(point: Point) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in point.items()))

@@ -19,7 +19,7 @@ from anyio.abc import TaskGroup
 
 from ..actors import ActorGone, ActorRef
 from ..errors import api_error, invalid
-from ..models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion, parse_metrics
 from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space, is_large_space
 from ..store import PutExperiment, Store, Write, open_store
@@ -28,6 +28,7 @@ from ..strategies import warm_up_for
 from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
+from ._curves import check_early_stopping
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
@@ -43,7 +44,8 @@ class Engine:
 
     store: None (memory), a path / sqlite:/// URL (SQLite), or a Store.
     pool: "thread" (default; GP fits on a thread of this process), "process"
-        (a pool of worker processes, the daemon's choice), None (threads, one per core),
+        (a pool of worker processes, the daemon's choice), "dask" (a Dask LocalCluster of
+        `pool_size` processes; asyncio only), None (threads, one per core),
         or a `tauopt.compute.StrategyPool` over any Executor.
     """
 
@@ -177,15 +179,22 @@ class Engine:
         self,
         name: str,
         parameters: Sequence[Parameter | Mapping[str, Any]],
-        metric: Metric | Mapping[str, Any],
+        metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+        early_stopping: Mapping[str, Any] | None = None,
+        metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         owner: str | None = None,
     ) -> Experiment:
+        """`metric=` one objective (as before), or `metrics=[...]`: 1-4 objectives
+        ({'name', 'objective'}) and constraint metrics ({'name', 'constraint': {'<=': x}}).
+        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
+        all_metrics = parse_metrics(metric, metrics)
         options = StrategyOptions.parse(strategy_options)
+        stopping = check_early_stopping(early_stopping)
         if is_large_space(parameters):
             # up to 10,000 parameters take a good fraction of a second to check: a worker
             # thread keeps the loop (health, other experiments' asks) answering meanwhile
@@ -199,7 +208,8 @@ class Engine:
             id=secrets.token_hex(8),
             name=check_name(name),
             parameters=space.parameters,
-            metric=Metric.parse(metric),
+            metric=all_metrics[0],
+            metrics=all_metrics,
             parallel_bandwidth=check_bandwidth(parallel_bandwidth),
             suggestion_ttl_s=check_ttl(suggestion_ttl_s),
             observation_budget=check_budget(observation_budget),
@@ -208,6 +218,7 @@ class Engine:
             created_at=self._clock(),
             strategy_options=options,
             owner=owner,
+            early_stopping=stopping,
         )
         await self._commit([PutExperiment(exp, 0)])
         return exp
@@ -229,6 +240,7 @@ class Engine:
         suggestion_ttl_s: float | None = UNSET,
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
+        early_stopping: Mapping[str, Any] = UNSET,
         owner: str | None = None,
     ) -> Experiment:
         changes = {
@@ -239,6 +251,7 @@ class Engine:
                 ("suggestion_ttl_s", suggestion_ttl_s),
                 ("observation_budget", observation_budget),
                 ("parameters", parameters),
+                ("early_stopping", early_stopping),
             )
             if v is not UNSET
         }
@@ -265,10 +278,30 @@ class Engine:
         value: float | None = None,
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
+        values: Mapping[str, float] | None = None,
+        stopped: bool = False,
         owner: str | None = None,
     ) -> Observation:
+        """`values={name: number}`: every objective and constraint metric; `value=`: the
+        (first) objective alone; `metrics=`: anything else worth keeping.
+        `stopped=True`: the worker stopped this suggestion early (told by `report`);
+        `value` is its last reported value and the observation keeps the step reached
+        (`stopped_at_step`)."""
         sid = None if suggestion_id is None else str(suggestion_id)
-        return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics))
+        return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics, values=values, stopped=stopped))
+
+    async def report(
+        self, experiment_id: str, suggestion_id: str, step: int, value: float, owner: str | None = None
+    ) -> ReportDecision:
+        """Record an intermediate value of an open suggestion's objective at `step`
+        (steps increase per suggestion) and answer whether the experiment's stopping
+        rule says to stop it. Not open: the same 409s as observe."""
+        return await self._ask(experiment_id, m.Report(owner, str(suggestion_id), step, value))
+
+    async def reports(self, experiment_id: str, suggestion_id: str | None = None, owner: str | None = None) -> list[Report]:
+        """The intermediate reports, in arrival order (of one suggestion, or all)."""
+        sid = None if suggestion_id is None else str(suggestion_id)
+        return await self._ask(experiment_id, m.ListReports(owner, sid))
 
     async def suggestions(
         self,
@@ -299,11 +332,44 @@ class Engine:
     async def close_all_suggestions(self, experiment_id: str, owner: str | None = None) -> int:
         return await self._ask(experiment_id, m.CloseAllSuggestions(owner))
 
-    async def observations(self, experiment_id: str, owner: str | None = None) -> list[Observation]:
-        return await self._ask(experiment_id, m.ListObservations(owner))
+    async def observations(
+        self, experiment_id: str, after: int | None = None, owner: str | None = None
+    ) -> list[Observation]:
+        """Every observation, or with `after` only those whose numeric id is above it
+        (ids grow with arrival: pass the last id you have to read only what is new)."""
+        if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+            raise invalid(f"after: give a non-negative integer (the last observation id you have), not {after!r}")
+        return await self._ask(experiment_id, m.ListObservations(owner, after))
+
+    async def summary(self, experiment_id: str, owner: str | None = None) -> dict[str, Any]:
+        """The experiment, its failed count, best value, last activity and best-so-far line
+        (at most 40 points), kept incrementally by its actor."""
+        out: dict[str, Any] = await self._ask(experiment_id, m.Summary(owner))
+        return out
+
+    async def workers(self, experiment_id: str, after: int = 0, owner: str | None = None) -> dict[str, Any]:
+        """Per-tag suggestion counts, open suggestions with their age, and the suggestions
+        that changed since `after` (a cursor from a previous answer; 0 = all)."""
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise invalid(f"after: give a non-negative integer (the cursor of a previous answer), not {after!r}")
+        out: dict[str, Any] = await self._ask(experiment_id, m.Workers(owner, after))
+        return out
+
+    async def importance(self, experiment_id: str, owner: str | None = None) -> dict[str, Any]:
+        """Parameter importance, computed outside the actor (see _importance.py for the method)."""
+        from ._importance import importance
+
+        exp = await self.experiment(experiment_id, owner=owner)
+        found = await self.observations(experiment_id, owner=owner)
+        return await anyio.to_thread.run_sync(importance, exp.parameters, found)
 
     async def best(self, experiment_id: str, owner: str | None = None) -> Observation | None:
+        """The best feasible observation by the (first) objective; None while none is feasible."""
         return await self._ask(experiment_id, m.Best(owner))
+
+    async def pareto_front(self, experiment_id: str, owner: str | None = None) -> list[Observation]:
+        """The feasible observations no other feasible one dominates, in arrival order."""
+        return await self._ask(experiment_id, m.ParetoFront(owner))
 
     async def inspect(self, experiment_id: str) -> dict[str, Any]:
         """Internal counters of a live experiment (max open suggestions ever seen, GP

@@ -14,6 +14,7 @@ from ..errors import api_error
 from ..models import Observation, Suggestion, Value
 from ..space import Key, Space
 from ..store import Snapshot
+from ._activity import Activity
 
 __all__ = ["Ledger"]
 
@@ -39,6 +40,8 @@ class Ledger:
             self._observed_keys.add(space.key(o.assignments))
         self._next_sid = 1 + max((int(s) for s in self.suggestions if s.isdigit()), default=0)
         self._next_oid = 1 + max((int(o.id) for o in self.observations if o.id.isdigit()), default=0)
+        # what the dashboard reads, kept current at each change (never a history re-scan)
+        self.activity = Activity.of(snapshot.experiment.metric.sign, self.suggestions.values(), self.observations)
 
     # -- dedup ------------------------------------------------------------------
 
@@ -65,6 +68,7 @@ class Ledger:
         self.suggestions[sid] = s
         self.open[sid] = s
         self._open_keys[self.space.key(point)] = sid
+        self.activity.opened(s)
         return s
 
     def release(self, s: Suggestion) -> Suggestion:
@@ -79,15 +83,18 @@ class Ledger:
         while self.released:
             s = self.open.get(self.released.popleft())
             if s is not None and s.released:
+                old = s
                 s = s.evolve(released=False, tag=tag, created_at=now, attempts=s.attempts + 1)
                 self.suggestions[s.id] = self.open[s.id] = s
+                self.activity.rehanded(old, s)
                 return s
         return None
 
-    def leave_open(self, s: Suggestion, state: str) -> Suggestion:
+    def leave_open(self, s: Suggestion, state: str, now: float) -> Suggestion:
         s = s.evolve(state=state, released=False)
         self.suggestions[s.id] = s
         del self.open[s.id]
+        self.activity.left(s, now)
         key = self.space.key(s.assignments)
         if self._open_keys.get(key) == s.id:
             del self._open_keys[key]
@@ -98,7 +105,7 @@ class Ledger:
         if ttl is None:
             return []
         # a released suggestion has no holder whose time could run out
-        return [self.leave_open(s, "expired") for s in list(self.open.values()) if not s.released and now - s.created_at > ttl]
+        return [self.leave_open(s, "expired", now) for s in list(self.open.values()) if not s.released and now - s.created_at > ttl]
 
     # -- observations ---------------------------------------------------------------
 
@@ -109,4 +116,5 @@ class Ledger:
         self._next_oid += 1
         self.observations.append(obs)
         self._observed_keys.add(self.space.key(assignments))
+        self.activity.observed(obs, None if sid is None else self.suggestions[sid].tag)
         return obs

@@ -45,6 +45,20 @@ class Observe(Msg):
     value: Any = None
     failed: bool = False
     metrics: Mapping[str, Any] | None = None
+    values: Mapping[str, Any] | None = None
+    stopped: bool = False
+
+
+@dataclass(frozen=True)
+class Report(Msg):
+    suggestion_id: str = ""
+    step: Any = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class ListReports(Msg):
+    suggestion_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,12 +93,29 @@ class CloseAllSuggestions(Msg):
 
 @dataclass(frozen=True)
 class ListObservations(Msg):
+    after: int | None = None  # only observations with a numeric id above this
+
+
+@dataclass(frozen=True)
+class ParetoFront(Msg):
     pass
 
 
 @dataclass(frozen=True)
 class Best(Msg):
     pass
+
+
+@dataclass(frozen=True)
+class Summary(Msg):
+    """Counts, best value, last activity and a thinned best-so-far line (the dashboard's list)."""
+
+
+@dataclass(frozen=True)
+class Workers(Msg):
+    """Per-tag counts and the suggestions changed since cursor `after` (the workers' view)."""
+
+    after: int = 0
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ group; an empty batch is a barrier and is answered None either way.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Awaitable, Callable, Generic, Literal, Sequence, TypeVar
 
 import anyio
@@ -61,6 +62,8 @@ class GroupCommitWriter(Generic[P]):
         self._state: Literal["new", "open", "closing"] = "new"
         # Counters, for tests and benchmarks: committed transactions and batches.
         self.transactions = 0
+        # called after each committed transaction with (batches, seconds): metrics
+        self.on_commit: Callable[[int, float], None] | None = None
         self.batches = 0
 
     @property
@@ -126,8 +129,11 @@ class GroupCommitWriter(Generic[P]):
     async def _commit(self, group: list[tuple[Sequence[Write], Done]]) -> None:
         plan, outcome = self._prepare([writes for writes, _ in group])
         try:
+            t0 = time.perf_counter()
             if await self._apply(plan):
                 self.transactions += 1
+                if self.on_commit is not None:
+                    self.on_commit(len(group), time.perf_counter() - t0)
         except BaseException as exc:
             # Every batch of the group shares the transaction's fate (cancellation included).
             if isinstance(exc, StoreError):

@@ -153,7 +153,9 @@ def matern52(a, b, h: Hyper):  # type: ignore[no-untyped-def]
     a = a / ls
     b = b / ls
     sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
-    r = sq.clamp_min(0.0).sqrt()
+    # sqrt has an infinite derivative at 0 (a candidate on a training point):
+    # a floor keeps the gradient finite; 1e-30 moves the covariance by ~1e-15.
+    r = (sq.clamp_min(0.0) + 1e-30).sqrt()
     return h.outputscale * (1.0 + _SQRT5 * r + (5.0 / 3.0) * r * r) * torch.exp(-_SQRT5 * r)
 
 
@@ -192,11 +194,19 @@ class Posterior:
         import torch
 
         with torch.no_grad():
-            ks = matern52(torch.as_tensor(xc, dtype=torch.float64), self._tx, self.h)
-            mu = self.h.mean + ks @ self._alpha
-            v = torch.linalg.solve_triangular(self._chol, ks.T, upper=False)
-            var = (self.h.outputscale - (v * v).sum(0)).clamp_min(1e-12)
-        return mu.numpy(), var.sqrt().numpy()
+            mu, sd = self.predict_torch(torch.as_tensor(xc, dtype=torch.float64))
+        return mu.numpy(), sd.numpy()
+
+    def predict_torch(self, xc):  # type: ignore[no-untyped-def]
+        """Mean and standard deviation as torch tensors, differentiable in xc
+        (the gradient-based acquisition optimizer needs d/dx)."""
+        import torch
+
+        ks = matern52(xc, self._tx, self.h)
+        mu = self.h.mean + ks @ self._alpha
+        v = torch.linalg.solve_triangular(self._chol, ks.T, upper=False)
+        var = (self.h.outputscale - (v * v).sum(0)).clamp_min(1e-12)
+        return mu, var.sqrt()
 
     def with_points(self, xp: np.ndarray, yp: np.ndarray, noise: float) -> "Posterior":
         return Posterior(

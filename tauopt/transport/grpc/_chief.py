@@ -25,9 +25,9 @@ from ...errors import ApiError, invalid
 from ...models import Parameter
 from ...space import Space
 from ._env import check_env
-from ._oracle import ChiefConfig, KerasTunerOracle
+from ._oracle import ChiefConfig, HyperbandConfig, KerasTunerOracle
 
-__all__ = ["ChiefOptions", "ExtraDoor", "serve_chief", "run_chief_from_args", "load_space"]
+__all__ = ["ChiefOptions", "ExtraDoor", "serve_chief", "run_chief_from_args", "load_space", "parse_objectives"]
 
 log = logging.getLogger("tauopt.kerastuner")
 
@@ -46,6 +46,24 @@ class ChiefOptions:
 # never imports another): started in the chief's task group with the engine and
 # the chief's host, it returns what it adds to the ready line and how to stop it.
 ExtraDoor = Callable[[TaskGroup, Any, str], Awaitable[tuple[dict[str, Any], Callable[[], None]]]]
+
+
+def parse_objectives(raw: list[str] | str, direction: str | None) -> tuple[tuple[str, Any], ...]:
+    """`--objective` values: one NAME with --direction (today's form), or NAME:min|max, repeatable."""
+    items = [raw] if isinstance(raw, str) else list(raw)
+    if len(items) == 1 and ":" not in items[0]:
+        if direction is None:
+            raise invalid(f"--objective {items[0]}: give --direction min|max, or write {items[0]}:min|max")
+        return ((items[0], direction),)
+    out = []
+    for item in items:
+        name, sep, d = item.rpartition(":")
+        if not sep or not name or d not in ("min", "max"):
+            raise invalid(f"--objective {item!r}: with several objectives write each as NAME:min or NAME:max")
+        out.append((name, d))
+    if direction is not None:
+        raise invalid("--direction: give it with a single bare --objective NAME only; NAME:min|max carries its own")
+    return tuple(out)
 
 
 def load_space(path: str) -> tuple[Parameter, ...]:
@@ -120,14 +138,22 @@ async def serve_chief(
             with anyio.move_on_after(5, shield=True):
                 await server.stop(grace=1.0)
         summary = oracle.summary()
-        best = await engine.best(exp.id)
-        summary["best"] = None if best is None else {"value": best.value, "assignments": best.assignments}
+        summary["best"] = await _best_summary(engine, exp.id, oracle)
         summary["event"] = "exit"
         summary["exit_code"] = oracle.exit_code if not stop.is_set() else 130
         print(json.dumps(summary), flush=True)
         if oracle.failure:
             print(oracle.failure, file=sys.stderr, flush=True)
         return summary["exit_code"]
+
+
+async def _best_summary(engine: Any, experiment_id: str, oracle: KerasTunerOracle) -> dict[str, Any] | None:
+    """The best trial as KerasTuner ranks it: by the objective, or by `multi_objective` for a list."""
+    if oracle.config.objectives:
+        top = [t for t in await oracle.best_trials(1) if t.status == "COMPLETED" and t.score is not None]
+        return {"value": top[0].score, "assignments": top[0].values} if top else None
+    best = await engine.best(experiment_id)
+    return None if best is None else {"value": best.value, "assignments": best.assignments}
 
 
 def _install_signal_handlers(stop: anyio.Event) -> None:
@@ -151,10 +177,17 @@ def options_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> C
             f"KERASTUNER_TUNER_ID={env.tuner_id!r} is a worker id; the chief's id must contain 'chief' (e.g. chief)"
         )
     space = load_space(args.space) if args.space else None
-    config = ChiefConfig(
-        objective=args.objective,
-        direction=args.direction,
-        max_trials=args.max_trials,
+    hyperband = None
+    if getattr(args, "algorithm", "tauopt") == "hyperband":
+        if args.max_epochs is None:
+            raise invalid("--algorithm hyperband needs --max-epochs N (and optionally --factor F)")
+        hyperband = HyperbandConfig(args.max_epochs, args.factor, args.hyperband_iterations)
+    if hyperband is None and args.max_trials is None:
+        raise invalid("--max-trials N is required (Hyperband computes it from --max-epochs)")
+    config = ChiefConfig.for_objectives(
+        parse_objectives(args.objective, args.direction),
+        max_trials=args.max_trials if args.max_trials is not None else hyperband.total_trials(),  # type: ignore[union-attr]
+        hyperband=hyperband,
         project=args.project,
         strategy=args.strategy,
         trial_ttl_s=args.trial_ttl_s,

@@ -31,7 +31,13 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--db", default=DEFAULT_DB, help="SQLite file (created if missing); default %(default)s")
     serve.add_argument("--durability", choices=["os", "fsync"], default="os")
-    serve.add_argument("--pool", choices=["thread", "process"], default="process", help="where GP fits run")
+    serve.add_argument("--pool", choices=["thread", "process", "dask"], default="process", help="where GP fits run")
+    serve.add_argument(
+        "--dask-scheduler",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="with --pool dask: an existing Dask scheduler (default: a LocalCluster of this machine)",
+    )
     serve.add_argument("--suggestions-per-day", type=int, default=1000, help="default per-credential quota")
     serve.add_argument("--max-active-experiments", type=int, default=100, help="default per-credential cap")
     serve.add_argument("--heavy-read-rate", type=float, default=15.0, help="listings per second per credential")
@@ -40,6 +46,11 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--max-connections", type=int, default=1000, help="open connections beyond this are closed at once")
     serve.add_argument("--max-header-bytes", type=int, default=64 * 1024, help="request line + headers, in bytes")
     serve.add_argument("--max-headers", type=int, default=100, help="header lines per request")
+    serve.add_argument(
+        "--metrics-token", default=os.environ.get("TAUOPT_METRICS_TOKEN"),
+        help="require `Authorization: Bearer <this>` on GET /metrics (default: open; env TAUOPT_METRICS_TOKEN)",
+    )
+    serve.add_argument("--metrics-top-experiments", type=int, default=10, help="experiments with per-experiment gauges")
     serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     serve.set_defaults(func=_serve)
 
@@ -86,7 +97,7 @@ def _with_admin(db: str, work: Callable[[Any], Any], *, create: bool = True, exc
 
     from ...engine._admin import Admin
     from ...store import open_store
-    from ...store._sqlite import SqliteStore
+    from ...store._sqlite import SqliteStore  # lazily: aiosqlite
 
     if not create and not Path(db).exists():
         raise SystemExit(f"tauopt: no database at {db}; pass --db PATH")
@@ -179,6 +190,12 @@ def _serve(args: argparse.Namespace) -> int:
             return _fail(f"--{option.replace('_', '-')} must be positive, not {getattr(args, option)}", 2)
     _log_to_stderr(args.log_level)
     try:
+        pool = _pool_option(args.pool, args.dask_scheduler)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+    except RuntimeError as exc:  # the cluster cannot serve (DaskUnavailable)
+        return _fail(str(exc))
+    try:
         first = _with_admin(args.db, lambda admin: ensure_first_token(admin, args.db), exclusive=True)
     except (StoreError, TokenFileExists) as exc:
         return _fail(str(exc))
@@ -193,7 +210,11 @@ def _serve(args: argparse.Namespace) -> int:
         heavy_read_rate=args.heavy_read_rate,
         heavy_read_burst=args.heavy_read_burst,
     )
-    app = create_app(db=args.db, engine_options={"pool": args.pool, "durability": args.durability}, limits=limits)
+    app = create_app(
+        db=args.db, engine_options={"pool": pool, "durability": args.durability}, limits=limits,
+        metrics_token=args.metrics_token, metrics_top_experiments=args.metrics_top_experiments,
+    )
+    print(f"tauopt: dashboard at http://{args.host}:{args.port}/ (sign in with a token)", file=sys.stderr, flush=True)
     guard = ConnectionLimits(args.header_timeout, args.max_header_bytes, args.max_headers, args.max_connections)
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30,
@@ -230,6 +251,28 @@ async def serve_on_engine(tg: Any, engine: Any, host: str, port: int) -> tuple[d
     while not server.started:
         await anyio.sleep(0.02)
     return {"http_port": port}, lambda: setattr(server, "should_exit", True)
+
+
+def _pool_option(kind: str, scheduler: str | None) -> Any:
+    """The Engine's `pool` for `--pool` / `--dask-scheduler`. A Dask scheduler is
+    reached (and its workers checked) before the daemon writes or listens, so a wrong
+    address ends `tauopt serve` with one line, not a traceback at the first GP ask."""
+    if scheduler is not None and kind != "dask":
+        raise ValueError("--dask-scheduler goes with --pool dask")
+    if kind != "dask":
+        return kind
+    import importlib.util
+
+    if importlib.util.find_spec("distributed") is None:
+        raise RuntimeError("--pool dask needs Dask distributed: pip install 'tauopt[dask]'")
+    if scheduler is None:
+        return "dask"  # a LocalCluster, started with the engine
+    import anyio
+
+    from ...compute import DaskExecutor, StrategyPool, check_dask_cluster
+
+    anyio.run(check_dask_cluster, scheduler)
+    return StrategyPool(DaskExecutor(scheduler))
 
 
 def _log_to_stderr(level: str) -> None:

@@ -42,7 +42,7 @@ import httpx
 
 from ..._client import check_deadline_s
 from ...errors import ApiError, error_type_for_status, invalid
-from ...models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from ...models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ...operations import UNSET, ExperimentState, SuggestionState
 from ._retry import parse_retry_after, retry_delay, within_deadline
 from ._transport import H11Transport
@@ -225,22 +225,26 @@ class HttpDriver:
         self,
         name: str,
         parameters: Sequence[Parameter | Mapping[str, Any]],
-        metric: Metric | Mapping[str, Any],
+        metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+        early_stopping: Mapping[str, Any] | None = None,
+        metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
     ) -> Experiment:
         body = {
             "name": name,
             "parameters": [_as_dict(p) for p in parameters] if _is_sequence(parameters) else parameters,
-            "metric": _as_dict(metric),
+            "metric": None if metric is None else _as_dict(metric),
+            "metrics": [_as_dict(m) for m in metrics] if metrics is not None and _is_sequence(metrics) else metrics,
             "parallel_bandwidth": parallel_bandwidth,
             "suggestion_ttl_s": suggestion_ttl_s,
             "observation_budget": observation_budget,
             "strategy": strategy,
             "strategy_options": _as_dict(strategy_options) if strategy_options is not None else None,
+            "early_stopping": dict(early_stopping) if early_stopping is not None else None,
         }
         return Experiment.from_dict(await self._request("POST", "/v1/experiments", body=body))
 
@@ -260,6 +264,7 @@ class HttpDriver:
         suggestion_ttl_s: float | None = UNSET,
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
+        early_stopping: Mapping[str, Any] = UNSET,
     ) -> Experiment:
         given = {
             "name": name,
@@ -267,6 +272,7 @@ class HttpDriver:
             "suggestion_ttl_s": suggestion_ttl_s,
             "observation_budget": observation_budget,
             "parameters": [_as_dict(p) for p in parameters] if _is_sequence(parameters) else parameters,
+            "early_stopping": early_stopping,
         }
         body = {k: v for k, v in given.items() if v is not UNSET}
         return Experiment.from_dict(await self._request("PATCH", _exp(experiment_id), body=body))
@@ -286,8 +292,12 @@ class HttpDriver:
         value: float | None = None,
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
+        values: Mapping[str, float] | None = None,
+        stopped: bool = False,
     ) -> Observation:
         body: dict[str, Any] = {"failed": failed}
+        if stopped:
+            body["stopped"] = True
         if suggestion_id is not None:
             body["suggestion_id"] = suggestion_id
         if assignments is not None:
@@ -296,6 +306,8 @@ class HttpDriver:
             body["value"] = value
         if metrics is not None:
             body["metrics"] = dict(metrics) if isinstance(metrics, Mapping) else metrics
+        if values is not None:
+            body["values"] = dict(values) if isinstance(values, Mapping) else values
         return Observation.from_dict(await self._request("POST", _exp(experiment_id) + "/observations", body=body))
 
     async def suggestions(
@@ -314,13 +326,39 @@ class HttpDriver:
         data = await self._request("DELETE", _exp(experiment_id) + "/suggestions")
         return int(data["closed"])
 
-    async def observations(self, experiment_id: str) -> list[Observation]:
-        data = await self._request("GET", _exp(experiment_id) + "/observations")
+    async def report(self, experiment_id: str, suggestion_id: str, step: int, value: float) -> ReportDecision:
+        data = await self._request("POST", _sugg(experiment_id, suggestion_id) + "/reports", body={"step": step, "value": value})
+        return ReportDecision(bool(data["should_stop"]), data.get("reason"))
+
+    async def reports(self, experiment_id: str, suggestion_id: str | None = None) -> list[Report]:
+        if suggestion_id is None:  # the REST API keeps reports under their suggestion
+            raise invalid("reports over HTTP: name the suggestion, reports(experiment_id, suggestion_id)")
+        data = await self._request("GET", _sugg(experiment_id, suggestion_id) + "/reports")
+        return [Report(d["suggestion_id"], int(d["step"]), float(d["value"]), float(d["created_at"])) for d in data]
+
+    async def observations(self, experiment_id: str, after: int | None = None) -> list[Observation]:
+        data = await self._request("GET", _exp(experiment_id) + "/observations", params={"after": after})
         return [Observation.from_dict(d) for d in data]
 
     async def best(self, experiment_id: str) -> Observation | None:
         data = await self._request("GET", _exp(experiment_id) + "/best")
         return None if data is None else Observation.from_dict(data)
+
+    async def pareto_front(self, experiment_id: str) -> list[Observation]:
+        data = await self._request("GET", _exp(experiment_id) + "/pareto_front")
+        return [Observation.from_dict(d) for d in data]
+
+    async def summary(self, experiment_id: str) -> dict[str, Any]:
+        data = await self._request("GET", _exp(experiment_id) + "/summary")
+        return dict(data, experiment=Experiment.from_dict(data["experiment"]))
+
+    async def workers(self, experiment_id: str, after: int = 0) -> dict[str, Any]:
+        data: dict[str, Any] = await self._request("GET", _exp(experiment_id) + "/workers", params={"after": after})
+        return data
+
+    async def importance(self, experiment_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = await self._request("GET", _exp(experiment_id) + "/importance")
+        return data
 
 
 class _NoCookies(http.cookiejar.CookieJar):

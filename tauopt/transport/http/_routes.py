@@ -40,14 +40,18 @@ from ._schema import (
     HealthOut,
     ObservationOut,
     ObserveBody,
+    ReportBody,
+    ReportItemOut,
+    ReportOut,
     SuggestBody,
     SuggestionOut,
     SuggestionStateQ,
+    NonNegative,
     UpdateExperimentBody,
     integral_values,
 )
 
-__all__ = ["Call", "Operation", "OPERATIONS", "ROUTES"]
+__all__ = ["Call", "Operation", "OPERATIONS", "operation", "routes"]
 
 _NOT_AN_OBJECT = [{"loc": ("body",), "msg": "Input should be a valid dictionary or object to extract fields from"}]
 
@@ -163,9 +167,12 @@ def _validate_query(request: Request, queries: Mapping[str, TypeAdapter[Any]]) -
 OPERATIONS: list[Operation] = []
 
 
-def operation(method: str, path: str, **declared: Any) -> Callable[[Handler], Handler]:
+def operation(method: str, path: str, *, into: list[Operation] = OPERATIONS, **declared: Any) -> Callable[[Handler], Handler]:
+    """Declare `handler` as the operation `method path`, in the registry `into`
+    (a module of operations by topic keeps its own list; the app serves them all)."""
+
     def register(handler: Handler) -> Handler:
-        OPERATIONS.append(Operation(handler, method, path, **declared))
+        into.append(Operation(handler, method, path, **declared))
         return handler
 
     return register
@@ -174,6 +181,7 @@ def operation(method: str, path: str, **declared: Any) -> Callable[[Handler], Ha
 # -- the operations ----------------------------------------------------------------
 
 EXP = "/v1/experiments/{id}"
+SUGG = EXP + "/suggestions/{sid}"
 
 
 @operation("GET", "/v1/health", response=HealthOut, errors=(), tag="meta", auth=False)
@@ -188,9 +196,10 @@ async def create_experiment(call: Call) -> Any:
 
     async def create() -> Any:
         return await call.engine.create_experiment(
-            b.name, b.parameters, b.metric, parallel_bandwidth=b.parallel_bandwidth,
+            b.name, b.parameters, b.metric, metrics=b.metrics, parallel_bandwidth=b.parallel_bandwidth,
             suggestion_ttl_s=b.suggestion_ttl_s, observation_budget=b.observation_budget, strategy=b.strategy,
-            strategy_options=integral_values(b.strategy_options), owner=call.owner,
+            strategy_options=integral_values(b.strategy_options), early_stopping=integral_values(b.early_stopping),
+            owner=call.owner,
         )  # fmt: skip
 
     if call.cred is None:
@@ -212,6 +221,8 @@ async def get_experiment(call: Call) -> Any:
 @operation("PATCH", EXP, body=UpdateExperimentBody, response=ExperimentOut, errors=COMMON_ERRORS + (409,))
 async def update_experiment(call: Call) -> Any:
     changes = {k: getattr(call.body, k) for k in call.body.model_fields_set}
+    if "early_stopping" in changes:
+        changes["early_stopping"] = integral_values(changes["early_stopping"])
     return (await call.engine.update_experiment(call.path["id"], owner=call.owner, **changes)).to_dict()
 
 
@@ -260,16 +271,34 @@ async def observe(call: Call) -> Any:
     b: ObserveBody = call.body
     o = await call.engine.observe(
         call.path["id"], suggestion_id=b.suggestion_id, assignments=b.assignments, value=b.value, failed=b.failed,
-        metrics=b.metrics, owner=call.owner,
+        metrics=b.metrics, values=b.values, stopped=b.stopped, owner=call.owner,
     )  # fmt: skip
     return o.to_dict()
 
 
-@operation("GET", EXP + "/observations", response=list[ObservationOut], errors=COMMON_ERRORS + (429,), tag="observations")
-async def list_observations(call: Call) -> Any:
+@operation("POST", SUGG + "/reports", body=ReportBody, response=ReportOut, errors=COMMON_ERRORS + (409,), tag="observations")
+async def report(call: Call) -> Any:
+    """An intermediate value of an open suggestion; answers whether the experiment's
+    early-stopping rule says to stop it. Not counted against the suggestion quota."""
+    b: ReportBody = call.body
+    return (await call.engine.report(call.path["id"], call.path["sid"], b.step, b.value, owner=call.owner)).to_dict()
+
+
+@operation("GET", SUGG + "/reports", response=list[ReportItemOut], errors=COMMON_ERRORS + (429,), tag="observations")
+async def list_reports(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
-    return [o.to_dict() for o in await call.engine.observations(call.path["id"], owner=call.owner)]
+    return [r.to_dict() for r in await call.engine.reports(call.path["id"], call.path["sid"], owner=call.owner)]
+
+
+@operation("GET", EXP + "/observations", query={"after": NonNegative}, response=list[ObservationOut],
+           errors=COMMON_ERRORS + (429,), tag="observations")  # fmt: skip
+async def list_observations(call: Call) -> Any:
+    """With `after`: only observations with an id above it (the last you have)."""
+    if call.cred is not None:
+        call.gate.heavy_read(call.cred)
+    found = await call.engine.observations(call.path["id"], after=call.query["after"], owner=call.owner)
+    return [o.to_dict() for o in found]
 
 
 @operation("GET", EXP + "/best", response=ObservationOut | None, tag="observations")
@@ -278,9 +307,18 @@ async def best(call: Call) -> Any:
     return None if o is None else o.to_dict()
 
 
+@operation("GET", EXP + "/pareto_front", response=list[ObservationOut], tag="observations")
+async def pareto_front(call: Call) -> Any:
+    return [o.to_dict() for o in await call.engine.pareto_front(call.path["id"], owner=call.owner)]
+
+
 # Starlette tries routes in order: the worker loop's two calls first, so an ask
 # or an observe is matched at the first or second regex, not the 7th and 12th.
 # (The paths do not overlap, so the order changes nothing else; /openapi.json
 # keeps OPERATIONS' order.)
 _HOT = ("suggest", "observe")
-ROUTES: list[Route] = [op.route() for op in sorted(OPERATIONS, key=lambda op: op.name not in _HOT)]
+
+
+def routes(operations: list[Operation]) -> list[Route]:
+    """The served routes of `operations`, the worker loop's two first."""
+    return [op.route() for op in sorted(operations, key=lambda op: op.name not in _HOT)]

@@ -13,6 +13,7 @@ from ._openapi_rules import (
     _POSITIVE,
     _TAG,
     METRIC_SCHEMA,
+    METRICS_SCHEMA,
     PARAMETER_SCHEMA,
     STRATEGIES,
     STRATEGY_OPTIONS_SCHEMA,
@@ -21,11 +22,12 @@ from ._openapi_rules import (
 __all__ = [
     "CreateExperimentBody", "UpdateExperimentBody", "SuggestBody", "ObserveBody", "ExperimentOut",
     "SuggestionOut", "ObservationOut", "ClosedOut", "HealthOut", "ErrorOut", "error_responses",
-    "ExperimentStateQ", "SuggestionStateQ", "integral_values",
+    "ExperimentStateQ", "SuggestionStateQ", "NonNegative", "integral_values", "ReportBody", "ReportOut", "ReportItemOut",
 ]
 
 ExperimentStateQ = Literal["active", "completed", "archived"]
 SuggestionStateQ = Literal["open", "observed", "closed", "expired"]
+NonNegative = Annotated[int, Field(ge=0)]  # a cursor in a query: the last id you have
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
 
@@ -61,13 +63,28 @@ class CreateExperimentBody(BaseModel):
         examples=[[{"name": "lr", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"}]],
         json_schema_extra=_says(minItems=1, items=PARAMETER_SCHEMA),
     )
-    metric: dict[str, Any] = Field(examples=[{"name": "loss", "objective": "minimize"}], json_schema_extra=_says(**METRIC_SCHEMA))
+    metric: dict[str, Any] | None = Field(
+        default=None, description="one objective; or give metrics",
+        examples=[{"name": "loss", "objective": "minimize"}], json_schema_extra=_says(**METRIC_SCHEMA),
+    )
+    metrics: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="instead of metric: 1-4 objectives {name, objective} and constraint metrics {name, constraint: {'<=' or '>=': number}}",
+        examples=[[{"name": "acc", "objective": "maximize"}, {"name": "mem_mb", "constraint": {"<=": 512}}]],
+        json_schema_extra=_says(**METRICS_SCHEMA),
+    )
     parallel_bandwidth: JsonInt = Field(default=1, json_schema_extra=_says(minimum=1))
     suggestion_ttl_s: float | None = Field(default=None, json_schema_extra=_says(anyOf=[_POSITIVE, {"type": "null"}]))
     observation_budget: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
     strategy: str = Field(default="auto", json_schema_extra=_says(enum=list(STRATEGIES)))
     strategy_options: dict[str, Any] | None = Field(
         default=None, json_schema_extra=_says(anyOf=[STRATEGY_OPTIONS_SCHEMA, {"type": "null"}])
+    )
+    early_stopping: dict[str, Any] | None = Field(
+        default=None,
+        description='{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
+        '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
+        examples=[{"rule": "asha", "max_step": 81}],
     )
 
 
@@ -82,6 +99,12 @@ class UpdateExperimentBody(BaseModel):
     parameters: list[dict[str, Any]] | None = Field(
         default=None, description="the full list: the stored parameters unchanged, plus any new ones",
         json_schema_extra=_says(anyOf=[{"type": "array", "minItems": 1, "items": PARAMETER_SCHEMA}, {"type": "null"}]),
+    )
+    early_stopping: dict[str, Any] | None = Field(
+        default=None,
+        description='{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
+        '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
+        examples=[{"rule": "asha", "max_step": 81}],
     )
 
 
@@ -101,6 +124,7 @@ class ObserveBody(BaseModel):
             oneOf=[{"required": ["suggestion_id"], "not": {"required": ["assignments"]}},
                    {"required": ["assignments"], "not": {"required": ["suggestion_id"]}}],
             anyOf=[{"required": ["value"], "properties": {"value": {"type": "number"}}},
+                   {"required": ["values"], "properties": {"values": {"type": "object"}}},
                    {"required": ["failed"], "properties": {"failed": {"const": True}}}],
         ),
     )
@@ -109,6 +133,28 @@ class ObserveBody(BaseModel):
     value: float | None = None
     failed: bool = False
     metrics: dict[str, float] | None = None
+    values: dict[str, float] | None = Field(
+        default=None, description="every objective and constraint metric of the experiment, by name"
+    )
+    stopped: bool = Field(default=False, description="true: the trial was stopped early (its last reported value)")
+
+
+class ReportBody(BaseModel):
+    model_config = _STRICT
+    step: JsonInt = Field(description="increases per suggestion (epoch, iteration)", json_schema_extra=_says(minimum=0))
+    value: float = Field(description="the objective's intermediate value (finite)")
+
+
+class ReportOut(BaseModel):
+    should_stop: bool
+    reason: str | None
+
+
+class ReportItemOut(BaseModel):
+    suggestion_id: str
+    step: int
+    value: float
+    created_at: float
 
 
 class MetricOut(BaseModel):
@@ -116,11 +162,18 @@ class MetricOut(BaseModel):
     objective: Literal["minimize", "maximize"]
 
 
+class MetricsItemOut(BaseModel):
+    name: str
+    objective: Literal["minimize", "maximize"] | None = None
+    constraint: dict[str, float] | None = None
+
+
 class ExperimentOut(BaseModel):
     id: str
     name: str
     parameters: list[dict[str, Any]]
     metric: MetricOut
+    metrics: list[MetricsItemOut]
     parallel_bandwidth: int
     suggestion_ttl_s: float | None
     observation_budget: int | None
@@ -130,6 +183,7 @@ class ExperimentOut(BaseModel):
     created_at: float
     open_suggestions: int
     observations: int
+    early_stopping: dict[str, Any]
 
 
 class SuggestionOut(BaseModel):
@@ -150,6 +204,7 @@ class ObservationOut(BaseModel):
     failed: bool
     created_at: float
     metrics: dict[str, float]
+    stopped_at_step: int | None
 
 
 class ClosedOut(BaseModel):

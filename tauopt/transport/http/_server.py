@@ -1,8 +1,10 @@
 """The REST door: `create_app(engine)` returns the ASGI app.
 
-Declared once, Starlette style: the routes (one per operation, `_routes.py`),
+Declared once, Starlette style: the routes (one per operation, `_routes.py`;
+the dashboard's read-only insight operations in `_insight_routes.py`; GET
+/metrics, `_metrics.py`; the dashboard's static files, `_dashboard.py`),
 /openapi.json and /docs (FastAPI-generated from the same declarations,
-`_openapi.py`), the middleware (the body limit), the exception handlers (every
+`_openapi.py`), the middleware (the metrics, the body limit), the exception handlers (every
 error rendered by `_render.render_error` from the catalogue) and the lifespan
 (the engine and the door's gate, read as `request.state`). The app only
 translates; auth and per-credential limits sit at the door
@@ -27,11 +29,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...engine._auth import Gate, Limits
 from ...errors import ApiError, api_error
+from ._dashboard import dashboard_routes
+from ._insight_routes import INSIGHT
+from ._metrics import TOP_EXPERIMENTS, Metrics, MetricsMiddleware, metrics_route
 from ._openapi import openapi_document
 from ._render import MAX_BODY_BYTES, from_http_exception, internal_error, render_error
-from ._routes import OPERATIONS, ROUTES
+from ._routes import OPERATIONS, Operation, routes
 
-__all__ = ["create_app", "render_error", "MAX_BODY_BYTES", "BodyLimit"]
+__all__ = ["create_app", "render_error", "MAX_BODY_BYTES", "BodyLimit", "SERVED"]
+
+# Every operation the door serves (and /openapi.json describes), by topic module.
+SERVED: list[Operation] = [*OPERATIONS, *INSIGHT]
 
 
 class _BodyTooLarge(HTTPException):
@@ -103,6 +111,8 @@ def create_app(
     auth: bool = True,
     clock: Callable[[], float] = time.time,
     max_body_bytes: int = MAX_BODY_BYTES,
+    metrics_token: str | None = None,
+    metrics_top_experiments: int = TOP_EXPERIMENTS,
 ) -> Starlette:
     """The REST API as an ASGI app.
 
@@ -112,7 +122,10 @@ def create_app(
     auth: False serves without tokens (owner None, no quotas): for embedding
         behind your own authentication only.
     clock: the quotas' clock (wall time; injectable for tests).
+    metrics_token: if set, GET /metrics needs `Authorization: Bearer <it>`.
+    metrics_top_experiments: per-experiment gauges cover this many experiments (busiest first).
     """
+    metrics = Metrics(metrics_top_experiments)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -123,13 +136,14 @@ def create_app(
 
                 eng = await stack.enter_async_context(Engine(store=db, **(engine_options or {})))
             app.state.gate = Gate(eng.store, limits, clock=clock)
+            metrics.bind(eng)
             yield {"engine": eng, "gate": app.state.gate, "auth": auth}
 
     schema: dict[str, Any] = {}
 
     async def openapi(request: Request) -> Response:
         if not schema:
-            schema.update(openapi_document(OPERATIONS, title="tauopt", summary=_SUMMARY, version=_version()))
+            schema.update(openapi_document(SERVED, title="tauopt", summary=_SUMMARY, version=_version()))
         return JSONResponse(schema)
 
     async def docs(request: Request) -> Response:
@@ -137,8 +151,17 @@ def create_app(
         return get_swagger_ui_html(openapi_url=root + "/openapi.json", title="tauopt - Swagger UI")
 
     return Starlette(
-        routes=[*ROUTES, Route("/openapi.json", openapi, include_in_schema=False), Route("/docs", docs, include_in_schema=False)],
-        middleware=[Middleware(BodyLimit, limit=max_body_bytes)],
+        routes=[
+            *routes(SERVED),
+            Route("/openapi.json", openapi, include_in_schema=False),
+            Route("/docs", docs, include_in_schema=False),
+            metrics_route(metrics, metrics_token),
+            *dashboard_routes(),
+        ],
+        middleware=[  # outermost first: the metrics see every answer, the body limit's too
+            Middleware(MetricsMiddleware, metrics=metrics),
+            Middleware(BodyLimit, limit=max_body_bytes),
+        ],
         exception_handlers={
             ApiError: _on_api_error,
             HTTPException: partial(_on_http_error, max_body_bytes),

@@ -1,0 +1,168 @@
+"""Drivers for benchmarks/quality.py: one run = one method on one problem
+instance with W parallel workers, returning the values in observation order
+and the seconds spent choosing points.
+
+  run_strategy  tauopt's strategies called directly (exact simulated parallelism:
+                W suggestions open at all times, the oldest observed first;
+                tauopt sees the other W-1 as pending points)
+  run_optuna    Optuna's samplers through ask/tell with the same parallelism
+  run_engine    the real ask path: an AsyncClient (local Engine, process pool,
+                compute-ahead, deadline fallback) with W concurrent worker
+                tasks that each evaluate for `eval_s` seconds
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from _suite import Problem
+
+from tauopt.models import Metric, Observation
+from tauopt.strategies import propose, resolve
+from tauopt.strategies._request import SuggestRequest
+
+# name -> GPConfig switches; "gp" is the default model, the others turn opt-in refinements on
+GP_VARIANTS: dict[str, dict[str, bool]] = {
+    "gp": {},
+    "gp_grad": {"gradient": True},
+    "gp_warp": {"output_warp": True},
+    "gp_tr": {"trust_region": True},
+    "gp_grad_warp": {"gradient": True, "output_warp": True},
+    "gp_all": {"gradient": True, "output_warp": True, "trust_region": True},
+}
+
+
+@dataclass
+class Run:
+    values: list[float]
+    suggest_s: float  # seconds choosing points, per suggestion
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed: int) -> Run:
+    from tauopt.strategies.gp import GPConfig, propose_gp
+
+    space, metric = problem.space, Metric("y")
+    config = GPConfig(**GP_VARIANTS[method]) if method in GP_VARIANTS else None
+    history: list[Observation] = []
+    pending: collections.deque[dict[str, Any]] = collections.deque()
+    warm, drawn, spent = None, 0, 0.0
+    values: list[float] = []
+
+    def ask() -> None:
+        nonlocal warm, drawn, spent
+        t0 = time.perf_counter()
+        req = SuggestRequest(space, metric, tuple(history), tuple(pending), 1, seed, drawn)
+        rng = np.random.default_rng([seed, drawn])
+        strategy = "auto" if config is not None else method
+        if config is not None and resolve(strategy, req) == "gp":
+            r = propose_gp(req, rng, warm, config=config)
+            warm, cands = r.state, r.candidates
+        else:
+            cands = propose(strategy, req, rng)
+        spent += time.perf_counter() - t0
+        drawn += 1
+        pending.append(cands[0])
+
+    while len(pending) < workers:
+        ask()
+    while len(values) < budget:
+        a = pending.popleft()
+        v = problem.f(a)
+        values.append(v)
+        history.append(Observation(str(len(history)), "e", None, a, v))
+        if len(values) + len(pending) < budget:
+            ask()
+    return Run(values, spent / budget)
+
+
+def _optuna_sampler(optuna: Any, method: str, seed: int) -> Any:
+    if method == "optuna_gp":
+        return optuna.samplers.GPSampler(seed=seed)
+    if method == "optuna_tpe":
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True)
+    if method == "optuna_cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed)
+    raise ValueError(method)
+
+
+def run_optuna(problem: Problem, method: str, budget: int, workers: int, seed: int) -> Run:
+    import optuna
+    from optuna.distributions import FloatDistribution
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    dists = {p.name: FloatDistribution(p.bounds[0], p.bounds[1]) for p in problem.space.parameters}  # type: ignore[index]
+    study = optuna.create_study(sampler=_optuna_sampler(optuna, method, seed), direction="minimize")
+    open_trials: collections.deque[Any] = collections.deque()
+    values: list[float] = []
+    spent = 0.0
+
+    def ask() -> None:
+        nonlocal spent
+        t0 = time.perf_counter()
+        open_trials.append(study.ask(dists))
+        spent += time.perf_counter() - t0
+
+    while len(open_trials) < workers:
+        ask()
+    while len(values) < budget:
+        trial = open_trials.popleft()
+        v = problem.f(trial.params)
+        values.append(v)
+        t0 = time.perf_counter()
+        study.tell(trial, v)
+        spent += time.perf_counter() - t0
+        if len(values) + len(open_trials) < budget:
+            ask()
+    return Run(values, spent / budget)
+
+
+async def run_engine(client: Any, problem: Problem, budget: int, workers: int, seed: int, eval_s: float) -> Run:
+    """`auto` through the engine as users get it. Workers start staggered over
+    one evaluation time (a steady state, not lockstep)."""
+    import anyio
+
+    exp = await client.create_experiment(
+        f"{problem.name}-{problem.d}-{seed}",
+        problem.space.parameters,
+        {"name": "y"},
+        parallel_bandwidth=workers,
+        strategy="auto",
+        strategy_options={"seed": seed},
+    )
+    values: list[float] = []
+    asks: list[float] = []
+    issued = 0
+
+    async def worker(i: int) -> None:
+        nonlocal issued
+        await anyio.sleep(eval_s * i / workers)
+        while issued < budget:
+            issued += 1
+            t0 = time.perf_counter()
+            s = await client.suggest(exp.id)
+            asks.append(time.perf_counter() - t0)
+            v = problem.f(s.assignments)
+            await anyio.sleep(eval_s)
+            values.append(v)
+            await client.observe(exp.id, s.id, value=v)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(workers):
+            tg.start_soon(worker, i)
+    stats = await client.engine.inspect(exp.id)
+    served = max(int(stats.get("served_pooled", 0)), 1)
+    extra = {
+        "fallback_frac": stats.get("served_fallback", 0) / budget,
+        "stale_frac": stats.get("served_stale", 0) / budget,
+        "gp_served": stats.get("served_pooled", 0),
+        "stale_of_gp": stats.get("served_stale", 0) / served,
+        "ask_p50_s": float(np.quantile(asks, 0.5)),
+        "ask_p99_s": float(np.quantile(asks, 0.99)),
+    }
+    return Run(values, float(np.mean(asks)), extra)

@@ -1,0 +1,143 @@
+"""How long an experiment page of the dashboard takes to load and draw, at N observations.
+
+Fills a SQLite file with one experiment of N observations (4 parameters, a few
+failed, 4 worker tags) through the engine, starts `tauopt serve` on it, then in
+headless Chromium (Debian's, through Playwright) signs in once and, per run,
+opens the experiment page from scratch (a new tab) and measures from navigation
+start to the `tauopt:experiment-drawn` mark the page sets once every plot and
+table is drawn. Prints JSON.
+
+    python benchmarks/dashboard_load.py --observations 10000 --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+PARAMS = [
+    {"name": "learning_rate", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"},
+    {"name": "dropout", "type": "double", "bounds": [0.0, 0.6]},
+    {"name": "layers", "type": "int", "bounds": [1, 6]},
+    {"name": "activation", "type": "categorical", "values": ["relu", "gelu", "tanh"]},
+]
+
+
+async def fill(db: str, n: int) -> str:
+    from tauopt.engine._engine import Engine
+
+    async with Engine(store=db, pool=None) as engine:
+        exp = await engine.create_experiment(
+            "bench", PARAMS, {"name": "val_loss", "objective": "minimize"}, parallel_bandwidth=8, strategy="random",
+            suggestion_ttl_s=3600,
+        )  # fmt: skip
+        for i in range(n):
+            s = await engine.suggest(exp.id, tag=f"node-{i % 4}/rank-0")
+            a = s.assignments
+            failed = i % 37 == 5
+            value = None if failed else 0.3 + 0.08 * (math.log10(a["learning_rate"]) + 2.5) ** 2 + 0.4 * (a["dropout"] - 0.2) ** 2
+            await engine.observe(exp.id, suggestion_id=s.id, value=value, failed=failed)
+        return exp.id
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--observations", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    from browser_support import CHROMIUM_ARGS, browser_skip_reason, chromium_path
+    from playwright.sync_api import sync_playwright
+
+    if browser_skip_reason():
+        raise SystemExit(browser_skip_reason())
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "bench.db")
+        t0 = time.perf_counter()
+        eid = anyio.run(fill, db, args.observations)
+        fill_s = time.perf_counter() - t0
+        port = free_port()
+        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tauopt.cli", "serve", "--db", db, "--port", str(port), "--pool", "thread", "--log-level", "warning",
+             "--heavy-read-burst", "1000", "--heavy-read-rate", "1000"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+        )  # fmt: skip
+        try:
+            url = f"http://127.0.0.1:{port}"
+            for _ in range(300):
+                try:
+                    if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            token = Path(db + ".token").read_text().strip()
+            times = measure(url, token, eid, args.runs, chromium_path(), CHROMIUM_ARGS, sync_playwright)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    print(json.dumps({
+        "benchmark": "dashboard_load",
+        "observations": args.observations,
+        "runs": args.runs,
+        "load_to_drawn_ms": {"min": min(times), "median": statistics.median(times), "max": max(times)},
+        "steps_median_ms": {k: round(statistics.median(v), 1) for k, v in steps.items()},
+        "fill_seconds": round(fill_s, 1),
+        "browser": "headless chromium (Debian), --disable-gpu",
+        "cpus": os.cpu_count(),
+    }, indent=2))  # fmt: skip
+
+
+STEPS = "performance.getEntriesByType('measure').filter(m => m.name.startsWith('tauopt:')).map(m => [m.name.slice(7), m.duration])"
+steps: dict[str, list[float]] = {}
+
+
+def measure(url: str, token: str, eid: str, runs: int, chromium: str | None, chromium_args: list[str], sync_playwright: object) -> list[float]:
+    """Per run: a new tab, signed in, loads the experiment page; ms from navigation start to drawn.
+    One extra run first warms the HTTP cache (the hashed assets), as a returning user's browser is."""
+    times: list[float] = []
+    with sync_playwright() as p:  # type: ignore[operator]
+        browser = p.chromium.launch(executable_path=chromium, args=chromium_args)
+        context = browser.new_context(viewport={"width": 1360, "height": 900})
+        for run in range(runs + 1):
+            page = context.new_page()
+            page.goto(url + "/")
+            page.evaluate("(t) => sessionStorage.setItem('tauopt.token', t)", token)
+            page.goto(f"{url}/#/e/{eid}")
+            page.reload()  # a fresh navigation straight to the experiment, signed in
+            deadline = time.monotonic() + 60
+            while not page.evaluate("performance.getEntriesByName('tauopt:experiment-drawn').length"):
+                if time.monotonic() > deadline:
+                    raise SystemExit("the page did not finish drawing within 60 s")
+                page.wait_for_timeout(20)
+            if run > 0:
+                times.append(round(page.evaluate("performance.getEntriesByName('tauopt:experiment-drawn')[0].startTime"), 1))
+                for name, ms in page.evaluate(STEPS):
+                    steps.setdefault(name, []).append(ms)
+            page.close()
+        browser.close()
+    return times
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""Activity: what the dashboard reads about one experiment, kept up to date
+as the actor works, so a page refresh never re-scans the history.
+
+The actor calls `opened`, `left` and `observed` at the three places its state
+changes; `summary()` and `workers(after)` then answer in time proportional to
+what changed (`after` is a cursor into the log of suggestion changes), not to
+the experiment's size.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..models import Observation, Suggestion
+
+__all__ = ["Activity", "SPARKLINE_POINTS", "observations_after"]
+
+SPARKLINE_POINTS = 40
+
+
+@dataclass
+class _TagCounts:
+    open: int = 0
+    observed: int = 0
+    closed: int = 0
+    expired: int = 0
+    failed: int = 0
+
+    def as_dict(self, tag: str | None) -> dict[str, Any]:
+        return {"tag": tag, "open": self.open, "observed": self.observed, "closed": self.closed,
+                "expired": self.expired, "failed": self.failed}  # fmt: skip
+
+
+@dataclass
+class Activity:
+    sign: float
+    tags: dict[str | None, _TagCounts] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)  # suggestion ids, in order of change
+    ended: dict[str, float] = field(default_factory=dict)  # when a suggestion left "open"
+    improvements: list[tuple[int, float]] = field(default_factory=list)  # (observation number, best so far)
+    failed: int = 0
+    observations: int = 0
+    last_activity: float | None = None
+
+    @classmethod
+    def of(cls, sign: float, suggestions: Iterable[Suggestion], observations: Iterable[Observation]) -> "Activity":
+        a = cls(sign)
+        by_id: dict[str, Suggestion] = {}
+        for s in sorted(suggestions, key=_sid_order):
+            by_id[s.id] = s
+            setattr(a._counts(s.tag), s.state, getattr(a._counts(s.tag), s.state) + 1)
+            a.log.append(s.id)
+            a._touch(s.created_at)
+        for o in observations:
+            s = by_id.get(o.suggestion_id or "")
+            if s is not None:
+                a.ended[s.id] = o.created_at
+            a._observation(o, None if s is None else s.tag)
+        return a
+
+    # -- updates (called by the actor) -------------------------------------------
+
+    def opened(self, s: Suggestion) -> None:
+        self._counts(s.tag).open += 1
+        self.log.append(s.id)
+        self._touch(s.created_at)
+
+    def left(self, s: Suggestion, now: float) -> None:
+        """`s` (already in its new state) left "open"."""
+        counts = self._counts(s.tag)
+        counts.open -= 1
+        setattr(counts, s.state, getattr(counts, s.state) + 1)
+        self.ended[s.id] = now
+        self.log.append(s.id)
+        self._touch(now)
+
+    def rehanded(self, old: Suggestion, new: Suggestion) -> None:
+        """A released suggestion handed to a new holder: its open slot moves to the new tag."""
+        self._counts(old.tag).open -= 1
+        self._counts(new.tag).open += 1
+        self.log.append(new.id)
+        self._touch(new.created_at)
+
+    def observed(self, o: Observation, tag: str | None) -> None:
+        self._observation(o, tag)
+
+    # -- reads ------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "observations": self.observations,
+            "failed": self.failed,
+            "best_value": self.improvements[-1][1] if self.improvements else None,
+            "last_activity": self.last_activity,
+            "best_so_far": [[n, v] for n, v in _thin(self.improvements, self.observations)],
+        }
+
+    def workers(self, after: int, suggestions: dict[str, Suggestion], now: float, ttl: float | None) -> dict[str, Any]:
+        after = min(max(0, after), len(self.log))
+        changed = dict.fromkeys(self.log[after:])  # once each, in order of their latest change
+        rows = [_timeline_row(suggestions[sid], self.ended.get(sid)) for sid in changed if sid in suggestions]
+        return {
+            "now": now,
+            "suggestion_ttl_s": ttl,
+            "cursor": len(self.log),
+            "tags": [c.as_dict(tag) for tag, c in sorted(self.tags.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))],
+            "changes": rows,
+        }
+
+    # -- internals ----------------------------------------------------------------
+
+    def _counts(self, tag: str | None) -> _TagCounts:
+        counts = self.tags.get(tag)
+        if counts is None:
+            counts = self.tags[tag] = _TagCounts()
+        return counts
+
+    def _observation(self, o: Observation, tag: str | None) -> None:
+        self.observations += 1
+        self._touch(o.created_at)
+        if o.failed or o.value is None:
+            self.failed += 1
+            if o.suggestion_id is not None:
+                self._counts(tag).failed += 1
+            return
+        if not self.improvements or self.sign * o.value < self.sign * self.improvements[-1][1]:
+            self.improvements.append((self.observations, o.value))
+
+    def _touch(self, t: float) -> None:
+        if self.last_activity is None or t > self.last_activity:
+            self.last_activity = t
+
+
+def _sid_order(s: Suggestion) -> tuple[int, str]:
+    return (int(s.id), "") if s.id.isdigit() else (1 << 62, s.id)
+
+
+def _timeline_row(s: Suggestion, ended: float | None) -> dict[str, Any]:
+    return {"id": s.id, "tag": s.tag, "state": s.state, "created_at": s.created_at, "ended_at": ended}
+
+
+def _thin(improvements: list[tuple[int, float]], total: int) -> list[tuple[int, float]]:
+    """The best-so-far step line at <= SPARKLINE_POINTS points, ending at `total`."""
+    if not improvements:
+        return []
+    points = improvements
+    if len(points) > SPARKLINE_POINTS:
+        step = len(points) / (SPARKLINE_POINTS - 1)
+        points = [points[int(i * step)] for i in range(SPARKLINE_POINTS - 1)] + [points[-1]]
+    if points[-1][0] != total:
+        points = points + [(total, points[-1][1])]
+    return points
+
+
+def observations_after(observations: list[Observation], after: int) -> list[Observation]:
+    """Observations with a numeric id above `after` (ids grow with arrival)."""
+    start = bisect.bisect_right(observations, after, key=lambda o: int(o.id) if o.id.isdigit() else -1)
+    return observations[start:]
+

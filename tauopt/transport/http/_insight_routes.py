@@ -1,0 +1,98 @@
+"""The read-only /v1 routes the dashboard draws from (any client may use them):
+
+    GET /v1/experiments/{id}/summary      counts, best value, last activity, best-so-far line
+    GET /v1/experiments/{id}/workers      per-tag counts, open suggestions and their age,
+                                          suggestions changed since ?after=<cursor>
+    GET /v1/experiments/{id}/importance   parameter importance, with the method named
+
+Incremental observation reads are `GET /v1/experiments/{id}/observations?after=<id>`
+(in `_routes.py`). Summary and workers are answered from counters the experiment's
+actor keeps, so polling them costs what changed, not the history's size.
+
+Declared like every operation (`_routes.operation`: one function each, its route
+and its /openapi.json entry from the one declaration, the same auth and error
+path), in this module's own list `INSIGHT`, which the app serves beside the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ._routes import Call, Operation, operation
+from ._schema import COMMON_ERRORS, NonNegative
+
+__all__ = ["INSIGHT"]
+
+
+class SummaryOut(BaseModel):
+    experiment: dict[str, Any]
+    observations: int
+    failed: int
+    best_value: float | None
+    last_activity: float | None
+    best_so_far: list[list[float]] = Field(description="[observation number, best value so far] pairs, at most 41")
+
+
+class TagCountsOut(BaseModel):
+    tag: str | None
+    open: int
+    observed: int
+    closed: int
+    expired: int
+    failed: int
+
+
+class TimelineRowOut(BaseModel):
+    id: str
+    tag: str | None
+    state: str
+    created_at: float
+    ended_at: float | None
+
+
+class WorkersOut(BaseModel):
+    now: float
+    suggestion_ttl_s: float | None
+    cursor: int
+    tags: list[TagCountsOut]
+    open: list[dict[str, Any]]
+    changes: list[TimelineRowOut]
+
+
+class ImportanceRowOut(BaseModel):
+    name: str
+    importance: float
+
+
+class ImportanceOut(BaseModel):
+    method: str
+    observations: int
+    parameters: list[ImportanceRowOut]
+
+
+INSIGHT: list[Operation] = []
+_EXP = "/v1/experiments/{id}"
+_ERRORS = COMMON_ERRORS + (429,)
+
+
+@operation("GET", _EXP + "/summary", into=INSIGHT, response=SummaryOut, errors=_ERRORS, tag="insight")
+async def summary(call: Call) -> Any:
+    out = await call.engine.summary(call.path["id"], owner=call.owner)
+    return dict(out, experiment=out["experiment"].to_dict())
+
+
+@operation("GET", _EXP + "/workers", into=INSIGHT, query={"after": NonNegative}, response=WorkersOut, errors=_ERRORS,
+           tag="insight")  # fmt: skip
+async def workers(call: Call) -> Any:
+    """`after`: the `cursor` of a previous answer; 0 or left out lists every suggestion."""
+    after = call.query["after"]
+    return await call.engine.workers(call.path["id"], after=0 if after is None else after, owner=call.owner)
+
+
+@operation("GET", _EXP + "/importance", into=INSIGHT, response=ImportanceOut, errors=_ERRORS, tag="insight")
+async def importance(call: Call) -> Any:
+    if call.cred is not None:
+        call.gate.heavy_read(call.cred)  # reads the whole history
+    return await call.engine.importance(call.path["id"], owner=call.owner)

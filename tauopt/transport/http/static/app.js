@@ -1,0 +1,699 @@
+// tauopt dashboard: plain JS over the public /v1 API; no build step.
+// The token lives in sessionStorage and travels only in the Authorization header.
+"use strict";
+
+const TOKEN_KEY = "tauopt.token";
+const POLL_MS = 2000;
+// SVG marks per plot; above these a plot is evenly thinned and says so on the chart
+// (the best-so-far line and the importance always use every observation). Sized so a
+// 10,000-observation page draws in about a second: see benchmarks/dashboard_load.py.
+const LIMITS = { history: 1500, parcoords: 1000, slices: 500, contour: 400, timeline: 500 };
+const COLORS = { ok: "#2563eb", best: "#f59e0b", failed: "#dc2626", observed: "#16a34a", open: "#2563eb",
+  closed: "#6b7280", expired: "#dc2626", grid: "#e5e7eb", text: "#1f2937", muted: "#6b7280" };
+const PLOT_CONFIG = { displayModeBar: false, responsive: true };
+
+// plotly.js (through d3) sets a few styles with setAttribute("style", ...), which the strict
+// CSP refuses (style-src-attr); the same declarations through the CSSOM are allowed.
+const nativeSetAttribute = Element.prototype.setAttribute;
+Element.prototype.setAttribute = function setAttribute(name, value) {
+  if (typeof name === "string" && name.toLowerCase() === "style") { this.style.cssText = String(value); return undefined; }
+  return nativeSetAttribute.call(this, name, value);
+};
+
+// -- small helpers ------------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+function svgEl(tag, attrs) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  return node;
+}
+
+function fmt(v) {
+  if (v === null || v === undefined) return "–";
+  if (typeof v !== "number") return String(v);
+  if (Number.isInteger(v)) return v.toLocaleString("en-US");
+  const a = Math.abs(v);
+  return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(3) : v.toPrecision(4).replace(/\.?0+$/, "");
+}
+
+function ago(t, now) {
+  if (!t) return "–";
+  const s = Math.max(0, (now || Date.now() / 1000) - t);
+  if (s < 60) return `${Math.round(s)} s ago`;
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${(s / 3600).toFixed(1)} h ago`;
+  return `${(s / 86400).toFixed(1)} d ago`;
+}
+
+function duration(s) {
+  if (s === null || s === undefined) return "–";
+  if (s < 120) return `${s.toFixed(0)} s`;
+  if (s < 7200) return `${(s / 60).toFixed(1)} min`;
+  return `${(s / 3600).toFixed(1)} h`;
+}
+
+// -- the API -------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, type, message) { super(message); this.status = status; this.type = type; }
+}
+
+async function api(path, options) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const headers = { Accept: "application/json" };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const init = { method: "GET", ...(options || {}), headers };
+  if (init.body !== undefined) { headers["Content-Type"] = "application/json"; init.body = JSON.stringify(init.body); }
+  const res = await fetch(path, init);
+  const data = res.status === 204 ? null : await res.json();
+  if (!res.ok) {
+    const e = (data && data.error) || {};
+    if (res.status === 401) { signOut(e.message || "Your token was refused; sign in again."); }
+    throw new ApiError(res.status, e.type || "http_" + res.status, e.message || res.statusText);
+  }
+  return data;
+}
+
+// -- shell: sign-in, routing, polling ---------------------------------------------------
+
+let current = null; // the page on screen: { stop() }
+
+function signOut(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  if (current) { current.stop(); current = null; }
+  document.getElementById("view").replaceChildren();
+  show("signin", true); show("signout", false); show("live", false);
+  setError(message || null);
+}
+
+function setError(message) {
+  const box = document.getElementById("signin-error");
+  box.textContent = message || "";
+  box.classList.toggle("hidden", !message);
+}
+
+function show(id, on) { document.getElementById(id).classList.toggle("hidden", !on); }
+
+function crumbs(...items) {
+  const nav = document.getElementById("crumbs");
+  nav.replaceChildren(...items.map((it, i) => el("span", { class: "crumb" },
+    i ? el("span", { class: "sep" }, "/") : null,
+    it.href ? el("a", { href: it.href }, it.text) : el("span", {}, it.text))));
+}
+
+function route() {
+  if (current) { current.stop(); current = null; }
+  if (!sessionStorage.getItem(TOKEN_KEY)) { signOut(); return; }
+  show("signin", false); show("signout", true); show("live", true);
+  const view = document.getElementById("view");
+  view.replaceChildren();
+  const m = location.hash.match(/^#\/e\/([^/]+)$/);
+  current = m ? experimentPage(view, decodeURIComponent(m[1])) : listPage(view);
+}
+
+function poller(tick) {
+  // one tick at a time; a failed tick shows in the live badge and is retried
+  let timer = null, stopped = false;
+  const live = document.getElementById("live");
+  async function run() {
+    try { await tick(); live.classList.remove("stale"); live.title = "updating while workers run"; }
+    catch (e) { live.classList.add("stale"); live.title = `last update failed: ${e.message}`; if (e.status === 401) return; }
+    if (!stopped) timer = setTimeout(run, POLL_MS);
+  }
+  run();
+  return { stop() { stopped = true; clearTimeout(timer); } };
+}
+
+// -- experiments list ------------------------------------------------------------------
+
+const LIST_COLUMNS = [
+  ["name", "Name"], ["state", "State"], ["strategy", "Strategy"], ["observations", "Observations"],
+  ["open", "Open / bandwidth"], ["best", "Best value"], ["last", "Last activity"], ["spark", "Best so far"],
+];
+
+function listPage(view) {
+  crumbs({ text: "Experiments" });
+  const state = { sort: "last", desc: true, filter: "", rows: [] };
+  const filter = el("select", { id: "state-filter", "aria-label": "Filter by state" },
+    el("option", { value: "" }, "All states"), ...["active", "completed", "archived"].map((s) => el("option", { value: s }, s)));
+  const body = el("tbody");
+  const head = el("tr", {}, LIST_COLUMNS.map(([key, label]) => el("th", {
+    class: key === "spark" ? "" : "sortable", "data-key": key,
+    onclick: () => { if (key === "spark") return; state.desc = state.sort === key ? !state.desc : key !== "name"; state.sort = key; draw(); },
+  }, label)));
+  const empty = el("p", { class: "muted empty hidden" }, "No experiments yet. Create one through the API (see /docs) and start workers.");
+  view.append(el("div", { class: "card" },
+    el("div", { class: "card-head" }, el("h2", {}, "Experiments"), el("span", { id: "exp-count", class: "muted" }), el("span", { class: "spacer" }), filter),
+    el("table", { id: "exp-table", class: "table" }, el("thead", {}, head), body), empty));
+  filter.addEventListener("change", () => { state.filter = filter.value; draw(); });
+
+  function sortValue(r, key) {
+    const e = r.e, s = r.s || {};
+    return { name: e.name.toLowerCase(), state: e.state, strategy: e.strategy, observations: e.observations,
+      open: e.open_suggestions, best: s.best_value ?? null, last: s.last_activity ?? e.created_at }[key];
+  }
+
+  function draw() {
+    const rows = state.rows.filter((r) => !state.filter || r.e.state === state.filter);
+    rows.sort((a, b) => {
+      const x = sortValue(a, state.sort), y = sortValue(b, state.sort);
+      const c = x === y ? 0 : x === null ? 1 : y === null ? -1 : x < y ? -1 : 1;
+      return state.desc ? -c : c;
+    });
+    for (const th of head.children) th.classList.toggle("sorted", th.dataset.key === state.sort);
+    for (const th of head.children) th.classList.toggle("desc", th.dataset.key === state.sort && state.desc);
+    document.getElementById("exp-count").textContent = `${rows.length} shown`;
+    empty.classList.toggle("hidden", state.rows.length > 0);
+    body.replaceChildren(...rows.map(listRow));
+  }
+
+  return poller(async () => {
+    const exps = await api("/v1/experiments");
+    const sums = await Promise.all(exps.map((e) => api(`/v1/experiments/${e.id}/summary`).catch(() => null)));
+    state.rows = exps.map((e, i) => ({ e: sums[i] ? sums[i].experiment : e, s: sums[i] }));
+    draw();
+  });
+}
+
+function listRow(r) {
+  const e = r.e, s = r.s || {};
+  return el("tr", { "data-id": e.id },
+    el("td", {}, el("a", { href: `#/e/${encodeURIComponent(e.id)}`, class: "strong" }, e.name), el("div", { class: "muted small mono" }, e.id)),
+    el("td", {}, el("span", { class: `pill ${e.state}` }, e.state)),
+    el("td", {}, e.strategy),
+    el("td", { class: "num" }, fmt(e.observations), e.observation_budget ? el("span", { class: "muted" }, ` / ${fmt(e.observation_budget)}`) : null),
+    el("td", { class: "num" }, fmt(e.open_suggestions), el("span", { class: "muted" }, ` / ${e.parallel_bandwidth}`)),
+    el("td", { class: "num strong" }, fmt(s.best_value), el("span", { class: "muted small" }, ` ${e.metric.objective === "minimize" ? "↓" : "↑"}`)),
+    el("td", { class: "muted" }, ago(s.last_activity ?? e.created_at)),
+    el("td", {}, sparkline(s.best_so_far || [])));
+}
+
+function sparkline(points) {
+  const w = 120, h = 28, svg = svgEl("svg", { width: w, height: h, class: "spark", viewBox: `0 0 ${w} ${h}` });
+  if (points.length < 2) return svg;
+  const xs = points.map((p) => p[0]), ys = points.map((p) => p[1]);
+  const x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(...ys), y1 = Math.max(...ys);
+  const sx = (x) => 2 + ((x - x0) / (x1 - x0 || 1)) * (w - 4), sy = (y) => h - 3 - ((y - y0) / (y1 - y0 || 1)) * (h - 6);
+  let d = "";
+  points.forEach((p, i) => { d += i ? ` H${sx(p[0]).toFixed(1)} V${sy(p[1]).toFixed(1)}` : `M${sx(p[0]).toFixed(1)} ${sy(p[1]).toFixed(1)}`; });
+  svg.append(svgEl("path", { d, fill: "none", stroke: COLORS.best, "stroke-width": "1.8" }));
+  return svg;
+}
+
+// -- one experiment --------------------------------------------------------------------
+
+function experimentPage(view, id) {
+  const st = { exp: null, obs: [], lastId: 0, cursor: 0, sugg: new Map(), workers: null, sort: { key: "id", desc: true },
+    filter: "", xAxis: "number", pair: [null, null], importanceAt: -1, drawnAt: -1 };
+  crumbs({ text: "Experiments", href: "#/" }, { text: id });
+  const root = el("div", { class: "experiment" });
+  view.append(root);
+  const parts = buildExperimentLayout(root, st, () => drawAll(st, true));
+  st.parts = parts;
+  return poller(async () => {
+    const [summary, fresh, workers] = await Promise.all([
+      api(`/v1/experiments/${id}/summary`),
+      api(`/v1/experiments/${id}/observations?after=${st.lastId}`),
+      api(`/v1/experiments/${id}/workers?after=${st.cursor}`),
+    ]);
+    st.exp = summary.experiment; st.summary = summary;
+    for (const o of fresh) { st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
+    for (const row of workers.changes) st.sugg.set(row.id, row);
+    st.cursor = workers.cursor; st.workers = workers;
+    crumbs({ text: "Experiments", href: "#/" }, { text: st.exp.name });
+    const first = st.drawnAt < 0;
+    await drawAll(st, fresh.length > 0 || first);
+    if (first) performance.mark("tauopt:experiment-drawn"); // read by benchmarks/dashboard_load.py
+  });
+}
+
+function section(title, id, ...body) {
+  return el("div", { class: "card", id }, el("div", { class: "card-head" }, el("h2", {}, title), el("span", { class: "note muted", id: `${id}-note` })), ...body);
+}
+
+function buildExperimentLayout(root, st, redraw) {
+  const axisButtons = el("div", { class: "seg" }, ...[["number", "by observation"], ["time", "by wall time"]].map(([k, label]) =>
+    el("button", { type: "button", "data-axis": k, class: k === st.xAxis ? "on" : "", onclick: (ev) => {
+      st.xAxis = k; for (const b of ev.target.parentNode.children) b.classList.toggle("on", b.dataset.axis === k); drawHistory(st);
+    } }, label)));
+  const filter = el("input", { id: "obs-filter", type: "search", placeholder: "Filter rows (e.g. failed, 0.01, relu)" });
+  filter.addEventListener("input", () => { st.filter = filter.value.trim().toLowerCase(); drawTable(st); });
+  const pairX = el("select", { id: "pair-x", "aria-label": "contour x" }), pairY = el("select", { id: "pair-y", "aria-label": "contour y" });
+  for (const s of [pairX, pairY]) s.addEventListener("change", () => { st.pair = [pairX.value, pairY.value]; drawContour(st); });
+  root.append(
+    el("div", { id: "exp-header", class: "card header-card" }),
+    el("div", { class: "grid two" },
+      section("Optimization history", "history", el("div", { class: "tools" }, axisButtons), el("div", { id: "plot-history", class: "plot" })),
+      section("Parameter importance", "importance", el("div", { id: "plot-importance", class: "plot" }))),
+    section("Workers", "workers",
+      el("div", { class: "grid two tight" },
+        el("div", {}, el("h3", {}, "By tag"), el("table", { id: "tag-table", class: "table compact" })),
+        el("div", {}, el("h3", {}, "Open suggestions"), el("table", { id: "open-table", class: "table compact" }))),
+      el("h3", {}, "Timeline: from ask to observation"), el("div", { id: "plot-timeline", class: "plot tall" })),
+    section("Parallel coordinates", "parcoords", el("p", { class: "muted small" }, "Drag along an axis to select a range."), el("div", { id: "plot-parcoords", class: "plot" })),
+    el("div", { class: "grid two" },
+      section("Slices", "slices", el("div", { id: "plot-slices", class: "plot tall" })),
+      section("Contour", "contour", el("div", { class: "tools" }, "x ", pairX, " y ", pairY), el("div", { id: "plot-contour", class: "plot tall" }))),
+    section("Observations", "observations",
+      el("div", { class: "tools" }, filter, el("span", { class: "spacer" }),
+        el("button", { id: "download-csv", type: "button", onclick: () => download(st, "csv") }, "Download CSV"),
+        el("button", { id: "download-json", type: "button", onclick: () => download(st, "json") }, "Download JSON")),
+      el("div", { class: "scroll" }, el("table", { id: "obs-table", class: "table compact" })),
+      el("p", { id: "obs-more", class: "muted small" })),
+  );
+  return { pairX, pairY, redraw };
+}
+
+async function drawAll(st, dataChanged) {
+  timed("header", () => drawHeader(st));
+  timed("workers", () => drawWorkers(st));
+  if (!dataChanged) return;
+  st.drawnAt = st.obs.length;
+  timed("history", () => drawHistory(st));
+  timed("table", () => drawTable(st));
+  timed("parcoords", () => drawParcoords(st));
+  timed("slices", () => drawSlices(st));
+  fillPairs(st);
+  timed("contour", () => drawContour(st));
+  await drawImportance(st);
+}
+
+function timed(name, draw) {
+  // a performance measure per drawing step, for benchmarks/dashboard_load.py and the browser's profiler
+  const t0 = performance.now();
+  draw();
+  performance.measure(`tauopt:${name}`, { start: t0, end: performance.now() });
+}
+
+// -- header and actions ------------------------------------------------------------------
+
+function drawHeader(st) {
+  const e = st.exp, s = st.summary, box = document.getElementById("exp-header");
+  if (box.dataset.editing) return; // do not redraw under the user's typing
+  const stat = (label, value, id) => el("div", { class: "stat" }, el("div", { class: "muted small" }, label), el("div", { class: "big", id }, value));
+  box.replaceChildren(
+    el("div", { class: "title-row" },
+      el("div", {}, el("h1", {}, e.name, " ", el("span", { class: `pill ${e.state}` }, e.state)),
+        el("div", { class: "muted small" }, `${e.id} · ${e.strategy} · ${e.metric.objective} ${e.metric.name}`)),
+      el("span", { class: "spacer" }),
+      el("button", { id: "edit", type: "button", onclick: () => editForm(st) }, "Edit"),
+      el("button", { id: "close-all", type: "button", disabled: e.open_suggestions === 0, onclick: () => closeAll(st) }, "Close all open"),
+      el("button", { id: "archive", type: "button", class: "danger", disabled: e.state === "archived", onclick: () => archive(st) }, "Archive")),
+    el("div", { class: "stats" },
+      stat("Observations", `${fmt(e.observations)}${e.observation_budget ? " / " + fmt(e.observation_budget) : ""}`, "obs-count"),
+      stat("Failed", fmt(s.failed)),
+      stat("Open / bandwidth", `${e.open_suggestions} / ${e.parallel_bandwidth}`, "open-count"),
+      stat(`Best ${e.metric.name}`, fmt(s.best_value), "best-value"),
+      stat("Suggestion TTL", e.suggestion_ttl_s ? duration(e.suggestion_ttl_s) : "none"),
+      stat("Last activity", ago(s.last_activity))),
+    el("div", { id: "action-error", class: "error hidden" }));
+}
+
+function actionError(e) {
+  const box = document.getElementById("action-error");
+  if (!box) return;
+  box.textContent = `${e.type}: ${e.message}`;
+  box.classList.remove("hidden");
+}
+
+async function closeAll(st) {
+  const n = st.exp.open_suggestions;
+  if (!confirm(`Close all ${n} open suggestion${n === 1 ? "" : "s"} of "${st.exp.name}"? Their workers' observations will then need to be posted as unsolicited.`)) return;
+  try { await api(`/v1/experiments/${st.exp.id}/suggestions`, { method: "DELETE" }); } catch (e) { actionError(e); }
+}
+
+async function archive(st) {
+  if (!confirm(`Archive "${st.exp.name}"? Workers will get experiment_archived on their next ask.`)) return;
+  try { await api(`/v1/experiments/${st.exp.id}/archive`, { method: "POST" }); } catch (e) { actionError(e); }
+}
+
+async function closeOne(st, sid) {
+  try { await api(`/v1/experiments/${st.exp.id}/suggestions/${encodeURIComponent(sid)}`, { method: "DELETE" }); } catch (e) { actionError(e); }
+}
+
+function editForm(st) {
+  const e = st.exp, box = document.getElementById("exp-header");
+  box.dataset.editing = "1";
+  const field = (label, name, value, hint) => el("label", { class: "field" }, el("span", {}, label),
+    el("input", { name, type: "number", min: "0", step: "any", value: value ?? "", placeholder: hint }));
+  const form = el("form", { id: "edit-form", class: "edit" },
+    field("Parallel bandwidth", "parallel_bandwidth", e.parallel_bandwidth, "1..1000"),
+    field("Suggestion TTL (s)", "suggestion_ttl_s", e.suggestion_ttl_s, "empty = none"),
+    field("Observation budget", "observation_budget", e.observation_budget, "empty = none"),
+    el("button", { type: "submit", class: "primary" }, "Save"),
+    el("button", { type: "button", onclick: () => { delete box.dataset.editing; drawHeader(st); } }, "Cancel"),
+    el("div", { id: "edit-error", class: "error hidden" }));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const f = new FormData(form), num = (k) => (f.get(k) === "" ? null : Number(f.get(k)));
+    const body = { parallel_bandwidth: num("parallel_bandwidth"), suggestion_ttl_s: num("suggestion_ttl_s"), observation_budget: num("observation_budget") };
+    if (body.parallel_bandwidth === null) delete body.parallel_bandwidth;
+    else body.parallel_bandwidth = Math.round(body.parallel_bandwidth);
+    if (body.observation_budget !== null) body.observation_budget = Math.round(body.observation_budget);
+    try {
+      st.exp = await api(`/v1/experiments/${e.id}`, { method: "PATCH", body });
+      delete box.dataset.editing; drawHeader(st);
+    } catch (err) {
+      const b = document.getElementById("edit-error"); b.textContent = `${err.type}: ${err.message}`; b.classList.remove("hidden");
+    }
+  });
+  box.append(form);
+}
+
+// -- data shaping ------------------------------------------------------------------------
+
+function paramNames(st) { return st.exp.parameters.filter((p) => p.type !== "fixed").map((p) => p.name); }
+function isNumeric(st, name) { const p = st.exp.parameters.find((q) => q.name === name); return p && (p.type === "double" || p.type === "int"); }
+function isLog(st, name) { const p = st.exp.parameters.find((q) => q.name === name); return p && p.scale === "log"; }
+function scored(st) { return st.obs.filter((o) => !o.failed && o.value !== null); }
+function better(st, a, b) { return st.exp.metric.objective === "minimize" ? a < b : a > b; }
+
+function thin(rows, limit) {
+  // every k-th row, keeping order; the caller says so on the chart
+  if (rows.length <= limit) return rows;
+  const step = rows.length / limit, out = [];
+  for (let i = 0; i < limit; i++) out.push(rows[Math.floor(i * step)]);
+  return out;
+}
+
+function noteFor(id, shown, total) {
+  const note = document.getElementById(`${id}-note`);
+  if (note) note.textContent = noteText(shown, total);
+}
+
+function baseLayout(extra) {
+  return { margin: { l: 56, r: 16, t: 8, b: 44 }, font: { family: "Inter, system-ui, sans-serif", size: 12, color: COLORS.text },
+    paper_bgcolor: "#fff", plot_bgcolor: "#fff", showlegend: false, hovermode: "closest", ...extra };
+}
+
+function axis(title, extra) {
+  return { title: { text: title, font: { size: 12, color: COLORS.muted } }, gridcolor: COLORS.grid, zeroline: false, linecolor: "#d1d5db", automargin: true, ...extra };
+}
+
+// -- plots -------------------------------------------------------------------------------
+
+function drawHistory(st) {
+  const byTime = st.xAxis === "time", xs = (o, i) => (byTime ? new Date(o.created_at * 1000) : i + 1);
+  const ok = [], fail = [];
+  st.obs.forEach((o, i) => (o.failed || o.value === null ? fail : ok).push([xs(o, i), o.value, o.id]));
+  const bestX = [], bestY = [];
+  let best = null;
+  st.obs.forEach((o, i) => {
+    if (o.failed || o.value === null) return;
+    if (best === null || better(st, o.value, best)) { best = o.value; bestX.push(xs(o, i)); bestY.push(best); }
+  });
+  if (best !== null && st.obs.length) { bestX.push(xs(st.obs[st.obs.length - 1], st.obs.length - 1)); bestY.push(best); }
+  const shown = thin(ok, LIMITS.history);
+  noteFor("history", shown.length + fail.length, ok.length + fail.length);
+  const lo = Math.min(...ok.map((r) => r[1])), failY = ok.length ? lo : 0;
+  Plotly.react("plot-history", [
+    { type: "scatter", mode: "markers", name: "observation", x: shown.map((r) => r[0]), y: shown.map((r) => r[1]), text: shown.map((r) => `#${r[2]}`),
+      marker: { size: 5, color: COLORS.ok, opacity: 0.55 }, hovertemplate: "%{text}: %{y}<extra></extra>" },
+    { type: "scatter", mode: "markers", name: "failed", x: fail.map((r) => r[0]), y: fail.map(() => failY), text: fail.map((r) => `#${r[2]} failed`),
+      marker: { size: 7, symbol: "x", color: COLORS.failed }, hovertemplate: "%{text}<extra></extra>" },
+    { type: "scatter", mode: "lines", name: "best so far", x: bestX, y: bestY, line: { shape: "hv", color: COLORS.best, width: 2.5 }, hoverinfo: "skip" },
+  ], baseLayout({ xaxis: axis(byTime ? "wall time" : "observation #"), yaxis: axis(st.exp.metric.name) }), PLOT_CONFIG);
+}
+
+async function drawImportance(st) {
+  const n = scored(st).length;
+  if (n === st.importanceAt || (st.importanceAt > 0 && n - st.importanceAt < Math.max(5, st.importanceAt / 20))) return; // refresh as data grows, not per observation
+  st.importanceAt = n;
+  const imp = await api(`/v1/experiments/${st.exp.id}/importance`);
+  const rows = imp.parameters.slice().reverse();
+  document.getElementById("importance-note").textContent = `method: ${imp.method} · ${fmt(imp.observations)} observations`;
+  Plotly.react("plot-importance", [{ type: "bar", orientation: "h", x: rows.map((r) => r.importance), y: rows.map((r) => r.name),
+    marker: { color: COLORS.ok }, hovertemplate: "%{y}: %{x:.3f}<extra></extra>" }],
+  baseLayout({ margin: { l: 96, r: 16, t: 8, b: 44 }, xaxis: axis("share of variance explained (binned)", { rangemode: "tozero" }), yaxis: axis("") }), PLOT_CONFIG);
+}
+
+function drawTable(st) {
+  const names = paramNames(st), metricKeys = [...new Set(st.obs.flatMap((o) => Object.keys(o.metrics || {})))];
+  const cols = [["id", "#"], ["value", st.exp.metric.name], ["failed", "failed"], ...names.map((n) => [`p:${n}`, n]), ...metricKeys.map((m) => [`m:${m}`, m]), ["created_at", "time"]];
+  const get = (o, k) => (k.startsWith("p:") ? o.assignments[k.slice(2)] : k.startsWith("m:") ? (o.metrics || {})[k.slice(2)] : k === "id" ? Number(o.id) : o[k]);
+  let rows = st.obs;
+  if (st.filter) rows = rows.filter((o) => [o.id, o.value, o.failed ? "failed" : "", ...Object.values(o.assignments)].join(" ").toLowerCase().includes(st.filter));
+  const { key, desc } = st.sort;
+  rows = rows.slice().sort((a, b) => {
+    const x = get(a, key), y = get(b, key);
+    const c = x === y ? 0 : x === undefined || x === null ? 1 : y === undefined || y === null ? -1 : x < y ? -1 : 1;
+    return desc ? -c : c;
+  });
+  const table = document.getElementById("obs-table");
+  const head = el("tr", {}, cols.map(([k, label]) => el("th", { class: `sortable${k === key ? " sorted" : ""}${k === key && desc ? " desc" : ""}`, onclick: () => {
+    st.sort = { key: k, desc: st.sort.key === k ? !st.sort.desc : false }; drawTable(st);
+  } }, label)));
+  const shown = rows.slice(0, 200);
+  table.replaceChildren(el("thead", {}, head), el("tbody", {}, shown.map((o) => el("tr", { class: o.failed ? "failed" : "" },
+    cols.map(([k]) => el("td", { class: k === "created_at" ? "muted" : "num" }, k === "created_at" ? new Date(o.created_at * 1000).toLocaleTimeString() : k === "failed" ? (o.failed ? "yes" : "") : fmt(get(o, k))))))));
+  document.getElementById("obs-more").textContent = rows.length > shown.length
+    ? `showing the first ${shown.length} of ${fmt(rows.length)} matching rows; download for all` : `${fmt(rows.length)} rows`;
+}
+
+// Parallel coordinates in plain SVG: Plotly's parcoords compiles WebGL shaders with
+// Function(), which the CSP (no 'unsafe-eval') refuses. Drag along an axis to select a
+// range; lines outside every selected range fade out; a click on an axis clears it.
+function drawParcoords(st) {
+  const all = scored(st), rows = thin(all, LIMITS.parcoords), names = paramNames(st), box = document.getElementById("plot-parcoords");
+  noteFor("parcoords", rows.length, all.length);
+  box.replaceChildren();
+  if (!rows.length) return;
+  const dims = names.map((n) => parcoordsDim(st, n, rows)).concat([parcoordsDim(st, null, rows)]);
+  const W = box.clientWidth || 900, H = box.clientHeight || 320, top = 30, bottom = 16, left = 90, right = 70;
+  const xAt = (i) => left + (i * (W - left - right)) / Math.max(1, dims.length - 1), yAt = (u) => top + (1 - u) * (H - top - bottom);
+  const svg = svgEl("svg", { width: W, height: H, class: "pc", viewBox: `0 0 ${W} ${H}` });
+  const [lo, hi] = [Math.min(...rows.map((o) => o.value)), Math.max(...rows.map((o) => o.value))];
+  const lines = svgEl("g", { class: "pc-lines" });
+  const paths = rows.map((o, r) => {
+    const d = dims.map((dim, i) => `${i ? "L" : "M"}${xAt(i).toFixed(1)} ${yAt(dim.unit[r]).toFixed(1)}`).join("");
+    const goodness = (o.value - lo) / (hi - lo || 1), g = st.exp.metric.objective === "minimize" ? 1 - goodness : goodness;
+    const path = svgEl("path", { d, class: "pc-line", stroke: viridis(g) });
+    lines.append(path);
+    return path;
+  });
+  svg.append(lines);
+  const ranges = dims.map(() => null);
+  const refilter = () => {
+    let kept = 0;
+    paths.forEach((p, r) => {
+      const on = ranges.every((rg, i) => rg === null || (dims[i].unit[r] >= rg[0] && dims[i].unit[r] <= rg[1]));
+      p.classList.toggle("pc-off", !on); kept += on;
+    });
+    document.getElementById("parcoords-note").textContent = ranges.some((r) => r) ? `${fmt(kept)} of ${fmt(rows.length)} selected` : noteText(rows.length, all.length);
+  };
+  dims.forEach((dim, i) => svg.append(parcoordsAxis(dim, xAt(i), yAt, top, H - bottom, (rg) => { ranges[i] = rg; refilter(); })));
+  box.append(svg);
+}
+
+function noteText(shown, total) { return shown < total ? `showing ${fmt(shown)} of ${fmt(total)} points (evenly thinned)` : `${fmt(total)} points`; }
+
+function parcoordsDim(st, name, rows) {
+  if (name === null) return scaleDim(st.exp.metric.name, rows.map((o) => o.value));
+  if (!isNumeric(st, name)) {
+    const cats = [...new Set(rows.map((o) => String(o.assignments[name])))].sort();
+    const unit = rows.map((o) => (cats.length > 1 ? cats.indexOf(String(o.assignments[name])) / (cats.length - 1) : 0.5));
+    return { label: name, unit, ticks: cats.map((c, i) => [cats.length > 1 ? i / (cats.length - 1) : 0.5, c]) };
+  }
+  const log = isLog(st, name), raw = rows.map((o) => o.assignments[name]);
+  const dim = scaleDim(log ? `${name} (log)` : name, raw.map((v) => (v === undefined ? NaN : log ? Math.log10(v) : v)));
+  if (log) dim.ticks = dim.ticks.map(([u, v]) => [u, fmt(10 ** Number(v))]);
+  return dim;
+}
+
+function scaleDim(label, values) {
+  const finite = values.filter((v) => Number.isFinite(v)), lo = Math.min(...finite), hi = Math.max(...finite), span = hi - lo || 1;
+  const unit = values.map((v) => (Number.isFinite(v) ? (v - lo) / span : 0));
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((u) => [u, String(lo + u * span)]);
+  return { label, unit, ticks: ticks.map(([u, v]) => [u, fmt(Number(v))]) };
+}
+
+function parcoordsAxis(dim, x, yAt, y0, y1, onRange) {
+  const g = svgEl("g", { class: "pc-axis", transform: `translate(${x.toFixed(1)},0)` });
+  g.append(svgEl("line", { x1: 0, x2: 0, y1: y0, y2: y1, class: "pc-spine" }));
+  for (const [u, text] of dim.ticks) {
+    const t = svgEl("text", { x: -6, y: yAt(u) + 4, class: "pc-tick" }); t.textContent = text; g.append(t);
+    g.append(svgEl("line", { x1: -3, x2: 0, y1: yAt(u), y2: yAt(u), class: "pc-spine" }));
+  }
+  const title = svgEl("text", { x: 0, y: y0 - 12, class: "pc-title" }); title.textContent = dim.label; g.append(title);
+  const brush = svgEl("rect", { x: -7, width: 14, y: 0, height: 0, class: "pc-brush hidden" });
+  const hit = svgEl("rect", { x: -12, width: 24, y: y0, height: y1 - y0, class: "pc-hit" });
+  g.append(brush, hit);
+  const unitAt = (clientY) => { const r = hit.getBoundingClientRect(); return Math.min(1, Math.max(0, 1 - (clientY - r.top) / r.height)); };
+  hit.addEventListener("pointerdown", (ev) => {
+    const start = unitAt(ev.clientY);
+    hit.setPointerCapture(ev.pointerId);
+    const move = (e) => {
+      const a = Math.min(start, unitAt(e.clientY)), b = Math.max(start, unitAt(e.clientY));
+      brush.setAttribute("y", yAt(b)); brush.setAttribute("height", Math.max(1, yAt(a) - yAt(b))); brush.classList.remove("hidden");
+      onRange(b - a < 0.01 ? null : [a, b]);
+    };
+    const up = (e) => {
+      hit.removeEventListener("pointermove", move); hit.removeEventListener("pointerup", up);
+      if (Math.abs(unitAt(e.clientY) - start) < 0.01) { brush.classList.add("hidden"); onRange(null); }
+    };
+    hit.addEventListener("pointermove", move); hit.addEventListener("pointerup", up);
+  });
+  return g;
+}
+
+function viridis(t) {
+  const stops = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+  const x = Math.min(0.9999, Math.max(0, t)) * (stops.length - 1), i = Math.floor(x), f = x - i;
+  const c = stops[i].map((v, k) => Math.round(v + f * (stops[i + 1][k] - v)));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+
+function drawSlices(st) {
+  const names = paramNames(st), all = scored(st), rows = thin(all, LIMITS.slices);
+  noteFor("slices", rows.length, all.length);
+  const cols = Math.min(3, names.length || 1), nrows = Math.ceil(names.length / cols) || 1;
+  const traces = [], layout = baseLayout({ grid: { rows: nrows, columns: cols, pattern: "independent" }, margin: { l: 48, r: 12, t: 8, b: 40 } });
+  names.forEach((n, i) => {
+    const ax = i === 0 ? "" : String(i + 1);
+    traces.push({ type: "scatter", mode: "markers", x: rows.map((o) => o.assignments[n] ?? null), y: rows.map((o) => o.value), xaxis: `x${ax}`, yaxis: `y${ax}`,
+      marker: { size: 4, color: COLORS.ok, opacity: 0.5 }, hovertemplate: `${n}=%{x}<br>%{y}<extra></extra>` });
+    layout[`xaxis${ax}`] = axis(n, isNumeric(st, n) && isLog(st, n) ? { type: "log" } : isNumeric(st, n) ? {} : { type: "category" });
+    layout[`yaxis${ax}`] = axis(i % cols === 0 ? st.exp.metric.name : "");
+  });
+  document.getElementById("plot-slices").style.height = `${Math.max(260, nrows * 220)}px`;
+  Plotly.react("plot-slices", traces, layout, PLOT_CONFIG);
+}
+
+function fillPairs(st) {
+  const { pairX, pairY } = st.parts, numeric = paramNames(st).filter((n) => isNumeric(st, n));
+  if (pairX.options.length === numeric.length) return;
+  for (const s of [pairX, pairY]) s.replaceChildren(...numeric.map((n) => el("option", { value: n }, n)));
+  st.pair = [numeric[0] || null, numeric[1] || numeric[0] || null];
+  pairX.value = st.pair[0] || ""; pairY.value = st.pair[1] || "";
+}
+
+function drawContour(st) {
+  const [a, b] = st.pair, rows = scored(st).filter((o) => a && b && typeof o.assignments[a] === "number" && typeof o.assignments[b] === "number");
+  const note = document.getElementById("contour-note");
+  if (!a || !b || a === b || rows.length < 4) {
+    note.textContent = a && b && a !== b ? "needs 4 observations" : "needs two numeric parameters";
+    Plotly.purge("plot-contour");
+    return;
+  }
+  // mean metric on a 20x20 grid of the pair (log axes binned in log space), then the points on top
+  const tr = (n) => (isLog(st, n) ? (v) => Math.log10(v) : (v) => v), ta = tr(a), tb = tr(b), G = 20;
+  const xa = rows.map((o) => ta(o.assignments[a])), yb = rows.map((o) => tb(o.assignments[b]));
+  const [x0, x1, y0, y1] = [Math.min(...xa), Math.max(...xa), Math.min(...yb), Math.max(...yb)];
+  const sum = Array.from({ length: G }, () => new Array(G).fill(0)), cnt = Array.from({ length: G }, () => new Array(G).fill(0));
+  rows.forEach((o, i) => {
+    const cx = Math.min(G - 1, Math.floor(((xa[i] - x0) / (x1 - x0 || 1)) * G)), cy = Math.min(G - 1, Math.floor(((yb[i] - y0) / (y1 - y0 || 1)) * G));
+    sum[cy][cx] += o.value; cnt[cy][cx] += 1;
+  });
+  const z = sum.map((r, i) => r.map((s, j) => (cnt[i][j] ? s / cnt[i][j] : null)));
+  const centers = (lo, hi) => Array.from({ length: G }, (_, i) => lo + ((i + 0.5) * (hi - lo || 1)) / G);
+  const shown = thin(rows, LIMITS.contour);
+  note.textContent = `mean ${st.exp.metric.name} per cell · ${fmt(shown.length)}${shown.length < rows.length ? " of " + fmt(rows.length) : ""} points`;
+  Plotly.react("plot-contour", [
+    { type: "contour", x: centers(x0, x1), y: centers(y0, y1), z, connectgaps: false, ncontours: 10, colorscale: "Viridis", reversescale: st.exp.metric.objective === "minimize",
+      contours: { coloring: "heatmap" }, colorbar: { thickness: 12 }, hoverinfo: "skip" },
+    { type: "scatter", mode: "markers", x: shown.map((o) => ta(o.assignments[a])), y: shown.map((o) => tb(o.assignments[b])),
+      marker: { size: 4, color: "#fff", line: { color: "#111827", width: 0.6 } }, hovertemplate: "%{x}, %{y}<extra></extra>" },
+  ], baseLayout({ xaxis: axis(isLog(st, a) ? `log10 ${a}` : a), yaxis: axis(isLog(st, b) ? `log10 ${b}` : b) }), PLOT_CONFIG);
+}
+
+// -- workers --------------------------------------------------------------------------------
+
+function drawWorkers(st) {
+  const w = st.workers, ttl = w.suggestion_ttl_s;
+  const cell = (v, cls) => el("td", { class: `num ${v ? cls || "" : "muted"}` }, fmt(v));
+  document.getElementById("tag-table").replaceChildren(
+    el("thead", {}, el("tr", {}, ["Tag", "Open", "Observed", "Failed", "Closed", "Expired"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, w.tags.map((t) => el("tr", {}, el("td", { class: "mono" }, t.tag ?? "(untagged)"),
+      cell(t.open, "strong"), cell(t.observed), cell(t.failed, "bad"), cell(t.closed), cell(t.expired, "bad")))));
+  const open = w.open.slice().sort((a, b) => (a.tag || "").localeCompare(b.tag || "") || b.age_s - a.age_s);
+  document.getElementById("open-table").replaceChildren(
+    el("thead", {}, el("tr", {}, ["Tag", "#", "Age", ttl ? "of TTL" : "TTL", ""].map((h) => el("th", {}, h)))),
+    el("tbody", {}, open.length ? open.map((s) => el("tr", { "data-sid": s.id },
+      el("td", { class: "mono" }, s.tag ?? "(untagged)"), el("td", { class: "num" }, s.id), el("td", { class: "num" }, duration(s.age_s)),
+      el("td", {}, ttl ? ageBar(s.age_s / ttl) : el("span", { class: "muted" }, "none")),
+      el("td", {}, el("button", { type: "button", class: "small close-one", onclick: () => closeOne(st, s.id) }, "Close")))) :
+      el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No open suggestions."))));
+  drawTimeline(st);
+}
+
+function ageBar(frac) {
+  const pct = Math.min(100, Math.round(frac * 100));
+  const bar = el("div", { class: `agebar ${frac > 1 ? "over" : frac > 0.75 ? "warn" : ""}`, title: `${Math.round(frac * 100)}% of the TTL` }, el("div", { class: "fill" }));
+  bar.firstChild.style.width = `${pct}%`; // CSSOM, allowed by the CSP (no inline style attribute)
+  return el("div", { class: "agecell" }, bar, el("span", { class: "small muted" }, `${Math.round(frac * 100)}%`));
+}
+
+function drawTimeline(st) {
+  const now = st.workers.now, rows = [...st.sugg.values()];
+  const failedBySid = new Map(st.obs.filter((o) => o.suggestion_id).map((o) => [o.suggestion_id, o.failed]));
+  const groups = { observed: [], failed: [], open: [], closed: [], expired: [] };
+  const recent = rows.length > LIMITS.timeline ? rows.sort((a, b) => Number(a.id) - Number(b.id)).slice(-LIMITS.timeline) : rows;
+  for (const r of recent) {
+    const kind = r.state === "observed" && failedBySid.get(r.id) ? "failed" : r.state;
+    groups[kind].push(r);
+  }
+  const traces = Object.entries(groups).map(([kind, rs]) => {
+    const x = [], y = [];
+    for (const r of rs) { x.push(new Date(r.created_at * 1000), new Date((r.ended_at ?? now) * 1000), null); const t = r.tag ?? "(untagged)"; y.push(t, t, null); }
+    return { type: "scatter", mode: "lines", name: kind, x, y, line: { color: COLORS[kind === "failed" ? "failed" : kind], width: 6 }, connectgaps: false, hoverinfo: "name" };
+  });
+  const tags = new Set(rows.map((r) => r.tag ?? "(untagged)"));
+  document.getElementById("plot-timeline").style.height = `${Math.max(200, 60 + tags.size * 28)}px`;
+  document.getElementById("workers-note").textContent = recent.length < rows.length
+    ? `timeline: the latest ${fmt(recent.length)} of ${fmt(rows.length)} suggestions` : `${fmt(rows.length)} suggestions`;
+  Plotly.react("plot-timeline", traces, baseLayout({ showlegend: true, legend: { orientation: "h", y: 1.12 },
+    margin: { l: 110, r: 16, t: 28, b: 40 }, xaxis: axis("wall time"), yaxis: axis("", { type: "category" }) }), PLOT_CONFIG);
+}
+
+// -- downloads ----------------------------------------------------------------------------------
+
+function csvCell(v) {
+  if (v === null || v === undefined) return "";
+  const s = String(v);
+  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+function observationsCsv(st) {
+  const names = st.exp.parameters.map((p) => p.name), metricKeys = [...new Set(st.obs.flatMap((o) => Object.keys(o.metrics || {})))].sort();
+  const lines = [["id", "suggestion_id", "created_at", "value", "failed", ...names, ...metricKeys.map((m) => `metric:${m}`)].map(csvCell).join(",")];
+  for (const o of st.obs) {
+    lines.push([o.id, o.suggestion_id, o.created_at, o.value, o.failed, ...names.map((n) => o.assignments[n]), ...metricKeys.map((m) => (o.metrics || {})[m])].map(csvCell).join(","));
+  }
+  return lines.join("\n") + "\n";
+}
+
+function download(st, kind) {
+  const text = kind === "csv" ? observationsCsv(st) : JSON.stringify(st.obs, null, 1);
+  const blob = new Blob([text], { type: kind === "csv" ? "text/csv" : "application/json" });
+  const a = el("a", { href: URL.createObjectURL(blob), download: `${st.exp.name.replace(/[^\w.-]+/g, "_")}-observations.${kind}` });
+  document.body.append(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
+// -- start ---------------------------------------------------------------------------------------
+
+document.getElementById("signin-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const input = document.getElementById("token-input");
+  sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+  try { await api("/v1/experiments"); } catch (e) { signOut(e.status === 401 ? "That token was refused." : e.message); return; }
+  input.value = ""; setError(null); route();
+});
+document.getElementById("signout").addEventListener("click", () => { signOut(); location.hash = "#/"; });
+window.addEventListener("hashchange", route);
+route();

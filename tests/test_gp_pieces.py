@@ -1,0 +1,261 @@
+"""The GP's refinements, each pinned on its own: the gradient acquisition
+optimizer, the output warp, and the trust region (issue 17)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gpytorch")
+
+from tauopt.models import Metric, Observation  # noqa: E402
+from tauopt.space import Space  # noqa: E402
+from tauopt.strategies import _gp_trust_region as tr  # noqa: E402
+from tauopt.strategies._gp_acquisition import log_ei_torch, maximize  # noqa: E402
+from tauopt.strategies._gp_encode import Encoder  # noqa: E402
+from tauopt.strategies._gp_model import log_ei  # noqa: E402
+from tauopt.strategies._gp_warping import (  # noqa: E402
+    OutputWarp,
+    box_cox,
+    box_cox_inverse,
+    yeo_johnson,
+    yeo_johnson_inverse,
+)
+from tauopt.strategies._request import SuggestRequest  # noqa: E402
+from tauopt.strategies.gp import GPConfig, propose_gp  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():  # type: ignore[no-untyped-def]
+    from tauopt.compute._workers import torch_pinned as _torch_pinned
+
+    with _torch_pinned():
+        yield
+
+
+# -- acquisition optimizer ------------------------------------------------------------
+
+
+def _quadratic(center: np.ndarray, weights: np.ndarray):  # type: ignore[no-untyped-def]
+    import torch
+
+    c, w = torch.as_tensor(center), torch.as_tensor(weights)
+    return lambda x: -((x - c) ** 2 * w).sum(1)
+
+
+def test_maximize_converges_to_the_optimum_of_a_known_quadratic_from_every_start() -> None:
+    rng = np.random.default_rng(0)
+    center = np.array([0.31, 0.72, 0.5, 0.13, 0.9])
+    weights = np.array([1.0, 3.0, 10.0, 30.0, 100.0])  # condition 100
+    starts = rng.random((6, 5))
+    end, val = maximize(_quadratic(center, weights), starts, np.zeros(5), np.ones(5))
+    assert np.abs(end - center).max() < 1e-5
+    assert np.all(val > -1e-9)
+
+
+def test_maximize_stops_at_the_box_when_the_optimum_is_outside_and_never_ends_worse_than_its_start() -> None:
+    center = np.array([1.5, 0.4])
+    starts = np.array([[0.1, 0.1], [0.9, 0.9]])
+    fn = _quadratic(center, np.ones(2))
+    end, val = maximize(fn, starts, np.zeros(2), np.array([0.8, 1.0]))
+    np.testing.assert_allclose(end, [[0.8, 0.4], [0.8, 0.4]], atol=1e-6)
+    import torch
+
+    start_val = fn(torch.as_tensor(starts)).numpy()
+    assert np.all(val >= start_val)
+
+
+def test_log_ei_torch_matches_the_numpy_log_ei_and_keeps_finite_gradients_deep_in_the_tail() -> None:
+    import torch
+
+    mu = torch.linspace(-3.0, 60.0, 200, dtype=torch.float64, requires_grad=True)
+    sd = torch.full((200,), 0.7, dtype=torch.float64)
+    v = log_ei_torch(mu, sd, 0.0)
+    np.testing.assert_allclose(v.detach().numpy(), log_ei(mu.detach().numpy(), sd.numpy(), 0.0), rtol=1e-9, atol=1e-9)
+    v.sum().backward()
+    g = mu.grad.numpy()  # type: ignore[union-attr]
+    assert np.all(np.isfinite(g)) and np.all(g < 0)  # a higher mean is always worse
+
+
+# -- output warping ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lam", [-2.0, -0.5, 0.0, 0.5, 1.0, 1.7, 2.0])
+def test_yeo_johnson_is_strictly_increasing_and_inverted_exactly_for_every_lambda(lam: float) -> None:
+    x = np.linspace(-5.0, 5.0, 401)
+    t = yeo_johnson(x, lam)
+    assert np.all(np.diff(t) > 0)
+    np.testing.assert_allclose(yeo_johnson_inverse(t, lam), x, atol=1e-9)
+    xp = np.geomspace(1e-6, 1e3, 401)
+    b = box_cox(xp, lam)
+    assert np.all(np.diff(b) > 0)
+    np.testing.assert_allclose(box_cox_inverse(b, lam), xp, rtol=1e-9, atol=1e-10)  # (x**2 - 1) / 2 rounds tiny x
+
+
+def test_output_warp_compresses_a_heavy_tail_keeps_the_order_and_inverts() -> None:
+    rng = np.random.default_rng(3)
+    raw = np.exp(rng.normal(0.0, 3.0, 200))  # values spanning ~8 orders of magnitude
+    w = OutputWarp.fit(raw)
+    y = w.forward(raw)
+    assert w.kind == "bc" and abs(w.lam) < 0.2  # chosen by the data: ~ a log, for log-normal values
+    assert np.array_equal(np.argsort(y, kind="stable"), np.argsort(raw, kind="stable"))
+    assert abs(float(y.mean())) < 1e-9 and abs(float(y.std()) - 1.0) < 1e-9
+    np.testing.assert_allclose(w.inverse(y), raw, rtol=1e-7)
+    # the skew that swamped the signal is gone
+    skew = lambda v: float(((v - v.mean()) ** 3).mean() / v.std() ** 3)  # noqa: E731
+    assert skew(raw) > 5 and abs(skew(y)) < 1.0
+
+
+def test_output_warp_of_values_of_any_sign_is_yeo_johnson_and_inverts() -> None:
+    rng = np.random.default_rng(5)
+    raw = np.exp(rng.normal(0.0, 2.0, 100)) - 3.0  # heavy tail, some values negative
+    w = OutputWarp.fit(raw)
+    assert w.kind == "yj" and w.lam < 1.0
+    y = w.forward(raw)
+    assert np.array_equal(np.argsort(y, kind="stable"), np.argsort(raw, kind="stable"))
+    np.testing.assert_allclose(w.inverse(y), raw, rtol=1e-7, atol=1e-9)
+
+
+def test_output_warp_leaves_gaussian_data_almost_alone_and_can_be_switched_off() -> None:
+    rng = np.random.default_rng(4)
+    raw = rng.normal(10.0, 2.0, 500)
+    assert abs(OutputWarp.fit(raw).lam - 1.0) < 0.3
+    off = OutputWarp.fit(np.exp(raw), warp=False)
+    assert off.lam == 1.0
+    np.testing.assert_allclose(off.forward(np.exp(raw)), (np.exp(raw) - np.exp(raw).mean()) / np.exp(raw).std())
+
+
+def test_output_warp_refuses_non_finite_values_with_a_message() -> None:
+    with pytest.raises(ValueError, match="impute failures first"):
+        OutputWarp.fit(np.array([1.0, np.nan]))
+
+
+# -- trust region --------------------------------------------------------------------
+
+
+def test_trust_region_doubles_after_three_successes_and_is_capped() -> None:
+    t = tr.TrustRegion()
+    for _ in range(2):
+        t = tr.step(t, True, d=10, batch=1)
+    assert t.length == tr.LENGTH_INIT
+    t = tr.step(t, True, d=10, batch=1)
+    assert t.length == 2 * tr.LENGTH_INIT and t.successes == 0
+    for _ in range(30):
+        t = tr.step(t, True, d=10, batch=1)
+    assert t.length == tr.LENGTH_MAX
+
+
+@pytest.mark.parametrize(("d", "batch", "tol"), [(10, 1, 10), (20, 1, 20), (10, 4, 3), (10, 8, 2), (2, 8, 1)])
+def test_trust_region_halves_after_the_failure_tolerance_and_a_success_resets_the_count(d: int, batch: int, tol: int) -> None:
+    assert tr.failure_tolerance(d, batch) == tol
+    t = tr.TrustRegion()
+    for _ in range(tol - 1):
+        t = tr.step(t, False, d, batch)
+    assert t.length == tr.LENGTH_INIT
+    reset = tr.step(t, True, d, batch)
+    assert reset.failures == 0 and reset.length == tr.LENGTH_INIT
+    t = tr.step(t, False, d, batch)
+    assert t.length == tr.LENGTH_INIT / 2 and t.failures == 0
+
+
+def test_trust_region_restarts_when_it_collapses() -> None:
+    t = tr.TrustRegion()
+    halvings = 0
+    while t.restarts == 0:
+        t = tr.step(t, False, d=10, batch=10)
+        halvings += 1
+    assert halvings == 7  # 0.8 / 2**7 < 0.5**7 <= 0.8 / 2**6
+    assert t == tr.TrustRegion(restarts=1)
+
+
+def test_replay_counts_batches_after_the_initial_design() -> None:
+    init = [5.0, 4.0, 6.0]
+    improving = np.array(init + [3.0, 2.0, 1.0])  # three successes in a row, batch 1
+    assert tr.replay(improving, 3, d=10, batch=1).length == 2 * tr.LENGTH_INIT
+    flat = np.array(init + [4.0] * 10)
+    assert tr.replay(flat, 3, d=10, batch=1).length == tr.LENGTH_INIT / 2
+    # in batches of 5: the 10 flat values are 2 failed batches, below tolerance 2? ceil(10/5) = 2 -> halved
+    assert tr.replay(flat, 3, d=10, batch=5).length == tr.LENGTH_INIT / 2
+    # an improvement by less than 1e-3 relative is not a success
+    tiny = np.array(init + [4.0 - 1e-4] * 3)
+    assert tr.replay(tiny, 3, d=10, batch=1).successes == 0
+    # failed observations (NaN) count as failures, never crash
+    assert tr.replay(np.array(init + [np.nan] * 10), 3, d=10, batch=1).length == tr.LENGTH_INIT / 2
+
+
+def test_box_is_centred_stretched_by_lengthscale_and_clipped_to_the_cube() -> None:
+    ls = np.array([1.0, 4.0, 0.25])
+    lo, hi = tr.box(np.full(3, 0.5), ls, 0.2)
+    np.testing.assert_allclose((lo + hi) / 2, 0.5)
+    side = hi - lo
+    assert math.isclose(float(np.prod(side)), 0.2**3, rel_tol=1e-9)  # volume length**d
+    assert side[1] > side[0] > side[2]
+    lo, hi = tr.box(np.array([0.0, 1.0, 0.5]), np.ones(3), 0.4)
+    np.testing.assert_allclose(lo, [0.0, 0.8, 0.3])
+    np.testing.assert_allclose(hi, [0.2, 1.0, 0.7])
+
+
+# -- the strategy uses them ------------------------------------------------------------
+
+
+def _sphere_request(d: int, n: int, pending: int = 0) -> SuggestRequest:
+    space = Space.parse([{"name": f"x{i}", "type": "double", "bounds": [-1, 1]} for i in range(d)])
+    rng = np.random.default_rng(d)
+    pts = [space.from_unit(u) for u in rng.random((n + pending, d))]
+    hist = tuple(Observation(str(i), "e", None, a, float(sum(v * v for v in a.values()))) for i, a in enumerate(pts[:n]))
+    return SuggestRequest(space, Metric("y"), hist, tuple(pts[n:]), 2, 1, n + pending)
+
+
+def test_gp_searches_inside_the_trust_region_box_in_twelve_dimensions() -> None:
+    req = _sphere_request(12, 40, pending=3)
+    r = propose_gp(req, np.random.default_rng(0), config=GPConfig(trust_region=True))
+    assert r.info.fallback_reason is None
+    assert r.info.tr_length is not None
+    enc = Encoder(req.space)
+    best = min(req.history, key=lambda o: o.value)  # type: ignore[arg-type,return-value]
+    center = enc.latent([best.assignments])[0]
+    ls = r.state.hyper.lengthscale  # type: ignore[union-attr]
+    lo, hi = tr.box(center, ls, r.info.tr_length)
+    for a in r.candidates:
+        z = enc.latent([a])[0]
+        assert np.all(z >= lo - 1e-9) and np.all(z <= hi + 1e-9)
+    assert len(r.candidates) == 2 and r.candidates[0] != r.candidates[1]
+
+
+def test_gp_uses_no_trust_region_below_ten_dimensions_or_by_default() -> None:
+    on = GPConfig(trust_region=True)
+    assert propose_gp(_sphere_request(6, 20), np.random.default_rng(0), config=on).info.tr_length is None
+    off = propose_gp(_sphere_request(12, 40), np.random.default_rng(0))  # opt-in: measured worse (README)
+    assert off.info.fallback_reason is None and off.info.tr_length is None
+
+
+def test_the_opt_in_refinements_propose_distinct_points_without_falling_back() -> None:
+    req = _sphere_request(5, 30, pending=2)
+    for config in (GPConfig(gradient=True), GPConfig(output_warp=True), GPConfig(True, True, True)):
+        r = propose_gp(req, np.random.default_rng(0), config=config)
+        assert r.info.fallback_reason is None, (config, r.info.fallback_reason)
+        assert len(r.candidates) == 2 and r.candidates[0] != r.candidates[1]
+
+
+def test_the_gradient_ascent_ends_no_lower_than_the_candidate_search_on_the_same_posterior() -> None:
+    from tauopt.strategies import gp
+
+    req = _sphere_request(2, 15)
+    enc = Encoder(req.space)
+    rng = np.random.default_rng(0)
+    pts = [o.assignments for o in req.history]
+    raw = np.array([o.value for o in req.history], dtype=float)
+    y = (raw - raw.mean()) / raw.std()
+    x = enc.features(enc.latent(pts))
+    hyper, _ = gp.fit(x, y)
+    post = gp.Posterior(x, y, np.full(len(y), hyper.noise), hyper)
+    best = float(y.min())
+    lo, hi = np.zeros(2), np.ones(2)
+    z = gp._initial_candidates(enc, pts, raw, len(y), rng, lo, hi)
+    mu, sd = post.predict(enc.features(z, project=False))
+    s = log_ei(mu, sd, best)
+    up = gp._ascend(enc, post, best, z, s, lo, hi)
+    mu2, sd2 = post.predict(enc.features(up, project=False))
+    assert float(log_ei(mu2, sd2, best).max()) >= float(s.max()) - 1e-12

@@ -1,0 +1,290 @@
+"""The /v1 endpoints the dashboard draws from, /metrics, and the dashboard's static
+files, against a real uvicorn server on 127.0.0.1 and a real SQLite file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import anyio
+import httpx
+import pytest
+
+from tauopt.engine._activity import SPARKLINE_POINTS
+from tauopt.engine._auth import new_credential
+from tauopt.store._sqlite import SqliteStore
+from tauopt.transport.http._dashboard import CSP
+from tauopt.transport.http._server import create_app
+from test_http_support import ServerThread
+
+PARAMS = [
+    {"name": "x", "type": "double", "bounds": [0.0, 1.0]},
+    {"name": "noise", "type": "double", "bounds": [0.0, 1.0]},
+    {"name": "act", "type": "categorical", "values": ["relu", "tanh"]},
+]
+METRIC = {"name": "loss", "objective": "minimize"}
+
+
+class Served:
+    def __init__(self, url: str, tokens: dict[str, str]) -> None:
+        self.url = url
+        self.tokens = tokens
+
+    def http(self, who: str | None = "alice") -> httpx.Client:
+        headers = {} if who is None else {"Authorization": f"Bearer {self.tokens[who]}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=10)
+
+
+def _seed(path: Path) -> dict[str, str]:
+    tokens: dict[str, str] = {}
+
+    async def seed() -> None:
+        async with SqliteStore(str(path)) as store:
+            for name in ("alice", "bob"):
+                cred, tokens[name] = new_credential(name)
+                await store.put_credential(cred)
+
+    anyio.run(seed)
+    return tokens
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    db = tmp_path_factory.mktemp("insight") / "t.db"
+    tokens = _seed(db)
+    app = create_app(db=str(db), engine_options={"pool": "thread"}, metrics_token=None, metrics_top_experiments=2)
+    with ServerThread(app) as server:
+        yield Served(server.url, tokens)
+
+
+def create(http: httpx.Client, **extra: Any) -> dict[str, Any]:
+    body = {"name": "e", "parameters": PARAMS, "metric": METRIC, "strategy": "random", "parallel_bandwidth": 8, **extra}
+    r = http.post("/v1/experiments", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def ask(http: httpx.Client, eid: str, tag: str | None = None) -> dict[str, Any]:
+    r = http.post(f"/v1/experiments/{eid}/suggestions", json={"tag": tag})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def tell(http: httpx.Client, eid: str, sid: str, value: float | None, failed: bool = False) -> dict[str, Any]:
+    r = http.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": sid, "value": value, "failed": failed})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_observations_after_returns_only_newer_ones(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        ids = [tell(http, eid, ask(http, eid)["id"], float(i))["id"] for i in range(5)]
+        assert [o["id"] for o in http.get(f"/v1/experiments/{eid}/observations").json()] == ids
+        assert [o["id"] for o in http.get(f"/v1/experiments/{eid}/observations", params={"after": ids[2]}).json()] == ids[3:]
+        assert http.get(f"/v1/experiments/{eid}/observations", params={"after": ids[-1]}).json() == []
+        assert [o["id"] for o in http.get(f"/v1/experiments/{eid}/observations", params={"after": 0}).json()] == ids
+        bad = http.get(f"/v1/experiments/{eid}/observations", params={"after": -1})
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
+
+
+def test_summary_has_best_failed_last_activity_and_a_best_so_far_line(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        empty = http.get(f"/v1/experiments/{eid}/summary").json()
+        assert (empty["observations"], empty["failed"], empty["best_value"], empty["best_so_far"]) == (0, 0, None, [])
+        values = [5.0, 3.0, None, 4.0, 1.0, 2.0]
+        for v in values:
+            tell(http, eid, ask(http, eid)["id"], v, failed=v is None)
+        s = http.get(f"/v1/experiments/{eid}/summary").json()
+        assert s["experiment"]["id"] == eid and s["experiment"]["observations"] == 6
+        assert (s["observations"], s["failed"], s["best_value"]) == (6, 1, 1.0)
+        assert s["best_so_far"] == [[1, 5.0], [2, 3.0], [5, 1.0], [6, 1.0]]
+        assert s["last_activity"] >= s["experiment"]["created_at"]
+
+
+def test_summary_line_is_thinned_for_long_histories(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http, parallel_bandwidth=1)["id"]
+        for i in range(SPARKLINE_POINTS * 2):
+            tell(http, eid, ask(http, eid)["id"], float(-i))  # every observation improves
+        line = http.get(f"/v1/experiments/{eid}/summary").json()["best_so_far"]
+        assert len(line) <= SPARKLINE_POINTS + 1
+        assert line[0] == [1, 0.0] and line[-1] == [SPARKLINE_POINTS * 2, float(-(SPARKLINE_POINTS * 2 - 1))]
+
+
+def test_workers_view_counts_per_tag_and_lists_changes_after_a_cursor(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http, suggestion_ttl_s=3600)["id"]
+        a1, a2, b1 = ask(http, eid, "job-a"), ask(http, eid, "job-a"), ask(http, eid, "job-b")
+        tell(http, eid, a1["id"], 1.0)
+        tell(http, eid, a2["id"], None, failed=True)
+        first = http.get(f"/v1/experiments/{eid}/workers").json()
+        assert first["suggestion_ttl_s"] == 3600
+        tags = {t["tag"]: t for t in first["tags"]}
+        assert tags["job-a"] == {"tag": "job-a", "open": 0, "observed": 2, "closed": 0, "expired": 0, "failed": 1}
+        assert tags["job-b"]["open"] == 1
+        assert [s["id"] for s in first["open"]] == [b1["id"]] and first["open"][0]["age_s"] >= 0
+        rows = {r["id"]: r for r in first["changes"]}
+        assert set(rows) == {a1["id"], a2["id"], b1["id"]}
+        assert rows[a1["id"]]["state"] == "observed" and rows[a1["id"]]["ended_at"] >= rows[a1["id"]]["created_at"]
+        assert rows[b1["id"]]["ended_at"] is None
+        # nothing changed: an empty page, same cursor
+        again = http.get(f"/v1/experiments/{eid}/workers", params={"after": first["cursor"]}).json()
+        assert again["changes"] == [] and again["cursor"] == first["cursor"]
+        assert http.delete(f"/v1/experiments/{eid}/suggestions/{b1['id']}").status_code == 200
+        c1 = ask(http, eid, None)
+        later = http.get(f"/v1/experiments/{eid}/workers", params={"after": first["cursor"]}).json()
+        assert [(r["id"], r["state"]) for r in later["changes"]] == [(b1["id"], "closed"), (c1["id"], "open")]
+        assert {t["tag"]: t["closed"] for t in later["tags"]}["job-b"] == 1
+        assert [t["tag"] for t in later["tags"]][-1] is None  # untagged last
+
+
+def test_workers_and_summary_survive_a_restart_from_the_store(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    tokens = _seed(db)
+    headers = {"Authorization": f"Bearer {tokens['alice']}"}
+    with ServerThread(create_app(db=str(db), engine_options={"pool": "thread"})) as server:
+        with httpx.Client(base_url=server.url, headers=headers, timeout=10) as http:
+            eid = create(http)["id"]
+            s1 = ask(http, eid, "w1")
+            tell(http, eid, s1["id"], 2.0)
+            ask(http, eid, "w1")
+            before = (http.get(f"/v1/experiments/{eid}/workers").json(), http.get(f"/v1/experiments/{eid}/summary").json())
+    with ServerThread(create_app(db=str(db), engine_options={"pool": "thread"})) as server:
+        with httpx.Client(base_url=server.url, headers=headers, timeout=10) as http:
+            workers = http.get(f"/v1/experiments/{eid}/workers").json()
+            summary = http.get(f"/v1/experiments/{eid}/summary").json()
+    assert workers["tags"] == before[0]["tags"]
+    assert {r["id"]: r["state"] for r in workers["changes"]} == {r["id"]: r["state"] for r in before[0]["changes"]}
+    assert (summary["best_value"], summary["best_so_far"]) == (before[1]["best_value"], before[1]["best_so_far"])
+
+
+def test_importance_names_its_method_and_ranks_the_parameter_that_matters(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http, strategy_options={"seed": 7})["id"]  # the same 60 points every run
+        for _ in range(60):
+            s = ask(http, eid)
+            a = s["assignments"]
+            tell(http, eid, s["id"], (a["x"] - 0.3) ** 2 * 10 + (2.0 if a["act"] == "tanh" else 0.0) + 0.001 * a["noise"])
+        imp = http.get(f"/v1/experiments/{eid}/importance").json()
+        assert imp["method"] == "binned_variance" and imp["observations"] == 60
+        ranked = [p["name"] for p in imp["parameters"]]
+        assert ranked == ["x", "act", "noise"]
+        assert all(0.0 <= p["importance"] <= 1.0 for p in imp["parameters"])
+
+
+def test_insight_endpoints_follow_ownership(served: Served) -> None:
+    with served.http("alice") as alice, served.http("bob") as bob:
+        eid = create(alice)["id"]
+        for path in ("summary", "workers", "importance", "observations?after=0"):
+            r = bob.get(f"/v1/experiments/{eid}/{path}")
+            assert r.status_code == 404 and r.json()["error"]["type"] == "not_found", path
+        with served.http(None) as anon:
+            assert anon.get(f"/v1/experiments/{eid}/summary").status_code == 401
+
+
+def test_openapi_documents_the_new_endpoints(served: Served) -> None:
+    with served.http(None) as http:
+        paths = http.get("/openapi.json").json()["paths"]
+    for p in ("/v1/experiments/{id}/summary", "/v1/experiments/{id}/workers", "/v1/experiments/{id}/importance"):
+        assert "get" in paths[p]
+    params = {p["name"] for p in paths["/v1/experiments/{id}/observations"]["get"]["parameters"]}
+    assert "after" in params
+
+
+# -- /metrics --------------------------------------------------------------------------
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    pattern = rf"^{re.escape(name)}{re.escape('{' + want + '}') if want else ''} (\S+)$"
+    found = re.search(pattern, text, re.M)
+    assert found, f"{name}{{{want}}} not in metrics"
+    return float(found.group(1))
+
+
+def test_metrics_count_asks_observations_and_429s_by_type(served: Served) -> None:
+    with served.http() as http, served.http(None) as anon:
+        eid = create(http, parallel_bandwidth=1)["id"]
+        before = anon.get("/metrics").text
+        s = ask(http, eid)
+        full = http.post(f"/v1/experiments/{eid}/suggestions", json={})
+        assert full.status_code == 429
+        tell(http, eid, s["id"], 1.0)
+        bad = http.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": s["id"], "value": 1.0})
+        assert bad.status_code == 409
+        r = anon.get("/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    text = r.text
+
+    def delta(name: str, **labels: str) -> float:
+        try:
+            old = sample(before, name, **labels)
+        except AssertionError:
+            old = 0.0
+        return sample(text, name, **labels) - old
+
+    assert delta("tauopt_asks_total", door="http", outcome="ok") == 1
+    assert delta("tauopt_asks_total", door="http", outcome="bandwidth_full") == 1
+    assert delta("tauopt_observations_total", door="http", outcome="ok") == 1
+    assert delta("tauopt_observations_total", door="http", outcome="suggestion_observed") == 1
+    assert delta("tauopt_rejections_429_total", type="bandwidth_full") == 1
+    assert delta("tauopt_ask_seconds_count", door="http") == 2
+    assert sample(text, "tauopt_store_commit_batches_count") > 0
+    assert sample(text, "tauopt_store_commit_seconds_count") > 0
+    assert sample(text, "tauopt_experiments", state="active") >= 1
+    for name in ("tauopt_gp_fits_total", "tauopt_pool_queue_depth"):
+        assert sample(text, name) >= 0
+
+
+def test_per_experiment_gauges_are_bounded_to_the_top_n(served: Served) -> None:
+    with served.http() as http, served.http(None) as anon:
+        busy = [create(http)["id"] for _ in range(3)]
+        for n, eid in enumerate(busy):
+            for _ in range(n + 3):
+                ask(http, eid)  # 3, 4, 5 open: the busiest experiments in the process
+        text = anon.get("/metrics").text
+    series = re.findall(r'^tauopt_experiment_open_suggestions\{experiment="([^"]+)"\} (\S+)$', text, re.M)
+    assert len(series) == 2  # metrics_top_experiments=2
+    assert {eid for eid, _ in series} == {busy[2], busy[1]}
+    assert sample(text, "tauopt_experiment_open_suggestions", experiment=busy[2]) == 5
+
+
+def test_metrics_token_guards_metrics_only(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    _seed(db)
+    with ServerThread(create_app(db=str(db), metrics_token="s3cret", engine_options={"pool": None})) as server:
+        with httpx.Client(base_url=server.url, timeout=10) as http:
+            refused = http.get("/metrics")
+            assert refused.status_code == 401 and refused.json()["error"]["type"] == "unauthorized"
+            assert "--metrics-token" in refused.json()["error"]["message"]
+            assert http.get("/metrics", headers={"Authorization": "Bearer nope"}).status_code == 401
+            assert http.get("/metrics", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+            assert http.get("/v1/health").status_code == 200
+
+
+# -- the dashboard's files ------------------------------------------------------------------
+
+
+def test_dashboard_is_served_with_a_strict_csp_and_hashed_cacheable_assets(served: Served) -> None:
+    with served.http(None) as http:
+        index = http.get("/")
+        assert index.status_code == 200 and index.headers["content-type"].startswith("text/html")
+        assert index.headers["content-security-policy"] == CSP
+        assert "unsafe-inline" not in CSP and "default-src 'self'" in CSP and "frame-ancestors 'none'" in CSP
+        assert index.headers["cache-control"] == "no-cache"
+        assert "<script>" not in index.text and " style=" not in index.text  # no inline code
+        assets = re.findall(r'(?:src|href)="(/ui/[0-9a-f]{12}/[\w.-]+)"', index.text)
+        assert {a.rsplit("/", 1)[1] for a in assets} == {"app.js", "style.css", "plotly-base.css", "plotly.min.js"}
+        for path in assets:
+            r = http.get(path)
+            assert r.status_code == 200, path
+            assert r.headers["cache-control"] == "public, max-age=31536000, immutable"
+            assert r.headers["x-content-type-options"] == "nosniff"
+        plotly = http.get(next(a for a in assets if a.endswith("plotly.min.js")))
+        assert plotly.text.lstrip().startswith("/**") and "plotly.js v" in plotly.text[:200]
+        stale = http.get("/ui/000000000000/app.js")
+        assert stale.status_code == 404 and stale.json()["error"]["type"] == "not_found"
+        assert http.get(assets[0].rsplit("/", 1)[0] + "/secrets.txt").status_code == 404

@@ -1,0 +1,68 @@
+"""The quality suite's functions are the published ones and its transforms keep
+the known optimum exact: the regret the README quotes is measured against the
+right number. A tiny run of benchmarks/quality.py prints valid JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import _suite  # noqa: E402
+
+CELLS = [(f, d) for f in _suite.FUNCTIONS for d in _suite.dims_for(f)]
+
+
+def test_the_suite_has_at_least_ten_functions_in_dimensions_2_5_10() -> None:
+    assert len(_suite.FUNCTIONS) >= 10
+    assert {d for _, d in CELLS} >= {2, 5, 10}
+
+
+@pytest.mark.parametrize(("name", "d"), CELLS)
+def test_no_point_beats_the_known_optimum_and_rotated_kinds_reach_it_at_their_shift(name: str, d: int) -> None:
+    p = _suite.make(name, d, seed=4)
+    rng = np.random.default_rng(0)
+    values = np.array([p.f(p.space.from_unit(u)) for u in rng.random((3000, d))])
+    assert values.min() >= p.optimum - 1e-6 * max(1.0, abs(p.optimum))
+    m = _suite.minimizer(p, 4)
+    if m is not None:
+        assert abs(p.f(m) - p.optimum) < 1e-9
+
+
+def test_published_values_at_published_minimizers() -> None:
+    # [SB]: Branin 0.397887 at (pi, 2.275); Hartmann-6 -3.32237 at its listed minimizer;
+    # Michalewicz d=2 -1.8013 at (2.20, 1.57)
+    assert abs(_suite._branin(np.array([(np.pi + 5) / 15, 2.275 / 15])) - 0.397887) < 1e-5
+    h = np.array([0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573])
+    assert abs(_suite._hartmann6(h) + 3.32237) < 1e-4
+    assert abs(_suite._michalewicz(np.array([2.20, 1.57])) + 1.8013) < 1e-3
+    assert abs(_suite._styblinski_tang(np.full(3, -2.903534)) + 39.16617 * 3) < 1e-3
+    assert _suite._ellipsoid(np.array([0.0, 1.0])) == 1e6  # condition 10^6
+
+
+def test_instances_differ_by_seed() -> None:
+    a, b = _suite.make("sphere", 5, 0), _suite.make("sphere", 5, 1)
+    assert _suite.minimizer(a, 0) != _suite.minimizer(b, 1)
+
+
+def test_a_tiny_quality_run_prints_json_with_every_method_and_the_comparison(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "quality.py"), "--functions", "sphere", "--dims", "2",
+         "--seeds", "1", "--workers", "2", "--budgets", "5", "--methods", "gp,sobol,optuna_tpe", "--engine", "0",
+         "--engine-workers", "2", "--out", ""],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    methods = {r["method"] for r in report["rows"]}
+    assert methods == {"gp", "sobol", "optuna_tpe", "engine@0s"}
+    engine = next(r for r in report["rows"] if r["method"] == "engine@0s")
+    assert 0.0 <= engine["fallback_frac"] <= 1.0 and 0.0 <= engine["stale_frac"] <= 1.0
+    assert set(report["gp_vs"]) == {"sobol", "optuna_tpe", "engine@0s"}
