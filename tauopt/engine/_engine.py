@@ -71,7 +71,7 @@ class Engine:
         self._fit_deadline_s = fit_deadline_s
         self._actors: dict[str, ActorRef] = {}
         self._starting: dict[str, anyio.Event] = {}
-        self._warmed: set[Callable[[], None]] = set()
+        self._warmed: dict[Callable[[], None], anyio.Event] = {}
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
 
@@ -146,7 +146,7 @@ class Engine:
             snapshot = await self.store.load(experiment_id)
             if snapshot is None:
                 raise api_error("not_found", f"experiment {experiment_id!r} not found")
-            self._warm_up(snapshot.experiment.strategy)
+            await self._warm_up(snapshot.experiment.strategy)
             actor = ExperimentActor(
                 snapshot,
                 self.store,
@@ -161,11 +161,25 @@ class Engine:
             del self._starting[experiment_id]
             event.set()
 
-    def _warm_up(self, strategy: str) -> None:
+    async def _warm_up(self, strategy: str) -> None:
+        """Run `strategy`'s slow imports (scipy for sobol) once, on a thread, and wait for
+        them: the actor's first ask then finds them loaded instead of importing on the
+        event loop. Only this experiment's start waits; other experiments' asks go on."""
         fn = warm_up_for(strategy)
-        if fn is not None and fn not in self._warmed and self._tg is not None:
-            self._warmed.add(fn)
-            self._tg.start_soon(_run_warm_up, fn)
+        if fn is None:
+            return
+        done = self._warmed.get(fn)
+        if done is not None:
+            await done.wait()
+            return
+        done = self._warmed[fn] = anyio.Event()
+        try:
+            await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+        except BaseException:
+            del self._warmed[fn]  # cancelled or failed: the next start tries again
+            raise
+        finally:
+            done.set()
 
     async def _commit(self, writes: Sequence[Write]) -> None:
         try:
@@ -384,12 +398,6 @@ class Engine:
     @property
     def live_actors(self) -> int:
         return len(self._actors)
-
-
-async def _run_warm_up(fn: Callable[[], None]) -> None:
-    """A strategy's slow imports (scipy for sobol) on a thread, so the first ask does
-    not block the event loop; abandoned (finishing on its own) at exit."""
-    await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
 
 
 def _cores() -> int:
