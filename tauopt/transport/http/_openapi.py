@@ -1,4 +1,4 @@
-"""/openapi.json from the operations' one declaration (`_routes.OPERATIONS`).
+"""/openapi.json from the operations' one declaration (`_server.SERVED`).
 
 FastAPI writes the document (it is what clients and the fuzzer read, and what
 FastAPI's own routes produced before): each Operation becomes a documentation

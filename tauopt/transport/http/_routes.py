@@ -5,7 +5,7 @@ credential, the validated body, path and query values) and returns what to
 send (a JSON value; the status is declared). The `operation` decorator
 declares the HTTP side once (method, path, body and answer schemas, error
 statuses), and from that one declaration come both the served Starlette
-route (`ROUTES`) and the route's entry in /openapi.json (`_openapi.py`).
+route (`routes(...)`) and the route's entry in /openapi.json (`_openapi.py`).
 
 What the decorator does per request, in FastAPI's order so every answer is
 the one the FastAPI routes gave: read the body and parse it as strict JSON
