@@ -188,5 +188,5 @@ def test_experiments_command_lists_what_the_daemon_stored(daemon: Daemon) -> Non
     ).json()
     listed = json.loads(tauopt("experiments", "list", "--db", str(daemon.db), "--json").stdout)
     assert exp["id"] in [e["id"] for e in listed]
-    shown = json.loads(tauopt("experiments", "show", exp["id"], "--db", str(daemon.db)).stdout)
+    shown = json.loads(tauopt("experiments", "show", exp["id"], "--db", str(daemon.db), "--json").stdout)
     assert shown["name"] == "listed" and shown["best"] is None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from .._numbers import PASS_FLOAT, plain_number
+from .._numbers import shown as _shown
 from ..errors import invalid
 from ..limits import MAX_METRICS, MAX_NAME_CHARS, as_float, check_count, check_text
 from ..strategies import names  # the registry: every strategy name, and auto
@@ -86,8 +88,9 @@ def check_value_and_metrics(value: Any, failed: Any, metrics: Any) -> tuple[floa
     else:
         if value is None:
             raise invalid("value: give the metric's value (a finite number), or failed=true")
+        value = plain_number(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise invalid(f"value: give a finite number, got {value!r}")
+            raise invalid(f"value: give a finite number, got {_shown(value)}; {PASS_FLOAT}")
         if not math.isfinite(as_float("value", value)):
             raise invalid(f"value: {value!r} is not finite; report a failed evaluation with failed=true")
         value = float(value)
@@ -97,11 +100,12 @@ def check_value_and_metrics(value: Any, failed: Any, metrics: Any) -> tuple[floa
             raise invalid("metrics: give a dict of metric name to finite number")
         check_count("metrics", len(metrics), MAX_METRICS, "metric names")
         for k, v in metrics.items():
+            v = plain_number(v)
             if not isinstance(k, str) or not k:
                 raise invalid(f"metrics: names must be non-empty strings, got {k!r}")
             check_text(f"metrics name {k!r}", k)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(as_float(f"metrics.{k}", v)):
-                raise invalid(f"metrics.{k}: give a finite number, got {v!r}")
+                raise invalid(f"metrics.{k}: give a finite number, got {_shown(v)}; {PASS_FLOAT}")
             out[k] = float(v)
     return value, failed, out
 

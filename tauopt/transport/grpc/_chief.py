@@ -108,6 +108,8 @@ async def serve_chief(options: ChiefOptions, on_ready: Callable[[dict[str, Any]]
         finally:
             with anyio.move_on_after(5, shield=True):
                 await server.stop(grace=1.0)
+        if oracle.done and not oracle.failure and not stop.is_set():
+            await _mark_completed(engine, exp.id)
         summary = oracle.summary()
         best = await engine.best(exp.id)
         summary["best"] = None if best is None else {"value": best.value, "assignments": best.assignments}
@@ -117,6 +119,17 @@ async def serve_chief(options: ChiefOptions, on_ready: Callable[[dict[str, Any]]
         if oracle.failure:
             print(oracle.failure, file=sys.stderr, flush=True)
         return summary["exit_code"]
+
+
+async def _mark_completed(engine: Any, experiment_id: str) -> None:
+    """A finished search reads `completed` in `tauopt experiments list` and over HTTP,
+    not `active` forever: its budget becomes the observations it has. Trials still
+    open (a straggler past max_trials) are closed first; their results are not wanted."""
+    await engine.close_all_suggestions(experiment_id)
+    observed = len(await engine.observations(experiment_id))
+    if observed:
+        await engine.update_experiment(experiment_id, observation_budget=observed)
+    log.info("experiment %s marked completed after %d observations", experiment_id, observed)
 
 
 def _install_signal_handlers(stop: anyio.Event) -> None:

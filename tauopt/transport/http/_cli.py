@@ -1,4 +1,4 @@
-"""`tauopt serve`, `tauopt token create|list|revoke`, `tauopt experiments list|show`.
+"""`tauopt serve`, `tauopt token create|list|revoke` (experiments: tauopt/_cli_experiments.py).
 
 Heavy imports (fastapi, uvicorn, the SQLite store) happen inside the
 commands, so `tauopt --help` stays fast.
@@ -64,19 +64,6 @@ def register(subparsers: Any) -> None:
     revoke.add_argument("credential", help="credential id (cred_...) or name")
     revoke.add_argument("--db", default=DEFAULT_DB)
     revoke.set_defaults(func=_token_revoke)
-
-    exps = subparsers.add_parser("experiments", help="inspect experiments in a database (read-only)")
-    esub = exps.add_subparsers(dest="experiments_command", metavar="ACTION", required=True)
-    elist = esub.add_parser("list", help="every experiment, of every credential")
-    elist.add_argument("--db", default=DEFAULT_DB)
-    elist.add_argument("--state", choices=["active", "completed", "archived"], default=None)
-    elist.add_argument("--owner", default=None, help="only this credential's experiments")
-    elist.add_argument("--json", action="store_true")
-    elist.set_defaults(func=_experiments_list)
-    show = esub.add_parser("show", help="one experiment with its counts and best observation")
-    show.add_argument("experiment_id")
-    show.add_argument("--db", default=DEFAULT_DB)
-    show.set_defaults(func=_experiments_show)
 
 
 # -- store access -------------------------------------------------------------------
@@ -291,38 +278,4 @@ def _token_revoke(args: argparse.Namespace) -> int:
     if problem:
         return _fail(problem)
     print(f"tauopt: revoked {args.credential} (a running server stops accepting it within seconds)", file=sys.stderr)
-    return 0
-
-
-# -- experiments ---------------------------------------------------------------------------
-
-
-def _experiments_list(args: argparse.Namespace) -> int:
-    async def listing(store: Any) -> list[Any]:
-        return await store.list_experiments(args.state, args.owner)
-
-    found = sorted(_with_store(args.db, listing, create=False), key=lambda e: (e.created_at, e.id))
-    if args.json:
-        print(json.dumps([dict(e.to_dict(), owner=e.owner) for e in found], indent=2))
-        return 0
-    print(f"{'ID':<18} {'NAME':<24} {'STATE':<10} {'OPEN':>5} {'OBS':>6}  OWNER")
-    for e in found:
-        name, owner = _shown(e.name)[:24], _shown(e.owner or "-")
-        print(f"{e.id:<18} {name:<24} {e.state:<10} {e.open_suggestions:>5} {e.observations:>6}  {owner}")
-    return 0
-
-
-def _experiments_show(args: argparse.Namespace) -> int:
-    async def load(store: Any) -> Any:
-        return await store.load(args.experiment_id)
-
-    snap = _with_store(args.db, load, create=False)
-    if snap is None:
-        return _fail(f"no experiment {args.experiment_id!r} in {args.db}")
-    exp = snap.experiment
-    sign = exp.metric.sign
-    done = [o for o in snap.observations if not o.failed and o.value is not None]
-    best = min(done, key=lambda o: sign * o.value) if done else None
-    out = dict(exp.to_dict(), owner=exp.owner, best=None if best is None else best.to_dict())
-    print(json.dumps(out, indent=2))
     return 0

@@ -38,6 +38,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import anyio
 import httpx
 
+from ..._numbers import plain_json
 from ..._client import check_deadline_s
 from ...errors import CATALOGUE, ApiError, invalid
 from ...models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
@@ -172,7 +173,7 @@ class HttpDriver:
         content = None
         if body is not None:
             try:
-                content = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+                content = json.dumps(plain_json(body), allow_nan=False, separators=(",", ":")).encode()
             except ValueError as exc:
                 raise invalid(
                     f"{method} {path}: the body holds NaN or infinity, which JSON cannot carry; "
