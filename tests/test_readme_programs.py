@@ -31,6 +31,8 @@ RUN = {  # every marked snippet, and the test that runs it
     "walkthrough/terminal-2.sh": "test_the_five_minute_walkthrough_runs_as_written",
     "walkthrough/terminal-3.sh": "test_the_five_minute_walkthrough_runs_as_written",
     "walkthrough/watch.sh": "test_the_five_minute_walkthrough_runs_as_written",
+    "kerastuner/chief.sh": "test_the_kerastuner_example_runs_with_the_readme_commands",
+    "kerastuner/worker.sh": "test_the_kerastuner_example_runs_with_the_readme_commands",
 }
 
 
@@ -164,3 +166,38 @@ def test_the_five_minute_walkthrough_runs_as_written(tmp_path: Path) -> None:
         code, out, err = d.stop()
     assert code == 0, err
     assert out.strip() == str((tmp_path / "tauopt.db.token").resolve()), "step 1: serve prints the token file's path"
+
+
+@pytest.mark.slow
+def test_the_kerastuner_example_runs_with_the_readme_commands(tmp_path: Path) -> None:
+    """The README's chief command, then its worker command twice (tuner0, tuner1),
+    on examples/kerastuner_search.py: the chief exits 0 after 6 trials, and marks
+    its experiment completed (the exit line reports it)."""
+    from test_kerastuner_interop import free_port  # skips the module without keras-tuner
+
+    blocks = marked()
+    port = str(free_port())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAUOPT_")}
+    env.update(PYTHONPATH=str(ROOT), PATH=f"{Path(sys.executable).parent}:{env['PATH']}", KERAS_HOME=str(tmp_path / "keras"), OMP_NUM_THREADS="1")
+    chief_cmd = blocks["kerastuner/chief.sh"].replace("KERASTUNER_ORACLE_PORT=8000", f"KERASTUNER_ORACLE_PORT={port}")
+    chief = subprocess.Popen(["bash", "-euc", chief_cmd], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert chief.stdout is not None
+        ready = chief.stdout.readline()
+        assert '"event": "ready"' in ready, chief.stderr.read() if chief.stderr else ""
+        workers = []
+        for tuner in ("tuner0", "tuner1"):
+            cmd = blocks["kerastuner/worker.sh"].replace("KERASTUNER_ORACLE_PORT=8000", f"KERASTUNER_ORACLE_PORT={port}")
+            cmd = cmd.replace("KERASTUNER_TUNER_ID=tuner0", f"KERASTUNER_TUNER_ID={tuner}")
+            workers.append(shell(cmd, ROOT, dict(env, KT_DIR=str(tmp_path / tuner))))
+        outs = [finished(w, "worker") for w in workers]
+        assert [o.strip() for o in outs] == ["worker tuner0 done", "worker tuner1 done"]
+        out, err = chief.communicate(timeout=60)
+    finally:
+        if chief.poll() is None:
+            chief.kill()
+            chief.communicate()
+    assert chief.returncode == 0, err[-3000:]
+    exit_line = [line for line in out.splitlines() if '"event": "exit"' in line]
+    assert exit_line and '"completed": 6' in exit_line[0], out
+    assert "marked completed" in err
