@@ -124,7 +124,7 @@ def _file_views(target: Target, state: str | None, owner: str | None, ids: Seque
     from .transport.http._cli import _with_store
 
     async def read(store: Any) -> list[ExperimentView]:
-        found = await store.list_experiments(state, owner) if ids is None else []
+        found = await store.list_experiments(state, await _owner_id(store, owner)) if ids is None else []
         wanted = ids if ids is not None else [e.id for e in sorted(found, key=lambda e: (e.created_at, e.id))]
         views = []
         for exp_id in wanted:
@@ -137,6 +137,19 @@ def _file_views(target: Target, state: str | None, owner: str | None, ids: Seque
     if not Path(target.db).exists():
         raise CliError(f"no database at {target.db}; pass --db PATH, or --url to reach a running `tauopt serve`")
     return _with_store(target.db, read, create=False)
+
+
+async def _owner_id(store: Any, owner: str | None) -> str | None:
+    """--owner by credential id or by a name only one credential has."""
+    if owner is None:
+        return None
+    creds = await store.credentials()
+    matches = [c for c in creds if c.id == owner] or [c for c in creds if c.name == owner]
+    if not matches:
+        raise CliError(f"--owner {owner!r}: no credential has that id or name; see `tauopt token list`")
+    if len(matches) > 1:
+        raise CliError(f"--owner {owner!r}: {len(matches)} credentials have that name; pass the id")
+    return str(matches[0].id)
 
 
 def _views(args: argparse.Namespace, ids: Sequence[str] | None = None) -> list[ExperimentView]:
@@ -281,7 +294,7 @@ def register(subparsers: Any) -> None:
             p.add_argument("experiment_id")
         else:
             p.add_argument("--state", choices=["active", "completed", "archived"], default=None)
-            p.add_argument("--owner", default=None, help="(--db only) this credential's experiments, by id")
+            p.add_argument("--owner", default=None, help="(--db only) this credential's experiments, by id or name")
         p.add_argument("--json", action="store_true")
         p.add_argument("--watch", action="store_true", help="redraw until Ctrl-C")
         p.add_argument("--interval", type=float, default=2.0, help="seconds between redraws (default %(default)s)")

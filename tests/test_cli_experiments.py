@@ -166,3 +166,16 @@ def test_watch_redraws_until_interrupted(daemon: Daemon) -> None:
     _, err = proc.communicate(timeout=30)
     assert frames == 3 and proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_owner_takes_a_credential_name_or_id(daemon: Daemon, tmp_path: Path) -> None:
+    made = tauopt("token", "create", "--db", str(daemon.db), "--name", "alice")
+    assert made.returncode == 0, made.stderr
+    with Client(driver="http", base_url=daemon.url, token=made.stdout.strip()) as c:
+        mine = c.create_experiment(**dict(SPEC, name="alice-owns")).id
+    (alice,) = [r for r in json.loads(tauopt("token", "list", "--db", str(daemon.db), "--json").stdout) if r["name"] == "alice"]
+    for who in ("alice", alice["id"]):
+        listed = json.loads(tauopt("experiments", "list", "--db", str(daemon.db), "--owner", who, "--json").stdout)
+        assert [e["id"] for e in listed] == [mine], who
+    r = tauopt("experiments", "list", "--db", str(daemon.db), "--owner", "nobody")
+    assert r.returncode == 1 and "no credential has that id or name" in r.stderr

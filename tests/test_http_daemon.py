@@ -87,7 +87,10 @@ def test_first_start_writes_a_0600_token_file_and_prints_only_its_path(tmp_path:
 
 def test_token_create_list_revoke(tmp_path: Path) -> None:
     db = str(tmp_path / "t.db")
-    made = tauopt("token", "create", "--db", db, "--name", "ci", "--suggestions-per-day", "5")
+    stray = tauopt("token", "create", "--db", db, "--name", "ci")
+    assert stray.returncode == 1 and stray.stdout == "" and "--create" in stray.stderr and "no database at" in stray.stderr
+    assert not Path(db).exists(), "no stray database whose token no daemon accepts"
+    made = tauopt("token", "create", "--db", db, "--name", "ci", "--suggestions-per-day", "5", "--create")
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip()
     assert made.stdout == token + "\n" and token.startswith("tau_")

@@ -55,6 +55,7 @@ def register(subparsers: Any) -> None:
     create.add_argument("--name", required=True)
     create.add_argument("--suggestions-per-day", type=int, default=None)
     create.add_argument("--max-active-experiments", type=int, default=None)
+    create.add_argument("--create", action="store_true", help="start a new database if --db does not exist")
     create.set_defaults(func=_token_create)
     listing = tsub.add_parser("list", help="list credentials (never tokens)")
     listing.add_argument("--db", default=DEFAULT_DB)
@@ -220,6 +221,12 @@ def _token_create(args: argparse.Namespace) -> int:
     from ...engine._auth import new_credential
     from ...errors import ApiError
 
+    if args.db != ":memory:" and not Path(args.db).exists() and not args.create:
+        # A token in a stray new file is one no running daemon accepts.
+        return _fail(
+            f"no database at {args.db}; pass --db with the file `tauopt serve --db` uses "
+            "(default ./tauopt.db in the directory it started in), or --create to start a new database there"
+        )
     try:
         cred, token = new_credential(args.name, args.suggestions_per_day, args.max_active_experiments)
     except ApiError as exc:
