@@ -8,6 +8,7 @@ back. The engine itself holds no experiment state.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import time
@@ -23,12 +24,14 @@ from ..models import Experiment, Metric, Observation, StrategyOptions, Suggestio
 from ..space import Space, is_large_space
 from ..store import PutExperiment, Store, Write, open_store
 from ..store._filewatch import commit_error
-from ..strategies import warm_up_for
+from ..strategies import uses_pool, warm_up_for
 from . import _messages as m
 from ._actor import ExperimentActor
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
+
+log = logging.getLogger("tauopt.engine")
 
 
 class _Unset:
@@ -86,6 +89,7 @@ class Engine:
             stack.push_async_callback(self._close_store)
             self.pool = await self._open_pool(stack)
             self._tg = await stack.enter_async_context(anyio.create_task_group())
+            self._tg.start_soon(self._prewarm_pool)
         except BaseException:
             await stack.aclose()
             raise
@@ -115,6 +119,19 @@ class Engine:
         elif isinstance(spec, str):
             spec = StrategyPool(spec, size=self._pool_size)
         return await stack.enter_async_context(spec)
+
+    async def _prewarm_pool(self) -> None:
+        """A restarted daemon with active GP experiments starts its pool's workers in
+        the background now, so the first GP ask does not wait for torch's imports."""
+        warm = getattr(self.pool, "warm", None)
+        if warm is None:
+            return
+        try:
+            strategies = {e.strategy for e in await self.store.list_experiments("active")}
+            if strategies and await anyio.to_thread.run_sync(lambda: any(uses_pool(s) for s in strategies)):
+                await warm()
+        except Exception as exc:  # noqa: BLE001 - the first GP job starts the pool instead
+            log.warning("GP pool: pre-warming failed (%s); it starts at the first GP ask", exc)
 
     # -- plumbing ----------------------------------------------------------------
 
