@@ -179,3 +179,31 @@ def test_owner_takes_a_credential_name_or_id(daemon: Daemon, tmp_path: Path) -> 
         assert [e["id"] for e in listed] == [mine], who
     r = tauopt("experiments", "list", "--db", str(daemon.db), "--owner", "nobody")
     assert r.returncode == 1 and "no credential has that id or name" in r.stderr
+
+
+def test_token_transfer_moves_a_revoked_credentials_experiments_to_another(tmp_path: Path) -> None:
+    d = Daemon(tmp_path / "tauopt.db")
+    try:
+        leaked = tauopt("token", "create", "--db", str(d.db), "--name", "leaked").stdout.strip()
+        with Client(driver="http", base_url=d.url, token=leaked) as c:
+            exp = c.create_experiment(**SPEC)
+            s = c.suggest(exp.id)
+            c.observe(exp.id, suggestion_id=s.id, value=0.5)
+        busy = tauopt("token", "transfer", "leaked", "default", "--db", str(d.db))
+        assert busy.returncode == 1 and "stop `tauopt serve` first" in busy.stderr
+    finally:
+        d.stop()
+    assert tauopt("token", "revoke", "leaked", "--db", str(d.db)).returncode == 0
+    assert tauopt("token", "transfer", "leaked", "nobody", "--db", str(d.db)).returncode == 1
+    refused = tauopt("token", "transfer", "default", "leaked", "--db", str(d.db))
+    assert refused.returncode == 1 and "is revoked" in refused.stderr
+    moved = tauopt("token", "transfer", "leaked", "default", "--db", str(d.db))
+    assert (moved.returncode, moved.stdout) == (0, "1\n"), moved.stderr
+    d2 = Daemon(d.db)
+    try:
+        with Client(driver="http", base_url=d2.url, token=token_of(d2)) as c:
+            assert [e.id for e in c.experiments()] == [exp.id]
+            assert c.best(exp.id).value == 0.5  # type: ignore[union-attr]
+            c.suggest(exp.id)  # the search goes on under its new owner
+    finally:
+        d2.stop()

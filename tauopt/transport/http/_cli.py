@@ -65,6 +65,13 @@ def register(subparsers: Any) -> None:
     revoke.add_argument("credential", help="credential id (cred_...) or name")
     revoke.add_argument("--db", default=DEFAULT_DB)
     revoke.set_defaults(func=_token_revoke)
+    transfer = tsub.add_parser(
+        "transfer", help="give a credential's experiments to another (after revoking a leaked token); daemon stopped"
+    )
+    transfer.add_argument("source", help="the credential whose experiments move (id or name; revoked or not)")
+    transfer.add_argument("target", help="the credential that receives them (id or name; not revoked)")
+    transfer.add_argument("--db", default=DEFAULT_DB)
+    transfer.set_defaults(func=_token_transfer)
 
 
 # -- store access -------------------------------------------------------------------
@@ -285,4 +292,47 @@ def _token_revoke(args: argparse.Namespace) -> int:
     if problem:
         return _fail(problem)
     print(f"tauopt: revoked {args.credential} (a running server stops accepting it within seconds)", file=sys.stderr)
+    return 0
+
+
+def _one_credential(found: list[Any], id_or_name: str) -> Any:
+    matches = [c for c in found if c.id == id_or_name] or [c for c in found if c.name == id_or_name]
+    if not matches:
+        raise LookupError(f"no credential {id_or_name!r}; see `tauopt token list`")
+    if len(matches) > 1:
+        raise LookupError(f"{len(matches)} credentials are named {id_or_name!r}; pass the id")
+    return matches[0]
+
+
+def _token_transfer(args: argparse.Namespace) -> int:
+    """Move every experiment of one credential to another. It owns the file while it
+    works: a running daemon keeps each live experiment's owner in memory, so the
+    daemon must be stopped (it is refused otherwise), and restarted after."""
+    from dataclasses import replace
+
+    from ...errors import ApiError
+    from ...store import PutExperiment
+
+    async def transfer(store: Any) -> tuple[int, Any, Any]:
+        found = await store.credentials()
+        source, target = _one_credential(found, args.source), _one_credential(found, args.target)
+        if target.revoked:
+            raise LookupError(f"{args.target!r} is revoked; transfer to a live credential (`tauopt token create`)")
+        moved = 0
+        for exp in await store.list_experiments(None, source.id):
+            snap = await store.load(exp.id)
+            if snap is None or snap.experiment.owner != source.id:
+                continue  # an unowned experiment: every credential sees it already
+            await store.write([PutExperiment(replace(snap.experiment, owner=target.id), snap.drawn)])
+            moved += 1
+        return moved, source, target
+
+    try:
+        moved, source, target = _with_store(args.db, transfer, create=False, exclusive=True)
+    except LookupError as exc:
+        return _fail(str(exc.args[0]))
+    except ApiError as exc:  # store_in_use: the daemon runs
+        return _fail(f"{exc.message}; stop `tauopt serve` first, transfer, then start it again")
+    print(moved, flush=True)
+    print(f"tauopt: moved {moved} experiment(s) from {_shown(source.name)} ({source.id}) to {_shown(target.name)} ({target.id})", file=sys.stderr)
     return 0
