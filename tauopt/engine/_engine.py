@@ -128,7 +128,8 @@ class Engine:
             return
         try:
             strategies = {e.strategy for e in await self.store.list_experiments("active")}
-            if strategies and await anyio.to_thread.run_sync(lambda: any(uses_pool(s) for s in strategies)):
+            pooled: bool = await anyio.to_thread.run_sync(lambda: any(uses_pool(s) for s in strategies))
+            if pooled:
                 await warm()
         except Exception as exc:  # noqa: BLE001 - the first GP job starts the pool instead
             log.warning("GP pool: pre-warming failed (%s); it starts at the first GP ask", exc)
