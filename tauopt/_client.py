@@ -11,6 +11,7 @@ and never holds the exit up.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import queue
@@ -42,9 +43,20 @@ OPERATIONS = (
 )
 
 
+log = logging.getLogger("tauopt.client")
+_said_private: list[bool] = []  # the private-engine notice is logged once per process
+
+
 def _pick_driver(driver: str | None, base_url: str | None) -> str:
     if driver is None:
         driver = "http" if (base_url or os.environ.get("TAUOPT_BASE_URL")) else "local"
+        if driver == "local" and not _said_private:
+            _said_private.append(True)
+            log.warning(
+                "Client() without a driver and without TAUOPT_BASE_URL runs a private in-process engine; "
+                "set TAUOPT_BASE_URL (and TAUOPT_TOKEN) to reach a `tauopt serve` daemon, "
+                "or pass driver='local' to say this is what you want"
+            )
     if driver not in ("local", "http"):
         raise invalid(f"driver: {driver!r} is not one of ['local', 'http']")
     return driver
