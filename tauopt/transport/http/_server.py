@@ -16,7 +16,7 @@ import json
 import math
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Annotated, Any, AsyncIterator, Callable, Literal
+from typing import Annotated, Any, AsyncIterator, Callable, Literal, Mapping
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -28,6 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._json import loads_body
+from ..._numbers import PASS_FLOAT
 from ...errors import CATALOGUE, ApiError, api_error
 from ...engine._auth import Credential, Gate, Limits
 from ._dashboard import add_dashboard
@@ -228,11 +229,17 @@ def _jsonable(value: Any) -> Any:
         return json.loads(json.dumps(value, default=repr, allow_nan=True).replace("NaN", "null"))
 
 
+def _pass_float(loc: str, err: Mapping[str, Any]) -> str:
+    """The local door's advice for a value that is not a number: the same words everywhere."""
+    measured = loc.split(".", 1)[0] in ("value", "metrics", "assignments")
+    return f"; {PASS_FLOAT}" if measured and str(err.get("type", "")).startswith(("float_", "int_")) else ""
+
+
 def _validation_error(exc: RequestValidationError) -> ApiError:
     problems = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body",)) or "body"
-        problems.append({"field": loc, "problem": str(err.get("msg", "invalid"))})
+        problems.append({"field": loc, "problem": str(err.get("msg", "invalid")) + _pass_float(loc, err)})
     bad_json = [err for err in exc.errors() if err.get("type") == "json_invalid"]
     if bad_json:
         why = (bad_json[0].get("ctx") or {}).get("error", "JSON decode error")
