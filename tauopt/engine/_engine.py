@@ -204,6 +204,14 @@ class Engine:
         strategy_options: Mapping[str, Any] | StrategyOptions | None = None,
         owner: str | None = None,
     ) -> Experiment:
+        """Create an active experiment and return it (its id is chosen here).
+
+        parameters: dicts or Parameter (types double, int, categorical, boolean, fixed); metric: a dict
+        or Metric (name, objective minimize|maximize). At most `parallel_bandwidth` suggestions are
+        open at once; `suggestion_ttl_s` expires forgotten ones; `observation_budget` completes it.
+        Raises ApiError `invalid_request` saying which field to fix.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         options = StrategyOptions.parse(strategy_options)
         if is_large_space(parameters):
             # up to 10,000 parameters take a good fraction of a second to check: a worker
@@ -232,9 +240,15 @@ class Engine:
         return exp
 
     async def experiment(self, experiment_id: str, owner: str | None = None) -> Experiment:
+        """One experiment with its counts. Raises ApiError `not_found` if absent.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.GetExperiment(owner))
 
     async def experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
+        """Every experiment (optionally in one `state`: active, completed, archived), oldest first.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         if state is not None and state not in ("active", "completed", "archived"):
             raise invalid(f"state: {state!r} is not one of ['active', 'completed', 'archived']")
         found = await self.store.list_experiments(state, owner)
@@ -251,6 +265,10 @@ class Engine:
         parameters: Any = UNSET,
         owner: str | None = None,
     ) -> Experiment:
+        """Change the fields given (leave the others out; None unsets ttl or budget) and
+        return the experiment. Raises ApiError `invalid_request` for a bad value.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         changes = {
             k: v
             for k, v in (
@@ -265,6 +283,9 @@ class Engine:
         return await self._ask(experiment_id, m.UpdateExperiment(owner, changes))
 
     async def archive_experiment(self, experiment_id: str, owner: str | None = None) -> Experiment:
+        """Archive: no more asks or observations; its open suggestions close. Returns it.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.ArchiveExperiment(owner))
 
     # -- suggestions and observations -------------------------------------------------
@@ -287,18 +308,33 @@ class Engine:
         metrics: Mapping[str, float] | None = None,
         owner: str | None = None,
     ) -> Observation:
+        """Record a result: of a suggestion (`suggestion_id`) or unsolicited (`assignments`);
+        `value` is the metric (any number: numpy scalars and 0-d arrays are fine), or
+        `failed=True` without a value. Returns the Observation. Raises ApiError
+        `suggestion_expired` (409, with `details['assignments']` to re-post) for an expired one.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         sid = None if suggestion_id is None else str(suggestion_id)
         return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics))
 
     async def suggestions(
         self, experiment_id: str, state: str | None = None, tag: str | None = None, owner: str | None = None
     ) -> list[Suggestion]:
+        """The experiment's suggestions in creation order, optionally by `state` and `tag`.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.ListSuggestions(owner, state, tag))
 
     async def suggestion(self, experiment_id: str, suggestion_id: str, owner: str | None = None) -> Suggestion:
+        """One suggestion by id. Raises ApiError `not_found` if absent.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.GetSuggestion(owner, str(suggestion_id)))
 
     async def close_suggestion(self, experiment_id: str, suggestion_id: str, owner: str | None = None) -> Suggestion:
+        """Close an open suggestion without a result: its slot returns, its point may be suggested again.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.CloseSuggestion(owner, str(suggestion_id)))
 
     async def release_suggestion(
@@ -313,6 +349,9 @@ class Engine:
         return await self._ask(experiment_id, m.ReleaseSuggestion(owner, str(suggestion_id), max_attempts))
 
     async def close_all_suggestions(self, experiment_id: str, owner: str | None = None) -> int:
+        """Close every open suggestion (e.g. before resubmitting a failed job array); returns how many.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.CloseAllSuggestions(owner))
 
     async def observations(
@@ -347,6 +386,9 @@ class Engine:
         return await anyio.to_thread.run_sync(importance, exp.parameters, found)
 
     async def best(self, experiment_id: str, owner: str | None = None) -> Observation | None:
+        """The best successful observation by the metric's objective, or None before any.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.Best(owner))
 
     async def inspect(self, experiment_id: str) -> dict[str, Any]:
