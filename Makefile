@@ -25,6 +25,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/contention.py --quick
+	$(PY) benchmarks/report_latency.py --duration 3
 
 # Regenerates the committed KerasTuner gRPC code; tests/test_grpc_generated.py checks for drift.
 grpc-stubs: $(STAMP)

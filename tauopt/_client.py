@@ -34,12 +34,15 @@ OPERATIONS = (
     "archive_experiment",
     "suggest",
     "observe",
+    "report",
+    "reports",
     "suggestions",
     "suggestion",
     "close_suggestion",
     "close_all_suggestions",
     "observations",
     "best",
+    "pareto_front",
 )
 
 

@@ -28,10 +28,14 @@ __all__ = [
     "Condition",
     "Parameter",
     "Metric",
+    "Constraint",
+    "parse_metrics",
     "StrategyOptions",
     "Experiment",
     "Suggestion",
     "Observation",
+    "Report",
+    "ReportDecision",
     "PARAMETER_TYPES",
     "STRATEGIES",
     "EXPERIMENT_STATES",
@@ -279,34 +283,111 @@ class Parameter:
         return cls.parse(d)
 
 
+MAX_OBJECTIVES = 4
+MAX_CONSTRAINTS = 16
+CONSTRAINT_OPS = ("<=", ">=")
+
+
 @dataclass(frozen=True)
-class Metric:
-    name: str
-    objective: Literal["minimize", "maximize"] = "minimize"
+class Constraint:
+    """A metric that must satisfy `value <op> bound` for an observation to be feasible."""
+
+    op: Literal["<=", ">="]
+    bound: float
 
     @classmethod
-    def parse(cls, raw: Any) -> "Metric":
+    def parse(cls, where: str, raw: Any) -> "Constraint":
+        if isinstance(raw, Constraint):
+            return raw
+        if not isinstance(raw, Mapping) or len(raw) != 1 or next(iter(raw)) not in CONSTRAINT_OPS:
+            raise invalid(f"{where}: give exactly one bound, {{'<=': number}} or {{'>=': number}}, got {raw!r}")
+        op, bound = next(iter(raw.items()))
+        if not _is_number(bound) or not _finite(where, bound):
+            raise invalid(f"{where}: the bound must be a finite number, got {bound!r}")
+        return cls(op, float(bound))
+
+    def satisfied(self, value: float) -> bool:
+        return value <= self.bound if self.op == "<=" else value >= self.bound
+
+    def violation(self, value: float) -> float:
+        """How far past the bound (0 when satisfied): the GP models this, signed, per constraint."""
+        return value - self.bound if self.op == "<=" else self.bound - value
+
+    def to_dict(self) -> dict[str, float]:
+        return {self.op: self.bound}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """An objective (`objective` set) or a constraint metric (`constraint` set,
+    `objective` None): measured on every observation, must hold, not optimized."""
+
+    name: str
+    objective: Literal["minimize", "maximize"] | None = "minimize"
+    constraint: Constraint | None = None
+
+    @classmethod
+    def parse(cls, raw: Any, where: str = "metric", default_objective: str | None = "minimize") -> "Metric":
         if isinstance(raw, Metric):
             return raw
         if not isinstance(raw, Mapping):
-            raise invalid("metric: give {'name': ..., 'objective': 'minimize' | 'maximize'}")
-        _unknown_keys("metric", raw, ("name", "objective"))
+            raise invalid(f"{where}: give {{'name': ..., 'objective': 'minimize' | 'maximize'}}")
+        _unknown_keys(where, raw, ("name", "objective", "constraint"))
         name = raw.get("name")
         if not isinstance(name, str) or not name.strip():
-            raise invalid("metric.name: give a non-empty string name")
-        check_text("metric.name", name)
-        objective = raw.get("objective", "minimize")
+            raise invalid(f"{where}.name: give a non-empty string name")
+        check_text(f"{where}.name", name)
+        if raw.get("constraint") is not None:
+            if raw.get("objective") is not None:
+                raise invalid(f"{where} ({name!r}): a metric is an objective or a constraint, not both; give one of them")
+            return cls(name, None, Constraint.parse(f"{where}.constraint ({name!r})", raw["constraint"]))
+        objective = raw.get("objective", default_objective)
+        if objective is None:
+            raise invalid(f"{where} ({name!r}): give 'objective': 'minimize' | 'maximize' or 'constraint': {{'<=': number}}")
         if objective not in OBJECTIVES:
-            raise invalid(f"metric.objective: {objective!r} is not one of {list(OBJECTIVES)}")
+            raise invalid(f"{where}.objective: {objective!r} is not one of {list(OBJECTIVES)}")
         return cls(name, objective)
 
     def to_dict(self) -> dict[str, Any]:
+        if self.constraint is not None:
+            return {"name": self.name, "constraint": self.constraint.to_dict()}
         return {"name": self.name, "objective": self.objective}
 
     @property
     def sign(self) -> float:
         """+1 when smaller is better; multiply values by it to minimize."""
-        return 1.0 if self.objective == "minimize" else -1.0
+        return 1.0 if self.objective != "maximize" else -1.0
+
+
+def parse_metrics(metric: Any = None, metrics: Any = None) -> tuple[Metric, ...]:
+    """An experiment's metrics from `metric=` (one objective, today's form) or
+    `metrics=[...]` (1-4 objectives and any constraint metrics); objectives first,
+    in the order given, so the first objective is `Experiment.metric`."""
+    if metric is not None and metrics is not None:
+        raise invalid("give metric= (one objective) or metrics=[...], not both")
+    if metrics is None:
+        if metric is None:
+            raise invalid("metrics: give metric={'name': ..., 'objective': ...} or metrics=[...]")
+        return (Metric.parse(metric),)
+    if isinstance(metrics, (str, bytes, Mapping)) or not isinstance(metrics, Iterable):
+        raise invalid("metrics: give a list of {'name', 'objective'} or {'name', 'constraint'} dicts")
+    metrics = tuple(metrics)
+    check_count("metrics", len(metrics), MAX_OBJECTIVES + MAX_CONSTRAINTS, "metrics")
+    parsed = tuple(Metric.parse(m, f"metrics[{i}]", default_objective=None) for i, m in enumerate(metrics))
+    seen: set[str] = set()
+    for i, m in enumerate(parsed):
+        if m.name in seen:
+            raise invalid(f"metrics[{i}].name: {m.name!r} appears twice; each metric name must be unique")
+        seen.add(m.name)
+    objectives = tuple(m for m in parsed if m.objective is not None)
+    constraints = tuple(m for m in parsed if m.constraint is not None)
+    if not objectives:
+        raise invalid("metrics: give at least one objective ({'name': ..., 'objective': 'minimize' | 'maximize'})")
+    if len(objectives) > MAX_OBJECTIVES:
+        raise invalid(f"metrics: {len(objectives)} objectives; at most {MAX_OBJECTIVES} (make the others constraints)")
+    if len(constraints) > MAX_CONSTRAINTS:
+        raise invalid(f"metrics: {len(constraints)} constraint metrics; at most {MAX_CONSTRAINTS}")
+    return objectives + constraints
 
 
 @dataclass(frozen=True)
@@ -358,6 +439,24 @@ class Experiment:
     observations: int = 0
     strategy_options: StrategyOptions = field(default_factory=StrategyOptions)
     owner: str | None = None
+    # the stopping rule's JSON form ({"rule": "none"|"median"|"asha", ...}), checked
+    # by tauopt.strategies.stopping.parse_rule before it gets here
+    early_stopping: Mapping[str, Any] = field(default_factory=lambda: {"rule": "none"})
+    # every metric, objectives first; `metric` is metrics[0]. Empty means (metric,):
+    # experiments written before multi-objective (no "metrics" key) read that way.
+    metrics: tuple[Metric, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.metrics:
+            object.__setattr__(self, "metrics", (self.metric,))
+
+    @property
+    def objectives(self) -> tuple[Metric, ...]:
+        return tuple(m for m in self.metrics if m.objective is not None)
+
+    @property
+    def constraints(self) -> tuple[Metric, ...]:
+        return tuple(m for m in self.metrics if m.constraint is not None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -365,11 +464,13 @@ class Experiment:
             "name": self.name,
             "parameters": [p.to_dict() for p in self.parameters],
             "metric": self.metric.to_dict(),
+            "metrics": [m.to_dict() for m in self.metrics],
             "parallel_bandwidth": self.parallel_bandwidth,
             "suggestion_ttl_s": self.suggestion_ttl_s,
             "observation_budget": self.observation_budget,
             "strategy": self.strategy,
             "strategy_options": self.strategy_options.to_dict(),
+            "early_stopping": dict(self.early_stopping),
             "state": self.state,
             "created_at": self.created_at,
             "open_suggestions": self.open_suggestions,
@@ -383,6 +484,7 @@ class Experiment:
             name=d["name"],
             parameters=tuple(Parameter.parse(p, i) for i, p in enumerate(d["parameters"])),
             metric=Metric.parse(d["metric"]),
+            metrics=tuple(Metric.parse(x, f"metrics[{i}]", None) for i, x in enumerate(d.get("metrics") or ())),
             parallel_bandwidth=int(d["parallel_bandwidth"]),
             suggestion_ttl_s=d.get("suggestion_ttl_s"),
             observation_budget=d.get("observation_budget"),
@@ -393,6 +495,7 @@ class Experiment:
             observations=int(d.get("observations", 0)),
             strategy_options=StrategyOptions.parse(d.get("strategy_options")),
             owner=owner if owner is not None else d.get("owner"),
+            early_stopping=dict(d.get("early_stopping") or {"rule": "none"}),
         )
 
     def evolve(self, **changes: Any) -> "Experiment":
@@ -450,6 +553,8 @@ class Observation:
     failed: bool = False
     created_at: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
+    # observed with stopped=True: the last step the trial reported before it stopped
+    stopped_at_step: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -461,6 +566,7 @@ class Observation:
             "failed": self.failed,
             "created_at": self.created_at,
             "metrics": dict(self.metrics),
+            "stopped_at_step": self.stopped_at_step,
         }
 
     @classmethod
@@ -474,7 +580,32 @@ class Observation:
             failed=bool(d.get("failed", False)),
             created_at=float(d.get("created_at", 0.0)),
             metrics={k: float(v) for k, v in (d.get("metrics") or {}).items()},
+            stopped_at_step=None if d.get("stopped_at_step") is None else int(d["stopped_at_step"]),
         )
+
+
+@dataclass(frozen=True)
+class Report:
+    """An intermediate value of the objective at `step` for an open suggestion."""
+
+    suggestion_id: str
+    step: int
+    value: float
+    created_at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"suggestion_id": self.suggestion_id, "step": self.step, "value": self.value, "created_at": self.created_at}
+
+
+@dataclass(frozen=True)
+class ReportDecision:
+    """The answer to a report: stop the trial (with the rule's reason) or go on."""
+
+    should_stop: bool
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"should_stop": self.should_stop, "reason": self.reason}
 
 
 def __getattr__(name: str) -> Any:

@@ -49,3 +49,35 @@ def test_tiny_contention_run_prints_json_lines_with_invariants_holding(tmp_path:
     report = (out / "contention.md").read_text()
     assert "| inproc/memory/random/w8/e1 |" in report
     assert len((out / "contention.jsonl").read_text().splitlines()) == len(lines)
+
+
+def test_tiny_early_stopping_run_prints_every_method_and_tauopt_matches_optuna_on_the_same_rule() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "early_stopping.py"), "--trials", "40", "--seeds", "1", "--workers", "8", "--max-step", "27"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    methods = json.loads(proc.stdout)["methods"]
+    assert methods["tauopt none"]["steps_mean"] == 40 * 27
+    assert methods["tauopt asha"]["steps_mean"] < methods["tauopt none"]["steps_mean"]
+    # Same rule, same curves, same order: the same decisions.
+    assert methods["tauopt asha"] == methods["optuna SuccessiveHalvingPruner"]
+    assert methods["tauopt median"] == methods["optuna MedianPruner"]
+
+
+def test_tiny_report_latency_run_prints_one_line_per_rule() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "report_latency.py"), "--workers", "4", "--duration", "0.3", "--steps", "5", "--store", "memory"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = {r["rule"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert set(lines) == {"none", "asha", "median"}
+    none = lines["none"]
+    assert none["stopped"] == 0 and none["reports"] == none["trials"] * 5 > 0
+    for r in lines.values():
+        assert r["report_ms"]["p50"] <= r["report_ms"]["p99"] <= r["report_ms"]["max"]

@@ -68,7 +68,23 @@ async def test_a_job_that_raises_is_a_job_failed_and_the_executor_goes_on(stuck:
     assert outcome.strategy_used == "sobol" and len(outcome.candidates) == 1
 
 
-async def test_a_killed_worker_process_fails_its_job_and_the_ask_gets_sobol(stuck: Path) -> None:
+async def test_a_killed_worker_process_fails_its_job_and_the_ask_gets_sobol(
+    stuck: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The replacement process is held until the ask has its answer: on a busy machine a
+    # spawn + torch import outlasts the job's deadline, and the caller must not wait for it.
+    import threading
+
+    from tauopt.compute import _workers
+
+    answered = threading.Event()
+    real_restart = _workers.ProcessWorker.restart
+
+    def held_restart(self: _workers.ProcessWorker) -> None:
+        assert answered.wait(60), "the ask was not answered before the worker's restart"
+        real_restart(self)
+
+    monkeypatch.setattr(_workers.ProcessWorker, "restart", held_restart)
     with anyio.fail_after(120):  # a bound against a hang, not a speed claim
         async with Engine(pool=StrategyPool("process", size=1)) as engine:
             exp = await engine.create_experiment("stuck", X, M, strategy="stuck", parallel_bandwidth=1)
@@ -76,6 +92,7 @@ async def test_a_killed_worker_process_fails_its_job_and_the_ask_gets_sobol(stuc
 
             async def ask() -> None:
                 got["s"] = await engine.suggest(exp.id)
+                answered.set()
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(ask)
@@ -83,6 +100,9 @@ async def test_a_killed_worker_process_fails_its_job_and_the_ask_gets_sobol(stuc
                 assert engine.pool.executor.pids == [pid]
                 os.kill(pid, signal.SIGKILL)
             stats = await engine.inspect(exp.id)
+            # the caller got its failure first; the worker is replaced right after
+            while engine.pool.executor.pids == [pid]:
+                await anyio.sleep(0.05)
             replacement = engine.pool.executor.pids
     assert "died" in (stats["last_fallback_reason"] or "") and stats["fallbacks"] == 1
     s = got["s"]

@@ -130,3 +130,49 @@ def test_import_tauopt_loads_no_heavy_dependency():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+@pytest.mark.anyio
+async def test_a_sobol_experiments_first_ask_waits_off_loop_for_the_warm_up_while_others_are_served(monkeypatch):
+    """The slow import (scipy) runs on a thread and the first sobol ask waits for it, so
+    the ask never imports on the event loop; meanwhile another experiment is served."""
+    import threading
+
+    import tauopt.engine._engine as engine_module
+    from tauopt.strategies import warm_up_for
+
+    release = threading.Event()
+    calls: list[str] = []
+
+    def gated_warm_up() -> None:
+        calls.append("started")
+        assert release.wait(30), "the test never released the warm-up"
+
+    real = warm_up_for("sobol")
+    assert real is not None and warm_up_for("auto") is real and warm_up_for("gp") is real
+    monkeypatch.setattr(engine_module, "warm_up_for", lambda s: gated_warm_up if s == "sobol" else None)
+    async with Engine() as engine:
+        slow = await engine.create_experiment(name="s", parameters=X, metric=Y, strategy="sobol")
+        other = await engine.create_experiment(name="r", parameters=X, metric=Y, strategy="random")
+        answered: list[str] = []
+
+        async def first_sobol_ask() -> None:
+            await engine.suggest(slow.id)
+            answered.append("sobol")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first_sobol_ask)
+            with anyio.fail_after(30):
+                while not calls:
+                    await anyio.sleep(0.01)
+            # the warm-up holds: the random experiment is served, the sobol ask waits
+            for _ in range(3):
+                s = await engine.suggest(other.id)
+                await engine.observe(other.id, s.id, value=1.0)
+            assert answered == []
+            release.set()
+        assert answered == ["sobol"]
+        # a second sobol experiment starts without running the warm-up again
+        again = await engine.create_experiment(name="s2", parameters=X, metric=Y, strategy="sobol")
+        await engine.suggest(again.id)
+        assert calls == ["started"]

@@ -438,3 +438,47 @@ async def test_create_app_serves_an_engine_the_caller_owns() -> None:
         sock.close()
         # the engine outlived the app and still serves its owner
         assert len(await engine.suggestions(exp.id, owner=cred.id)) == 8
+
+
+def test_reports_over_http_answer_the_rule_and_keep_the_curve(api: Api) -> None:
+    http = api.http()
+    exp = create(http, parallel_bandwidth=3, strategy="random", early_stopping={"rule": "asha", "max_step": 9})
+    assert exp["early_stopping"] == {"rule": "asha", "min_step": 1, "max_step": 9, "reduction_factor": 3}
+    eid = exp["id"]
+    a, b = (http.post(f"/v1/experiments/{eid}/suggestions").json()["id"] for _ in range(2))
+    r = http.post(f"/v1/experiments/{eid}/suggestions/{a}/reports", json={"step": 1, "value": 0.2})
+    assert r.status_code == 200 and r.json() == {"should_stop": False, "reason": None}
+    r = http.post(f"/v1/experiments/{eid}/suggestions/{b}/reports", json={"step": 1, "value": 0.5})
+    assert r.json()["should_stop"] is True and "asha" in r.json()["reason"]
+    r = http.post(f"/v1/experiments/{eid}/suggestions/{b}/reports", json={"step": 1, "value": 0.5})
+    assert error_of(r) == (400, "invalid_request") and "increasing order" in r.json()["error"]["message"]
+    r = http.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": b, "value": 0.5, "stopped": True})
+    assert r.status_code == 201 and r.json()["stopped_at_step"] == 1
+    r = http.post(f"/v1/experiments/{eid}/suggestions/{b}/reports", json={"step": 2, "value": 0.4})
+    assert error_of(r) == (409, "suggestion_observed")
+    r = http.post(f"/v1/experiments/{eid}/suggestions/{a}/reports", json={"step": 2.5, "value": 0.1})
+    assert error_of(r) == (400, "invalid_request")
+    listed = http.get(f"/v1/experiments/{eid}/suggestions/{a}/reports").json()
+    assert [(x["step"], x["value"]) for x in listed] == [(1, 0.2)]
+    r = http.patch(f"/v1/experiments/{eid}", json={"early_stopping": {"rule": "median", "min_trials": 2}})
+    assert r.status_code == 200 and r.json()["early_stopping"] == {"rule": "median", "min_trials": 2, "grace_steps": 0}
+    r = http.patch(f"/v1/experiments/{eid}", json={"early_stopping": {"rule": "bogus"}})
+    assert error_of(r) == (400, "invalid_request") and "none, median, asha" in r.json()["error"]["message"]
+    # another credential cannot report on it
+    r = api.http("bob").post(f"/v1/experiments/{eid}/suggestions/{a}/reports", json={"step": 3, "value": 0.1})
+    assert error_of(r) == (404, "not_found")
+    paths = http.get("/openapi.json").json()["paths"]
+    assert "post" in paths["/v1/experiments/{id}/suggestions/{sid}/reports"]
+
+
+def test_the_http_client_reports_and_observes_a_stopped_trial(api: Api) -> None:
+    with api.client() as c:
+        exp = c.create_experiment("es-client", X, METRIC, parallel_bandwidth=2, strategy="random",
+                                  early_stopping={"rule": "asha", "max_step": 9})
+        s1, s2 = c.suggest(exp.id), c.suggest(exp.id)
+        assert not c.report(exp.id, s1.id, 1, 0.1).should_stop
+        decision = c.report(exp.id, s2.id, 1, 0.9)
+        assert decision.should_stop and decision.reason and "asha" in decision.reason
+        assert c.observe(exp.id, suggestion_id=s2.id, value=0.9, stopped=True).stopped_at_step == 1
+        assert [(r.step, r.value) for r in c.reports(exp.id, s1.id)] == [(1, 0.1)]
+        assert c.update_experiment(exp.id, early_stopping={"rule": "none"}).early_stopping == {"rule": "none"}

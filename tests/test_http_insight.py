@@ -13,7 +13,7 @@ import pytest
 
 from tauopt.engine._activity import SPARKLINE_POINTS
 from tauopt.engine._auth import new_credential
-from tauopt.engine._sqlite import SqliteStore
+from tauopt.store._sqlite import SqliteStore
 from tauopt.transport.http._dashboard import CSP
 from tauopt.transport.http._server import create_app
 from test_http_support import ServerThread

@@ -42,3 +42,29 @@ def test_the_chief_refuses_a_space_keras_tuner_cannot_parse(monkeypatch, capsys,
     space.write_text('[{"name": "x", "type": "categorical", "values": ["a", 1]}]')
     code, err = chief(monkeypatch, capsys, {IP_VAR: "127.0.0.1", PORT_VAR: "8000", ID_VAR: "chief"}, "--space", str(space))
     assert code == 2 and "one type" in err
+
+
+def _options(*argv: str):  # type: ignore[no-untyped-def]
+    from tauopt.transport.grpc._chief import options_from_args
+
+    parser = argparse.ArgumentParser(prog="tauopt")
+    _cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["kerastuner", "chief", "--objective", "loss", "--direction", "min", *argv])
+    return options_from_args(args, {IP_VAR: "127.0.0.1", PORT_VAR: "8000", ID_VAR: "chief"})
+
+
+def test_hyperband_takes_its_trial_count_from_the_bracket_schedule() -> None:
+    config = _options("--algorithm", "hyperband", "--max-epochs", "9", "--factor", "3", "--hyperband-iterations", "2").config
+    assert config.hyperband is not None and config.hyperband.max_epochs == 9
+    assert config.max_trials == 2 * (13 + 7 + 3)  # brackets 2, 1, 0 of KerasTuner's schedule
+
+
+def test_hyperband_needs_max_epochs_and_a_factor_of_two_or_more() -> None:
+    from tauopt.errors import ApiError
+
+    with pytest.raises(ApiError, match="--max-epochs"):
+        _options("--algorithm", "hyperband")
+    with pytest.raises(ApiError, match="--factor >= 2"):
+        _options("--algorithm", "hyperband", "--max-epochs", "9", "--factor", "1")
+    with pytest.raises(ApiError, match="--max-trials N is required"):
+        _options()

@@ -54,7 +54,7 @@ class Chief:
         return self.stderr.read_text()
 
 
-def start_chief(tmp_path: Path, *args: str, max_trials: int, objective: str = "score") -> Chief:
+def start_chief(tmp_path: Path, *args: str, max_trials: int, objective: str = "score", objectives: tuple[str, ...] = ()) -> Chief:
     db = tmp_path / "chief.db"
     for _ in range(3):  # a free port can be taken between probe and bind
         port = free_port()
@@ -62,7 +62,8 @@ def start_chief(tmp_path: Path, *args: str, max_trials: int, objective: str = "s
         stderr = tmp_path / "chief.err"
         with stderr.open("w") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tauopt.cli", "kerastuner", "chief", "--objective", objective, "--direction", "min",
+                [sys.executable, "-m", "tauopt.cli", "kerastuner", "chief",
+                 *([x for o in objectives for x in ("--objective", o)] or ["--objective", objective, "--direction", "min"]),
                  "--max-trials", str(max_trials), "--db", str(db), "--seed", "7", *args],
                 env=env, stdout=subprocess.PIPE, stderr=err, text=True,
             )
@@ -178,6 +179,38 @@ def test_two_real_workers_run_ten_trials_to_stopped_and_the_chief_exits(tmp_path
     print(f"two workers, 10 trials: {workers_done - started:.1f} s; chief exit lag {chief_lag:.2f} s")
 
 
+def test_two_real_workers_with_an_objective_list_score_as_kerastuner_and_keep_the_pareto_front(tmp_path: Path) -> None:
+    from tauopt.pareto import pareto_front
+
+    chief = start_chief(tmp_path, "--workers", "2", max_trials=8, objectives=("score:min", "size:max"))
+    workers = start_together(chief, tmp_path, ["tuner0", "tuner1"], mode="two_objectives")
+    codes = [finish(p) for p, _ in workers]
+    assert [c for c, _ in codes] == [0, 0], [out[-2000:] for _, out in codes]
+    code, summary = chief.wait(timeout=30)
+    assert code == 0, chief.log()
+    runs = [r for _, path in workers for r in records(path)]
+    assert len(runs) == 8 and all(r["status"] == "COMPLETED" for r in runs)
+    by_id = {r["trial_id"]: r for r in runs}
+    # KerasTuner's MultiObjective: min objectives add, max ones subtract; the chief's score is that
+    kt_score = {tid: r["score"] - r["size"] for tid, r in by_id.items()}
+    assert math.isclose(summary["best"]["value"], min(kt_score.values()), rel_tol=1e-9, abs_tol=1e-12)
+    for _, path in workers:  # the workers' own oracle view ranks by the same score (sent as a float32 there)
+        best = json.loads(Path(str(path) + ".best").read_text())
+        assert math.isclose(best["score"], min(kt_score.values()), rel_tol=1e-6)
+
+    exp, observations, _ = stored(chief.db)
+    assert [m.to_dict() for m in exp.metrics] == [{"name": "score", "objective": "minimize"}, {"name": "size", "objective": "maximize"}]
+    assert len(observations) == 8
+    # tauopt keeps each metric, and KerasTuner's score beside them (the baseline trial has no suggestion id)
+    kept = sorted((o.value, o.metrics["size"], o.metrics["multi_objective"]) for o in observations)
+    want = sorted((r["score"], r["size"], r["score"] - r["size"]) for r in runs)
+    assert [x for row in kept for x in row] == pytest.approx([x for row in want for x in row], rel=1e-6)
+    front = sorted((o.value, o.metrics["size"]) for o in pareto_front(exp, observations))
+    expected = sorted({(r["score"], r["size"]) for r in runs if not any(
+        q["score"] <= r["score"] and q["size"] >= r["size"] and (q["score"] < r["score"] or q["size"] > r["size"]) for q in runs)})
+    assert front and [x for row in front for x in row] == pytest.approx([x for row in expected for x in row], rel=1e-6)
+
+
 def test_a_tiny_real_keras_model_fit_over_the_chief(tmp_path: Path) -> None:
     chief = start_chief(tmp_path, "--workers", "1", max_trials=2, objective="val_loss")
     proc, results = start_worker(chief, tmp_path, "tuner0", mode="keras")
@@ -257,3 +290,64 @@ def test_consecutive_failures_end_the_search_with_a_message_to_every_worker(tmp_
     code, summary = chief.wait(timeout=15)
     assert code == 1 and "consecutive failed trials" in summary["failure"]
     assert summary["workers_stopped"] == ["tuner0", "tuner1"]
+
+
+HYPERBAND_WORKER = Path(__file__).parent / "kerastuner_workers" / "hyperband_worker.py"
+
+
+def _trial_of(checkpoint: str) -> str:
+    (part,) = [p for p in Path(checkpoint).parts if p.startswith("trial_")]
+    return part[len("trial_"):]
+
+
+def test_real_hyperband_workers_follow_keras_tuners_brackets_and_promoted_trials_resume_from_the_parent(tmp_path: Path) -> None:
+    # max_epochs 3, factor 3: bracket 1 = three 1-epoch trials, then the best continues to 3 epochs;
+    # bracket 0 = two 3-epoch trials. Six trials, one promotion.
+    chief = start_chief(
+        tmp_path, "--algorithm", "hyperband", "--max-epochs", "3", "--factor", "3", "--workers", "2",
+        max_trials=6, objective="val_loss",
+    )
+    project = tmp_path / "kt"
+    workers = []
+    for tuner_id in ("tuner0", "tuner1"):
+        results = tmp_path / f"{tuner_id}.jsonl"
+        env = {
+            **os.environ, "KERAS_BACKEND": "torch", "KERASTUNER_ORACLE_IP": "127.0.0.1",
+            "KERASTUNER_ORACLE_PORT": str(chief.port), "KERASTUNER_TUNER_ID": tuner_id,
+            "KERAS_HOME": str(tmp_path / "keras-home"), "OMP_NUM_THREADS": "1",
+        }
+        proc = subprocess.Popen([sys.executable, str(HYPERBAND_WORKER), str(results), str(project)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        workers.append((proc, results))
+    codes = [finish(p, timeout=240) for p, _ in workers]
+    (tmp_path / "workers.out").write_text("\n".join(out for _, out in codes))
+    assert [c for c, _ in codes] == [0, 0], [out[-3000:] for _, out in codes]
+    code, summary = chief.wait(timeout=60)
+    assert code == 0, chief.log()
+    assert summary["workers_stopped"] == ["tuner0", "tuner1"], "the search ends with STOPPED to every worker"
+
+    fits = records(workers[0][1]) + records(workers[1][1])
+    by_trial = {_trial_of(f["checkpoint"]): f for f in fits}
+    assert len(fits) == len(by_trial) == 6
+    new = sorted((f["values"]["tuner/bracket"], f["initial_epoch"], f["epochs"]) for f in fits if f["values"]["tuner/round"] == 0)
+    assert new == [(0, 0, 3), (0, 0, 3), (1, 0, 1), (1, 0, 1), (1, 0, 1)]
+    (promoted,) = [f for f in fits if f["values"]["tuner/round"] == 1]
+    assert (promoted["initial_epoch"], promoted["epochs"]) == (1, 3)
+    # KerasTuner labels a promotion with the bracket being filled at that moment (0 or 1 here).
+    assert promoted["values"]["tuner/bracket"] in (0, 1)
+    (child,) = [f for f in fits if "tuner/trial_id" in f["values"]]
+    parent = by_trial[child["values"]["tuner/trial_id"]]
+    assert parent["values"]["tuner/round"] == 0 and parent["values"]["tuner/bracket"] == 1
+    round0 = [f for f in fits if f["values"]["tuner/bracket"] == 1 and f["values"]["tuner/round"] == 0]
+    assert parent["score"] == min(f["score"] for f in round0), "the best of round 0 is promoted"
+    assert {k: v for k, v in child["values"].items() if not k.startswith("tuner/")} == {
+        k: v for k, v in parent["values"].items() if not k.startswith("tuner/")
+    }
+    # The promoted trial starts from the weights its parent saved, not from a fresh build.
+    assert child["start"] == pytest.approx(parent["ends"][-1], rel=1e-9)
+    assert len(child["ends"]) == 2  # epochs 1 -> 3
+
+    exp, observations, _ = stored(chief.db)
+    assert len([o for o in observations if not o.failed]) == 6
+    assert {p.name for p in exp.parameters} == {"units", "lr"}, "tuner/* values are not parameters"
+    assert sorted(o.value for o in observations) == pytest.approx(sorted(f["score"] for f in fits), rel=1e-6)

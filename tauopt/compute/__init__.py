@@ -3,11 +3,14 @@
     Executor         the interface (submit a job -> outcome or JobFailed; routing
                      by key; forget; close)         -> _executor.py
     LocalExecutor    threads or processes of this machine   -> _local.py, _workers.py
+    DaskExecutor     a Dask distributed cluster (remote, or a LocalCluster)
+                     -> _dask.py (client side), _dask_task.py (worker side);
+                     imported on first use, so distributed stays optional
     StrategyPool     the engine's call: inline vs pooled (from the strategy
                      registry), Sobol fallback, counters  -> _pool.py
 
-A new backend (e.g. a Dask cluster) is one module implementing Executor, passed
-as `Engine(pool=StrategyPool(MyExecutor(...)))`. Imports strategies, never the engine.
+A new backend is one module implementing Executor, passed as
+`Engine(pool=StrategyPool(MyExecutor(...)))`. Imports strategies, never the engine.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from ._pool import PoolStats, StrategyPool, sobol_fallback
 from ._workers import torch_threads
 
 __all__ = [
+    "DaskExecutor",
+    "DaskUnavailable",
     "Executor",
     "ExecutorKind",
     "JobFailed",
@@ -27,6 +32,16 @@ __all__ = [
     "StrategyJob",
     "StrategyOutcome",
     "StrategyPool",
+    "check_dask_cluster",
     "sobol_fallback",
     "torch_threads",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The Dask backend imports distributed: only when asked for.
+    if name in ("DaskExecutor", "DaskUnavailable", "check_dask_cluster"):
+        from . import _dask
+
+        return getattr(_dask, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -183,8 +183,9 @@ class LocalExecutor:
                 continue
             key, item = nxt
             self._busy.add(key)
+            died = False
             try:
-                item.reply = await self._execute(worker, key, item)
+                item.reply, died = await self._execute(worker, key, item)
             finally:
                 self._busy.discard(key)
                 if self._queues.get(key):
@@ -193,8 +194,13 @@ class LocalExecutor:
                     async with self._cond:
                         self._cond.notify()
                 item.done.set()
+            if died:
+                # After the caller has its failure: a new process (spawn, torch import)
+                # can take longer than the job's deadline on a busy machine.
+                await anyio.to_thread.run_sync(worker.restart)
 
-    async def _execute(self, worker: Any, key: str, item: _Pending) -> tuple[str, Any]:
+    async def _execute(self, worker: Any, key: str, item: _Pending) -> tuple[tuple[str, Any], bool]:
+        """The job's reply, and whether its worker died (the caller restarts it)."""
         args = item.args
         if item.fn is run_job:
             job: StrategyJob = args[0]
@@ -202,16 +208,15 @@ class LocalExecutor:
             if item.deadline_at is not None:
                 remaining = item.deadline_at - time.monotonic()
                 if remaining <= 0:
-                    return ("err", "deadline passed while the job was queued")
+                    return ("err", "deadline passed while the job was queued"), False
             args = (job.with_warm(self._warm.get(key), remaining),)
         try:
             reply = await anyio.to_thread.run_sync(worker.call, item.fn, args, abandon_on_cancel=True)
         except WorkerDied as exc:
-            await anyio.to_thread.run_sync(worker.restart)
-            return ("err", f"{exc}; restarted it")
+            return ("err", f"{exc}; restarting it"), True
         if reply[0] == "ok" and item.fn is run_job and reply[1].state is not None:
             self._warm[key] = reply[1].state
-        return reply
+        return reply, False
 
 
 async def _start_processes(n: int) -> list[Any]:

@@ -38,6 +38,8 @@ class PoolStats:
 def fallback_kind(reason: str) -> str:
     """A reason's class, from a small fixed set (a bounded metrics label)."""
     text = reason.lower()
+    if "unreachable" in text:  # a cluster's scheduler is gone (the Dask executor reconnects)
+        return "cluster_unreachable"
     if "deadline" in text or "no answer" in text:
         return "deadline"
     if "restarted" in text or "pool closed" in text or "died" in text or "killed" in text:
@@ -53,9 +55,20 @@ def sobol_fallback(request: SuggestRequest, reason: str) -> StrategyOutcome:
     return StrategyOutcome(tuple(candidates), "sobol", reason, 0.0)
 
 
+def _executor_named(kind: str, size: int | None) -> Executor:
+    if kind == "dask":
+        from ._dask import DaskExecutor  # lazy: distributed is the optional extra tauopt[dask]
+
+        return DaskExecutor(n_workers=size)
+    return LocalExecutor(kind, size)  # type: ignore[arg-type]  # it refuses other kinds itself
+
+
 class StrategyPool:
     def __init__(self, executor: Executor | str = "process", size: int | None = None) -> None:
-        self.executor: Any = LocalExecutor(executor, size) if isinstance(executor, str) else executor  # type: ignore[arg-type]
+        """executor: "process" or "thread" (this machine), "dask" (a Dask LocalCluster of
+        `size` worker processes; a remote cluster: `StrategyPool(DaskExecutor(address))`),
+        or any Executor."""
+        self.executor: Any = _executor_named(executor, size) if isinstance(executor, str) else executor
         self.stats = PoolStats()
 
     @property

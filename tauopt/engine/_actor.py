@@ -8,7 +8,9 @@ leans on three collaborators, each with one job:
 - `Ledger` (_ledger.py): suggestions, observations, the dedup sets;
 - `CommitThenReply` (_replies.py): a reply leaves only after its writes are durable;
 - `ComputeAhead` (_ahead.py): pooled strategies (gp) computed ahead, asks
-  parked until a proposal lands, never blocking the mailbox.
+  parked until a proposal lands, never blocking the mailbox;
+- `SlotWaiters` (_slots.py): asks waiting (`wait_s`) for a free slot;
+- `release` (_leases.py): a suggestion whose holder is declared dead.
 
 Inline strategies (random, sobol, grid: the registry says which) answer within
 the message. An ask that finds the bandwidth full may wait (`wait_s`) for a
@@ -19,8 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import anyio
@@ -30,11 +31,13 @@ from anyio.abc import TaskGroup, TaskStatus
 from ..actors import ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
+from ..pareto import best_feasible, pareto_front
 from ..space import Space
-from ..store import PutCounters, PutExperiment, PutObservation, PutSuggestion, Snapshot, Store, Write
+from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
 from ..strategies import Strategy, SuggestRequest, resolve_for, rng_for
 from ..strategies import get as get_strategy
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
+from ._curves import Curves, check_report
 from ._ledger import Ledger
 from ._messages import (
     ArchiveExperiment,
@@ -45,11 +48,14 @@ from ._messages import (
     GetSuggestion,
     Inspect,
     ListObservations,
+    ListReports,
     ListSuggestions,
     Msg,
     Observe,
+    ParetoFront,
     ProposalReady,
     ReleaseSuggestion,
+    Report,
     SlotWaitOver,
     Suggest,
     Summary,
@@ -57,8 +63,10 @@ from ._messages import (
     Workers,
 )
 from ._activity import observations_after
+from ._leases import not_open_error, release
 from ._replies import CommitThenReply
-from ._validate import check_tag, check_update, check_value_and_metrics
+from ._slots import SlotWaiters, wait_over_error
+from ._validate import check_observation, check_tag, check_update
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
 
@@ -101,9 +109,10 @@ class ExperimentActor:
         seed = exp.strategy_options.seed
         self._seed = seed if seed is not None else int.from_bytes(exp.id.encode()[-8:].rjust(8, b"\0"), "big") % (2**32)
         self._ledger = Ledger(snapshot, self._space)
+        self._curves = Curves(snapshot)
         self._replies = CommitThenReply(store, self.id, self._add_header)
         self._ahead = ComputeAhead(self.id, pool, fit_deadline_s, ahead)
-        self._slot_waiters: deque[tuple[Request[Any], Suggest]] = deque()
+        self._slot_waiters = SlotWaiters()
         self._tg: TaskGroup | None = None
         self._self_ref: ActorRef | None = None
         self._receive: Any = None
@@ -188,6 +197,10 @@ class ExperimentActor:
                 self._on_suggest(request, msg)
             case Observe():
                 self._on_observe(request, msg)
+            case Report():
+                self._on_report(request, msg)
+            case ListReports():
+                self._commit(request, [], self._curves.listing(msg.suggestion_id))
             case GetExperiment():
                 self._commit(request, [], self._header())
             case UpdateExperiment():
@@ -216,6 +229,8 @@ class ExperimentActor:
                 self._on_workers(request, msg)
             case Best():
                 self._on_best(request)
+            case ParetoFront():
+                self._on_pareto_front(request)
             case Inspect():
                 self._on_inspect(request)
             case ProposalReady():
@@ -240,6 +255,8 @@ class ExperimentActor:
             changes["parameters"] = space.parameters
             self._space = self._ledger.space = space
             self._ahead.points.clear()
+        if "early_stopping" in changes:
+            self._curves.set_rule(changes["early_stopping"])
         exp = self._exp.evolve(**changes)
         self._exp = exp.evolve(state=self._state_for(exp))
         self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
@@ -344,6 +361,7 @@ class ExperimentActor:
             seed=self._seed,
             drawn=self._drawn,
             options=self._exp.strategy_options,
+            metrics=self._exp.metrics,
         )
 
     def _inline_point(self, spec: Strategy) -> dict[str, Value]:
@@ -376,36 +394,26 @@ class ExperimentActor:
             "no unused point left in this space; close a suggestion, widen the space or create a new experiment",
         )
 
-    # -- asks waiting for a slot (long-poll) ----------------------------------------
+    # -- asks waiting for a slot (long-poll): the queue is SlotWaiters ------------
 
     def _park_for_slot(self, request: Request[Any], msg: Suggest) -> None:
-        self._slot_waiters.append((request, msg))
         assert self._tg is not None and self._self_ref is not None
-        self._tg.start_soon(_wake_after, msg.wait_s, self._self_ref, SlotWaitOver(request=request))
+        self._slot_waiters.park(request, msg, self._tg, self._self_ref)
+
+    def _has_room(self) -> bool:
+        full = len(self._ledger.open) + len(self._ahead.waiters) >= self._exp.parallel_bandwidth
+        return not full or bool(self._ledger.released)
 
     def _retry_slot_waiters(self) -> None:
         """A slot may have returned: answer parked asks in arrival order while there is room."""
-        while self._slot_waiters:
-            full = len(self._ledger.open) + len(self._ahead.waiters) >= self._exp.parallel_bandwidth
-            if full and not self._ledger.released:
-                return  # still full: they keep waiting (their timers still run)
-            request, msg = self._slot_waiters.popleft()
-            if request.reply_to.statistics().open_receive_streams == 0:
-                request.reply_to.close()
-                continue  # the caller went away: hand it nothing
+        for request, msg in self._slot_waiters.ready(self._has_room):
             self._on_suggest(request, msg)
 
     def _on_slot_wait_over(self, msg: SlotWaitOver) -> None:
-        for i, (request, ask) in enumerate(self._slot_waiters):
-            if request is msg.request:
-                del self._slot_waiters[i]
-                n, bw = len(self._ledger.open) + len(self._ahead.waiters), self._exp.parallel_bandwidth
-                fail(request, api_error(
-                    "bandwidth_full",
-                    f"{n} open suggestions >= parallel_bandwidth={bw} for the {ask.wait_s:g} s this ask waited; "
-                    "observe or close one first",
-                ))
-                return
+        ask = self._slot_waiters.timed_out(msg.request)
+        if ask is not None:
+            n, bw = len(self._ledger.open) + len(self._ahead.waiters), self._exp.parallel_bandwidth
+            fail(msg.request, wait_over_error(n, bw, ask.wait_s))
 
     # -- pooled strategies: compute ahead, park, answer in order -------------
 
@@ -455,18 +463,22 @@ class ExperimentActor:
     # -- observations ---------------------------------------------------------
 
     def _on_observe(self, request: Request[Any], msg: Observe) -> None:
-        value, failed, metrics = check_value_and_metrics(msg.value, msg.failed, msg.metrics)
+        value, failed, metrics = check_observation(self._exp, msg.value, msg.failed, msg.metrics, msg.values)
         writes: list[Write] = []
         if msg.suggestion_id is not None and msg.assignments is not None:
             raise invalid("give suggestion_id or assignments, not both")
         ledger = self._ledger
+        if msg.stopped is not False and (msg.stopped is not True or failed or msg.suggestion_id is None):
+            raise invalid("stopped: give true only with a suggestion_id and a value (the last one reported), else false")
+        stopped_at = None
         if msg.suggestion_id is not None:
             s = ledger.suggestion(msg.suggestion_id)
             # Expiry happens only at the experiment's next ask (_on_suggest): a late
             # observe of a row still open keeps the link to its suggestion.
             if s.state != "open":
-                self._commit(request, writes, _not_open_error(s))
+                self._commit(request, writes, not_open_error(s))
                 return
+            stopped_at = self._curves.observed(s.id, msg.stopped)
             s = ledger.leave_open(s, "observed", self._clock())
             writes.append(PutSuggestion(s))
             assignments, sid = s.assignments, s.id
@@ -475,6 +487,8 @@ class ExperimentActor:
         else:
             raise invalid("give suggestion_id (an open suggestion) or assignments (an unsolicited observation)")
         obs = ledger.observe(assignments, sid, value, failed, self._clock(), metrics)
+        if stopped_at is not None:
+            obs = ledger.observations[-1] = replace(obs, stopped_at_step=stopped_at)
         state = self._state_for(self._exp)
         writes.append(PutObservation(obs))
         if state != self._exp.state:
@@ -485,6 +499,17 @@ class ExperimentActor:
             self._ensure_job()
         if sid is not None:
             self._retry_slot_waiters()
+
+    def _on_report(self, request: Request[Any], msg: Report) -> None:
+        """An intermediate value of an open suggestion: recorded durably, answered
+        with the stopping rule's decision. Same 409s as observe when not open."""
+        step, value = check_report(msg.step, msg.value)
+        s = self._ledger.suggestion(msg.suggestion_id)
+        if s.state != "open":
+            self._commit(request, [], not_open_error(s))
+            return
+        report, decision = self._curves.report(s.id, step, value, self._clock())
+        self._commit(request, [PutReport(self.id, report)], decision)
 
     def _on_list_suggestions(self, request: Request[Any], msg: ListSuggestions) -> None:
         if msg.state is not None and msg.state not in ("open", "observed", "closed", "expired"):
@@ -506,26 +531,16 @@ class ExperimentActor:
             self._commit(request, [], s)
             return
         if s.state != "open":
-            raise _not_open_error(s)
+            raise not_open_error(s)
         s = self._ledger.leave_open(s, "closed", self._clock())
         self._commit(request, [PutSuggestion(s)], s)
         self._retry_slot_waiters()
 
     def _on_release(self, request: Request[Any], msg: ReleaseSuggestion) -> None:
-        s = self._ledger.suggestion(msg.suggestion_id)
-        if s.state != "open":
-            raise _not_open_error(s)
-        if s.released:
-            self._commit(request, [], s)
-            return
-        if msg.max_attempts is not None and s.attempts >= msg.max_attempts:
-            s = self._ledger.leave_open(s, "closed", self._clock())  # used up: its place goes back
-            self._commit(request, [PutSuggestion(s)], s)
-            self._retry_slot_waiters()
-            return
-        s = self._ledger.release(s)
-        self._commit(request, [PutSuggestion(s)], s)
-        self._retry_slot_waiters()  # a waiting ask can take it now
+        out = release(self._ledger, msg.suggestion_id, msg.max_attempts, self._clock())
+        self._commit(request, [PutSuggestion(out.suggestion)] if out.changed else [], out.suggestion)
+        if out.changed:
+            self._retry_slot_waiters()  # a waiting ask can take it, or the freed slot
 
     def _on_inspect(self, request: Request[Any]) -> None:
         stats = dict(
@@ -539,35 +554,10 @@ class ExperimentActor:
         reply(request, stats)
 
     def _on_best(self, request: Request[Any]) -> None:
-        sign = self._exp.metric.sign
-        scored = [o for o in self._ledger.observations if not o.failed and o.value is not None]
-        best = min(scored, key=lambda o: sign * o.value, default=None)  # first of equals wins
-        self._commit(request, [], best)
+        self._commit(request, [], best_feasible(self._exp, self._ledger.observations))  # first of equals wins
 
-
-async def _wake_after(delay: float, ref: ActorRef, msg: SlotWaitOver) -> None:
-    await anyio.sleep(delay)
-    try:
-        await ref.ask(msg)
-    except Exception:
-        pass  # the actor is stopping
-
-
-def _not_open_error(s: Suggestion) -> ApiError:
-    if s.state == "expired":
-        return api_error(
-            "suggestion_expired",
-            f"suggestion {s.id!r} expired (older than suggestion_ttl_s); re-post its assignments "
-            "as an unsolicited observation",
-            assignments=dict(s.assignments),
-        )
-    if s.state == "observed":
-        return api_error("suggestion_observed", f"suggestion {s.id!r} already has an observation; ask for a new suggestion")
-    return api_error(
-        "suggestion_closed",
-        f"suggestion {s.id!r} was closed; re-post its assignments as an unsolicited observation if you evaluated it",
-        assignments=dict(s.assignments),
-    )
+    def _on_pareto_front(self, request: Request[Any]) -> None:
+        self._commit(request, [], pareto_front(self._exp, self._ledger.observations))
 
 
 def _extended_space(space: Space, raw: Any) -> Space:

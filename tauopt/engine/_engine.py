@@ -20,13 +20,14 @@ from anyio.abc import TaskGroup
 
 from ..actors import ActorGone, ActorRef
 from ..errors import api_error, invalid
-from ..models import Experiment, Metric, Observation, StrategyOptions, Suggestion
+from ..models import Experiment, Metric, Observation, Report, ReportDecision, StrategyOptions, Suggestion, parse_metrics
 from ..space import Space, is_large_space
 from ..store import PutExperiment, Store, Write, open_store
 from ..store._filewatch import commit_error
 from ..strategies import uses_pool, warm_up_for
 from . import _messages as m
 from ._actor import ExperimentActor
+from ._curves import check_early_stopping
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
@@ -47,7 +48,8 @@ class Engine:
 
     store: None (memory), a path / sqlite:/// URL (SQLite), or a Store.
     pool: "thread" (default; GP fits on a thread of this process), "process"
-        (a pool of worker processes, the daemon's choice), None (threads, one per core),
+        (a pool of worker processes, the daemon's choice), "dask" (a Dask LocalCluster of
+        `pool_size` processes; asyncio only), None (threads, one per core),
         or a `tauopt.compute.StrategyPool` over any Executor.
     """
 
@@ -73,7 +75,7 @@ class Engine:
         self._fit_deadline_s = fit_deadline_s
         self._actors: dict[str, ActorRef] = {}
         self._starting: dict[str, anyio.Event] = {}
-        self._warmed: set[Callable[[], None]] = set()
+        self._warmed: dict[Callable[[], None], anyio.Event] = {}
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
 
@@ -163,7 +165,7 @@ class Engine:
             snapshot = await self.store.load(experiment_id)
             if snapshot is None:
                 raise api_error("not_found", f"experiment {experiment_id!r} not found")
-            self._warm_up(snapshot.experiment.strategy)
+            await self._warm_up(snapshot.experiment.strategy)
             actor = ExperimentActor(
                 snapshot,
                 self.store,
@@ -178,11 +180,25 @@ class Engine:
             del self._starting[experiment_id]
             event.set()
 
-    def _warm_up(self, strategy: str) -> None:
+    async def _warm_up(self, strategy: str) -> None:
+        """Run `strategy`'s slow imports (scipy for sobol) once, on a thread, and wait for
+        them: the actor's first ask then finds them loaded instead of importing on the
+        event loop. Only this experiment's start waits; other experiments' asks go on."""
         fn = warm_up_for(strategy)
-        if fn is not None and fn not in self._warmed and self._tg is not None:
-            self._warmed.add(fn)
-            self._tg.start_soon(_run_warm_up, fn)
+        if fn is None:
+            return
+        done = self._warmed.get(fn)
+        if done is not None:
+            await done.wait()
+            return
+        done = self._warmed[fn] = anyio.Event()
+        try:
+            await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+        except BaseException:
+            del self._warmed[fn]  # cancelled or failed: the next start tries again
+            raise
+        finally:
+            done.set()
 
     async def _commit(self, writes: Sequence[Write]) -> None:
         try:
@@ -196,23 +212,30 @@ class Engine:
         self,
         name: str,
         parameters: Sequence[Any],
-        metric: Mapping[str, Any] | Metric,
+        metric: Mapping[str, Any] | Metric | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: Mapping[str, Any] | StrategyOptions | None = None,
         owner: str | None = None,
+        early_stopping: Mapping[str, Any] | None = None,
+        metrics: Sequence[Mapping[str, Any] | Metric] | None = None,
     ) -> Experiment:
         """Create an active experiment and return it (its id is chosen here).
 
-        parameters: dicts or Parameter (types double, int, categorical, boolean, fixed); metric: a dict
-        or Metric (name, objective minimize|maximize). At most `parallel_bandwidth` suggestions are
-        open at once; `suggestion_ttl_s` expires forgotten ones; `observation_budget` completes it.
+        parameters: dicts or Parameter (types double, int, categorical, boolean, fixed). `metric=`
+        one objective (a dict or Metric: name, objective minimize|maximize), or `metrics=[...]`:
+        1-4 objectives ({'name', 'objective'}) and constraint metrics ({'name', 'constraint':
+        {'<=': x}}). At most `parallel_bandwidth` suggestions are open at once;
+        `suggestion_ttl_s` expires forgotten ones; `observation_budget` completes it.
+        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`).
         Raises ApiError `invalid_request` saying which field to fix.
 
         `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
+        all_metrics = parse_metrics(metric, metrics)
         options = StrategyOptions.parse(strategy_options)
+        stopping = check_early_stopping(early_stopping)
         if is_large_space(parameters):
             # up to 10,000 parameters take a good fraction of a second to check: a worker
             # thread keeps the loop (health, other experiments' asks) answering meanwhile
@@ -226,7 +249,8 @@ class Engine:
             id=secrets.token_hex(8),
             name=check_name(name),
             parameters=space.parameters,
-            metric=Metric.parse(metric),
+            metric=all_metrics[0],
+            metrics=all_metrics,
             parallel_bandwidth=check_bandwidth(parallel_bandwidth),
             suggestion_ttl_s=check_ttl(suggestion_ttl_s),
             observation_budget=check_budget(observation_budget),
@@ -235,6 +259,7 @@ class Engine:
             created_at=self._clock(),
             strategy_options=options,
             owner=owner,
+            early_stopping=stopping,
         )
         await self._commit([PutExperiment(exp, 0)])
         return exp
@@ -264,6 +289,7 @@ class Engine:
         observation_budget: Any = UNSET,
         parameters: Any = UNSET,
         owner: str | None = None,
+        early_stopping: Any = UNSET,
     ) -> Experiment:
         """Change the fields given (leave the others out; None unsets ttl or budget) and
         return the experiment. Raises ApiError `invalid_request` for a bad value.
@@ -277,6 +303,7 @@ class Engine:
                 ("suggestion_ttl_s", suggestion_ttl_s),
                 ("observation_budget", observation_budget),
                 ("parameters", parameters),
+                ("early_stopping", early_stopping),
             )
             if v is not UNSET
         }
@@ -307,15 +334,34 @@ class Engine:
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
         owner: str | None = None,
+        values: Mapping[str, float] | None = None,
+        stopped: bool = False,
     ) -> Observation:
-        """Record a result: of a suggestion (`suggestion_id`) or unsolicited (`assignments`);
-        `value` is the metric (any number: numpy scalars and 0-d arrays are fine), or
-        `failed=True` without a value. Returns the Observation. Raises ApiError
-        `suggestion_expired` (409, with `details['assignments']` to re-post) for an expired one.
+        """Record a result: of a suggestion (`suggestion_id`) or unsolicited (`assignments`).
+        `value` is the (first) objective (any number: numpy scalars and 0-d arrays are fine),
+        `values={name: number}` every objective and constraint metric, `metrics=` anything
+        else worth keeping, or `failed=True` without a value. `stopped=True`: the worker
+        stopped this suggestion early (told by `report`); `value` is its last reported value
+        and the observation keeps the step reached (`stopped_at_step`). Returns the
+        Observation. Raises ApiError `suggestion_expired` (409, with `details['assignments']`
+        to re-post) for an expired one.
 
         `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         sid = None if suggestion_id is None else str(suggestion_id)
-        return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics))
+        return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics, values=values, stopped=stopped))
+
+    async def report(
+        self, experiment_id: str, suggestion_id: str, step: int, value: float, owner: str | None = None
+    ) -> ReportDecision:
+        """Record an intermediate value of an open suggestion's objective at `step`
+        (steps increase per suggestion) and answer whether the experiment's stopping
+        rule says to stop it. Not open: the same 409s as observe."""
+        return await self._ask(experiment_id, m.Report(owner, str(suggestion_id), step, value))
+
+    async def reports(self, experiment_id: str, suggestion_id: str | None = None, owner: str | None = None) -> list[Report]:
+        """The intermediate reports, in arrival order (of one suggestion, or all)."""
+        sid = None if suggestion_id is None else str(suggestion_id)
+        return await self._ask(experiment_id, m.ListReports(owner, sid))
 
     async def suggestions(
         self, experiment_id: str, state: str | None = None, tag: str | None = None, owner: str | None = None
@@ -386,10 +432,14 @@ class Engine:
         return await anyio.to_thread.run_sync(importance, exp.parameters, found)
 
     async def best(self, experiment_id: str, owner: str | None = None) -> Observation | None:
-        """The best successful observation by the metric's objective, or None before any.
+        """The best feasible observation by the (first) objective; None while none is feasible.
 
         `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.Best(owner))
+
+    async def pareto_front(self, experiment_id: str, owner: str | None = None) -> list[Observation]:
+        """The feasible observations no other feasible one dominates, in arrival order."""
+        return await self._ask(experiment_id, m.ParetoFront(owner))
 
     async def inspect(self, experiment_id: str) -> dict[str, Any]:
         """Internal counters of a live experiment (max open suggestions ever seen, GP
@@ -399,12 +449,6 @@ class Engine:
     @property
     def live_actors(self) -> int:
         return len(self._actors)
-
-
-async def _run_warm_up(fn: Callable[[], None]) -> None:
-    """A strategy's slow imports (scipy for sobol) on a thread, so the first ask does
-    not block the event loop; abandoned (finishing on its own) at exit."""
-    await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
 
 
 def _cores() -> int:

@@ -45,6 +45,20 @@ class Observe(Msg):
     value: Any = None
     failed: bool = False
     metrics: Mapping[str, Any] | None = None
+    values: Mapping[str, Any] | None = None
+    stopped: bool = False
+
+
+@dataclass(frozen=True)
+class Report(Msg):
+    suggestion_id: str = ""
+    step: Any = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class ListReports(Msg):
+    suggestion_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,11 @@ class CloseAllSuggestions(Msg):
 @dataclass(frozen=True)
 class ListObservations(Msg):
     after: int | None = None  # only observations with a numeric id above this
+
+
+@dataclass(frozen=True)
+class ParetoFront(Msg):
+    pass
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,13 @@ from .._numbers import PASS_FLOAT, plain_number
 from .._numbers import shown as _shown
 from ..errors import invalid
 from ..limits import MAX_METRICS, MAX_NAME_CHARS, as_float, check_count, check_text
+from ..models import Experiment
 from ..strategies import names  # the registry: every strategy name, and auto
+from ._curves import check_early_stopping
 
-__all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_name", "check_strategy", "check_wait"]
+__all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_observation", "check_name", "check_strategy", "check_wait"]
 
-_UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters")
+_UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters", "early_stopping")
 
 
 def check_name(name: Any) -> str:
@@ -74,6 +76,8 @@ def check_update(changes: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = check_ttl(value)
         elif key == "observation_budget":
             out[key] = check_budget(value)
+        elif key == "early_stopping":
+            out[key] = check_early_stopping(value)
         else:
             out[key] = value
     return out
@@ -94,20 +98,24 @@ def check_value_and_metrics(value: Any, failed: Any, metrics: Any) -> tuple[floa
         if not math.isfinite(as_float("value", value)):
             raise invalid(f"value: {value!r} is not finite; report a failed evaluation with failed=true")
         value = float(value)
+    return value, failed, _numbers("metrics", metrics)
+
+
+def _numbers(where: str, given: Any) -> dict[str, float]:
     out: dict[str, float] = {}
-    if metrics is not None:
-        if not isinstance(metrics, Mapping):
-            raise invalid("metrics: give a dict of metric name to finite number")
-        check_count("metrics", len(metrics), MAX_METRICS, "metric names")
-        for k, v in metrics.items():
+    if given is not None:
+        if not isinstance(given, Mapping):
+            raise invalid(f"{where}: give a dict of metric name to finite number")
+        check_count(where, len(given), MAX_METRICS, "metric names")
+        for k, v in given.items():
             v = plain_number(v)
             if not isinstance(k, str) or not k:
-                raise invalid(f"metrics: names must be non-empty strings, got {k!r}")
-            check_text(f"metrics name {k!r}", k)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(as_float(f"metrics.{k}", v)):
-                raise invalid(f"metrics.{k}: give a finite number, got {_shown(v)}; {PASS_FLOAT}")
+                raise invalid(f"{where}: names must be non-empty strings, got {k!r}")
+            check_text(f"{where} name {k!r}", k)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(as_float(f"{where}.{k}", v)):
+                raise invalid(f"{where}.{k}: give a finite number, got {_shown(v)}; {PASS_FLOAT}")
             out[k] = float(v)
-    return value, failed, out
+    return out
 
 
 MAX_WAIT_S = 300.0  # a long-poll holds a connection; past this, ask again
@@ -119,3 +127,39 @@ def check_wait(wait_s: Any) -> float | None:
     if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) or not math.isfinite(wait_s) or not 0 <= wait_s <= MAX_WAIT_S:
         raise invalid(f"wait_s: give a number of seconds from 0 to {MAX_WAIT_S:g}, got {wait_s!r}")
     return float(wait_s) or None
+
+
+def check_observation(
+    experiment: Experiment, value: Any, failed: Any, metrics: Any, values: Any
+) -> tuple[float | None, bool, dict[str, float]]:
+    """An observation's (value, failed, metrics) for this experiment's metrics.
+
+    `values={name: number}` reports every objective and constraint metric at once;
+    `value=` stays the first objective's value (enough for one objective without
+    constraints). The first objective is stored as `value`, every other metric in
+    `metrics` (so observations written before multi-objective read the same). A
+    successful observation must report each declared metric; a failed one has none."""
+    primary = experiment.metric.name
+    given = _numbers("values", values)
+    if primary in given:
+        if value is not None:
+            raise invalid(f"values: {primary!r} is given twice (value= and values=); give it once")
+        reported = given.pop(primary)
+        value = None if failed is True else reported
+    if value is None and failed is False and len(experiment.metrics) > 1:
+        missing = [m.name for m in experiment.metrics if m.name not in given and m.name not in (metrics or {})]
+        raise invalid(
+            f"values: {missing} missing; report every objective and constraint metric of this experiment "
+            f"({[m.name for m in experiment.metrics]}) in values=, or failed=true"
+        )
+    value, failed, extra = check_value_and_metrics(value, failed, metrics)
+    merged = {**extra, **given}
+    if not failed:
+        missing = [m.name for m in experiment.metrics[1:] if m.name not in merged]
+        if missing:
+            raise invalid(
+                f"values: {missing} missing; report every objective and constraint metric of this experiment "
+                f"({[m.name for m in experiment.metrics]}) in values=, or failed=true"
+            )
+    return value, failed, merged
+

@@ -33,7 +33,7 @@ from typing import Any, Callable, Protocol, Sequence, Union, runtime_checkable
 import anyio
 from anyio.abc import TaskGroup
 
-from ..models import Experiment, Observation, Suggestion
+from ..models import Experiment, Observation, Report, Suggestion
 
 __all__ = [
     "Store",
@@ -42,6 +42,7 @@ __all__ = [
     "PutCounters",
     "PutSuggestion",
     "PutObservation",
+    "PutReport",
     "PutCredential",
     "RevokeCredential",
     "CredentialRecord",
@@ -81,6 +82,14 @@ class PutSuggestion:
 @dataclass(frozen=True)
 class PutObservation:
     observation: Observation
+
+
+@dataclass(frozen=True)
+class PutReport:
+    """Append one intermediate report of an open suggestion."""
+
+    experiment_id: str
+    report: Report
 
 
 @dataclass(frozen=True)
@@ -131,7 +140,7 @@ class RevokeCredential:
     revoked_at: float
 
 
-Write = Union[PutExperiment, PutCounters, PutSuggestion, PutObservation, PutCredential, RevokeCredential]
+Write = Union[PutExperiment, PutCounters, PutSuggestion, PutObservation, PutReport, PutCredential, RevokeCredential]
 Done = Callable[[BaseException | None], None]
 
 
@@ -143,6 +152,7 @@ class Snapshot:
     suggestions: tuple[Suggestion, ...] = ()  # creation order
     observations: tuple[Observation, ...] = ()  # arrival order
     drawn: int = 0
+    reports: tuple[Report, ...] = ()  # arrival order
 
 
 class StoreError(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from ..models import Experiment, Observation, Suggestion
+from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
     CredentialRecord,
     Done,
@@ -13,6 +13,7 @@ from ._base import (
     PutCounters,
     PutExperiment,
     PutObservation,
+    PutReport,
     PutSuggestion,
     RevokeCredential,
     Snapshot,
@@ -30,6 +31,7 @@ class _Stored:
     drawn: int = 0
     suggestions: dict[str, Suggestion] = field(default_factory=dict)
     observations: list[Observation] = field(default_factory=list)
+    reports: list[Report] = field(default_factory=list)
 
 
 class MemoryStore(Store):
@@ -68,6 +70,8 @@ class MemoryStore(Store):
                 self._data[w.suggestion.experiment_id].suggestions[w.suggestion.id] = w.suggestion
             elif isinstance(w, PutObservation):
                 self._data[w.observation.experiment_id].observations.append(w.observation)
+            elif isinstance(w, PutReport):
+                self._data[w.experiment_id].reports.append(w.report)
         done(None)
 
     def _check_credentials(self, writes: Sequence[Write]) -> None:
@@ -86,7 +90,9 @@ class MemoryStore(Store):
         rec = self._data.get(experiment_id)
         if rec is None:
             return None
-        return Snapshot(rec.experiment, tuple(rec.suggestions.values()), tuple(rec.observations), rec.drawn)
+        return Snapshot(
+            rec.experiment, tuple(rec.suggestions.values()), tuple(rec.observations), rec.drawn, tuple(rec.reports)
+        )
 
     async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
         return [

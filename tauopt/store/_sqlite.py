@@ -38,7 +38,7 @@ import aiosqlite
 import anyio
 from anyio.abc import TaskGroup
 
-from ..models import Experiment, Observation, Suggestion
+from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
     CredentialRecord,
     Done,
@@ -46,6 +46,7 @@ from ._base import (
     PutCounters,
     PutExperiment,
     PutObservation,
+    PutReport,
     PutSuggestion,
     RevokeCredential,
     Snapshot,
@@ -130,6 +131,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE suggestions ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1",
         "ALTER TABLE suggestions ADD COLUMN released INTEGER NOT NULL DEFAULT 0",
     ),
+    # 3 -> 4: intermediate reports (early stopping), and the step a stopped trial reached
+    (
+        """CREATE TABLE reports (
+            seq INTEGER PRIMARY KEY,
+            experiment_id TEXT NOT NULL,
+            suggestion_id TEXT NOT NULL,
+            step INTEGER NOT NULL,
+            value REAL NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE (experiment_id, suggestion_id, step)
+        )""",
+        "CREATE INDEX reports_by_experiment ON reports (experiment_id, seq)",
+        "ALTER TABLE observations ADD COLUMN stopped_at_step INTEGER",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -171,12 +186,14 @@ _UPSERT_SUGGESTION = _Upsert(
     released = excluded.released""",
 )
 _UPSERT_OBSERVATION = _Upsert(
-    """INSERT INTO observations (experiment_id, id, suggestion_id, value, failed, created_at, assignments, metrics) VALUES""",
-    "(?, ?, ?, ?, ?, ?, ?, ?)",
+    """INSERT INTO observations (experiment_id, id, suggestion_id, value, failed, created_at, assignments, metrics,
+    stopped_at_step) VALUES""",
+    "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
     """ON CONFLICT (experiment_id, id) DO UPDATE SET suggestion_id = excluded.suggestion_id, value = excluded.value,
     failed = excluded.failed, created_at = excluded.created_at, assignments = excluded.assignments,
-    metrics = excluded.metrics""",
+    metrics = excluded.metrics, stopped_at_step = excluded.stopped_at_step""",
 )
+_INSERT_REPORT = "INSERT INTO reports (experiment_id, suggestion_id, step, value, created_at) VALUES (?, ?, ?, ?, ?)"
 _UPSERT_CREDENTIAL = _Upsert(
     """INSERT INTO credentials (id, name, token_hash, created_at, revoked_at, suggestions_per_day, max_active_experiments) VALUES""",
     "(?, ?, ?, ?, ?, ?, ?)",
@@ -218,6 +235,7 @@ def _observation_row(o: Observation) -> tuple[Any, ...]:
     return (
         _text(o.experiment_id), _text(o.id), _text(o.suggestion_id), None if o.value is None else float(o.value),
         int(bool(o.failed)), float(o.created_at), _dumps(o.assignments), _dumps(o.metrics),
+        None if o.stopped_at_step is None else int(o.stopped_at_step),
     )  # fmt: skip
 
 
@@ -240,10 +258,11 @@ class _Rows:
     observations: dict[tuple[str, str], Observation]
     credentials: dict[str, CredentialRecord]
     revokes: list[RevokeCredential]
+    reports: list[PutReport]
 
     @classmethod
     def of(cls, batches: Sequence[Sequence[Write]]) -> "_Rows":
-        rows = cls({}, {}, {}, {}, {}, [])
+        rows = cls({}, {}, {}, {}, {}, [], [])
         for writes in batches:
             for w in writes:
                 if isinstance(w, PutExperiment):
@@ -264,6 +283,8 @@ class _Rows:
                     rows.credentials[w.credential.id] = w.credential
                 elif isinstance(w, RevokeCredential):
                     rows.revokes.append(w)
+                elif isinstance(w, PutReport):
+                    rows.reports.append(w)
                 else:
                     raise TypeError(f"not a store write: {w!r}")
         return rows
@@ -277,6 +298,10 @@ class _Rows:
             (_UPSERT_OBSERVATION, [_observation_row(x) for x in self.observations.values()]),
             (_UPSERT_CREDENTIAL, [_credential_row(x) for x in self.credentials.values()]),
             (_REVOKE_CREDENTIAL, [(float(r.revoked_at), _text(r.credential_id)) for r in self.revokes]),
+            (_INSERT_REPORT, [
+                (_text(r.experiment_id), _text(r.report.suggestion_id), int(r.report.step), float(r.report.value),
+                 float(r.report.created_at)) for r in self.reports
+            ]),
         ]
         return [(sql, rows) for sql, rows in plan if rows]
 
@@ -550,8 +575,12 @@ class SqliteStore(Store):
                     (experiment_id,),
                 )
                 orows = await self._all(
-                    "SELECT id, suggestion_id, value, failed, created_at, assignments, metrics FROM observations "
-                    "WHERE experiment_id = ? ORDER BY seq",
+                    "SELECT id, suggestion_id, value, failed, created_at, assignments, metrics, stopped_at_step "
+                    "FROM observations WHERE experiment_id = ? ORDER BY seq",
+                    (experiment_id,),
+                )
+                rrows = await self._all(
+                    "SELECT suggestion_id, step, value, created_at FROM reports WHERE experiment_id = ? ORDER BY seq",
                     (experiment_id,),
                 )
             finally:
@@ -565,10 +594,11 @@ class SqliteStore(Store):
             for sid, state, tag, created_at, a, n, released in srows
         )
         observations = tuple(
-            Observation(oid, experiment_id, sug, json.loads(a), value, bool(failed), created_at, json.loads(m))
-            for oid, sug, value, failed, created_at, a, m in orows
+            Observation(oid, experiment_id, sug, json.loads(a), value, bool(failed), created_at, json.loads(m), stopped)
+            for oid, sug, value, failed, created_at, a, m, stopped in orows
         )
-        return Snapshot(experiment, suggestions, observations, int(drawn))
+        reports = tuple(Report(sid, int(step), float(v), t) for sid, step, v, t in rrows)
+        return Snapshot(experiment, suggestions, observations, int(drawn), reports)
 
     async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
         rows = await self._all(

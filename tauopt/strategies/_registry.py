@@ -81,11 +81,15 @@ def get(name: str) -> Strategy:
 
 
 def warm_up_for(strategy: str) -> Callable[[], None] | None:
-    """The warm-up an experiment of `strategy` needs in the engine's process (auto:
-    sobol's), or None. Blocking; the engine runs it on a thread when such an
-    experiment's actor starts, so the first ask does not stall the event loop."""
-    spec = _REGISTRY.get("sobol" if strategy == AUTO else strategy)
-    return None if spec is None or spec.pooled else spec.warm_up
+    """The warm-up an experiment of `strategy` needs in the engine's process, or None:
+    its own for an inline strategy, sobol's for `auto` and for pooled strategies
+    (gp: its initial design, and the fallback when a job fails or misses its
+    deadline, are Sobol computed inline). Blocking; the engine runs it on a thread and waits for it before such
+    an experiment's actor starts, so the first ask does not stall the event loop."""
+    spec = _REGISTRY.get(strategy)
+    if strategy == AUTO or (spec is not None and spec.pooled):
+        spec = _REGISTRY.get("sobol")
+    return None if spec is None else spec.warm_up
 
 
 def uses_pool(strategy: str) -> bool:

@@ -29,3 +29,9 @@ class SuggestRequest:
     seed: int = 0
     drawn: int = 0
     options: StrategyOptions = field(default_factory=StrategyOptions)
+    # every metric (objectives first, then constraint metrics); empty means (metric,)
+    metrics: tuple[Metric, ...] = ()
+
+    @property
+    def all_metrics(self) -> tuple[Metric, ...]:
+        return self.metrics or (self.metric,)

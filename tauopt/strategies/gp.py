@@ -40,7 +40,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -53,6 +53,7 @@ from ._gp_model import GPState, Hyper, Posterior, fit, log_ei
 from ._gp_warping import OutputWarp
 from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
+from ._scalarize import Targets, chebyshev, draw_weights, targets
 
 __all__ = ["available", "propose", "propose_gp", "run", "sobol_fallback", "GPResult", "GPInfo", "GPState", "GPConfig"]
 
@@ -172,13 +173,12 @@ def _sobol_unit(d: int, n: int, rng: np.random.Generator) -> np.ndarray:
     return np.asarray(engine.random_base2(max(0, (n - 1).bit_length()))[:n], dtype=float)
 
 
-def _targets(request: SuggestRequest, warp: bool) -> tuple[np.ndarray, np.ndarray]:
+def _targets(request: SuggestRequest, warp: bool, t: Targets, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(raw, y): values to minimize with failures imputed as the worst seen, and
-    the GP's targets (standardized, warped when `warp`)."""
-    sign = request.metric.sign
-    raw = np.array(
-        [np.nan if (o.failed or o.value is None) else sign * float(o.value) for o in request.history], dtype=float
-    )
+    the GP's targets (standardized, warped when `warp`). Several objectives: a
+    fresh ParEGO scalarization (see _scalarize) on every call."""
+    k = t.objectives.shape[1]
+    raw = t.objectives[:, 0].copy() if k == 1 else chebyshev(t.objectives, draw_weights(k, rng))
     raw[~np.isfinite(raw)] = np.nanmax(raw)  # failures: the worst value seen
     if not (math.isfinite(float(raw.mean())) and math.isfinite(float(raw.std()))):
         raise FloatingPointError("observed values overflow when standardized")
@@ -196,33 +196,58 @@ def _propose(
     if not finite:
         raise _NoModel("no successful observation yet")
     points = [o.assignments for o in request.history]
-    raw, y = _targets(request, config.output_warp)
-    x = enc.features(enc.latent(points))
+    t = targets(request.all_metrics, request.history)
+    raw, y = _targets(request, config.output_warp, t, rng)
+    x_all = enc.features(enc.latent(points))
     keep = _subset(y, SUBSET_POSTERIOR, rng)
-    x, y = x[keep], y[keep]
+    x, y = x_all[keep], y[keep]
     fit_idx = _subset(y, SUBSET_FIT, rng)
     hyper, iters = fit(x[fit_idx], y[fit_idx], warm, deadline)
     state = GPState(enc.n_features, hyper, len(fit_idx))
+    feas = _Feasibility.fit(t, x_all, deadline) if t.violations.shape[1] else None
     t_acq = time.monotonic()
-    post = Posterior(x, y, np.full(len(y), hyper.noise), hyper)
-    best = float(y.min())
-    used = {space.key(a) for a in points}
-    if request.pending:
-        xp = enc.features(enc.latent(list(request.pending)))
-        mu_p, _ = post.predict(xp)
-        post = post.with_points(xp, mu_p, PENDING_NOISE)
-        best = min(best, float(mu_p.min()))
-        used.update(space.key(a) for a in request.pending)
+    feasible = t.feasible[keep] if feas is not None else np.ones(len(y), dtype=bool)
+    believed = enc.features(enc.latent(list(request.pending))) if request.pending else None
+    post, best = _posterior(x, y, feasible, hyper, believed)
+    used = {space.key(a) for a in points} | {space.key(a) for a in request.pending}
     lo, hi, length = _region(enc, request, points, raw, hyper, config)
     z_cand = _initial_candidates(enc, points, raw, len(y), rng, lo, hi)
-    out = _select(request, enc, post, best, used, z_cand, rng, lo, hi, deadline, config)
+    if t.objectives.shape[1] == 1 or request.n == 1:
+        out = _select(request, enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
+    else:  # ParEGO: each suggestion of the batch gets its own scalarization
+        out = []
+        for _ in range(request.n):
+            picked = _select(replace(request, n=1), enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
+            if not picked:
+                break
+            out += picked
+            if len(out) < request.n:
+                _, y_next = _targets(request, config.output_warp, t, rng)
+                mine = enc.features(enc.latent(out))
+                believed = mine if believed is None else np.vstack([believed, mine])
+                post, best = _posterior(x, y_next[keep], feasible, hyper, believed)
     info = (iters, len(fit_idx), len(request.history) > SUBSET_FIT, time.monotonic() - t_acq, length)
     return out, state, info
 
 
+def _posterior(
+    x: np.ndarray, y: np.ndarray, feasible: np.ndarray, hyper: Hyper, believed: np.ndarray | None
+) -> tuple[Posterior, float | None]:
+    """The objective posterior with pending points as kriging believers, and the
+    incumbent: the best feasible target (None while nothing is feasible)."""
+    post = Posterior(x, y, np.full(len(y), hyper.noise), hyper)
+    best = float(y[feasible].min()) if feasible.any() else None
+    if believed is not None and len(believed):
+        mu_p, _ = post.predict(believed)
+        post = post.with_points(believed, mu_p, PENDING_NOISE)
+        best = None if best is None else min(best, float(mu_p.min()))
+    return post, best
+
+
 def _select(  # type: ignore[no-untyped-def]
-    request: SuggestRequest, enc: Encoder, post: Posterior, best: float, used: set, z_cand: np.ndarray,
+    request: SuggestRequest, enc: Encoder, post: Posterior, best: float | None, used: set, z_cand: np.ndarray,
     rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, deadline: float | None, config: GPConfig,
+    feas: "_Feasibility | None" = None,
 ) -> list[dict[str, Value]]:
     """Pick request.n points one at a time; each pick joins the posterior as a
     pending point (kriging believer) before the next is chosen."""
@@ -234,11 +259,15 @@ def _select(  # type: ignore[no-untyped-def]
             raise TimeoutError("acquisition passed the deadline")
 
         def score(z: np.ndarray, project: bool) -> np.ndarray:
-            mu, sd = post.predict(enc.features(z, project=project))
-            return log_ei(mu, sd, best)
+            feats = enc.features(z, project=project)
+            pof = 0.0 if feas is None else feas.log_pof(feats)
+            if best is None:
+                return pof  # nothing feasible yet: find the feasible region first
+            mu, sd = post.predict(feats)
+            return log_ei(mu, sd, best) + pof
 
         s = score(z_cand, False)
-        if config.gradient:
+        if config.gradient and feas is None and best is not None:
             refined = _ascend(enc, post, best, z_cand, s, lo, hi, first=i == 0)
         else:
             refined = _refine(enc, z_cand, s, score, rng, lo, hi)
@@ -264,8 +293,39 @@ def _select(  # type: ignore[no-untyped-def]
             xj = enc.features(z_all[j : j + 1])
             mu_j, _ = post.predict(xj)
             post = post.with_points(xj, mu_j, PENDING_NOISE)
-            best = min(best, float(mu_j[0]))
+            best = None if best is None else min(best, float(mu_j[0]))
     return out
+
+
+class _Feasibility:
+    """One GP per constraint metric on its signed violation; log P(all satisfied)."""
+
+    def __init__(self, models: list[tuple[Posterior, float]]) -> None:
+        self.models = models
+
+    @classmethod
+    def fit(cls, t: Targets, x: np.ndarray, deadline: float | None) -> "_Feasibility":
+        models = []
+        for c in range(t.violations.shape[1]):
+            v = t.violations[:, c]
+            ok = np.isfinite(v)
+            if ok.sum() < 2:
+                continue  # nothing to learn yet: feasibility is not modelled for it
+            mean, std = float(v[ok].mean()), float(v[ok].std()) or 1.0
+            yc = (v[ok] - mean) / std
+            h, _ = fit(x[ok], yc, None, deadline)
+            models.append((Posterior(x[ok], yc, np.full(len(yc), h.noise), h), -mean / std))
+        return cls(models)
+
+    def log_pof(self, feats: np.ndarray) -> np.ndarray:
+        from scipy.special import log_ndtr
+
+        out = np.zeros(len(feats))
+        for post, threshold in self.models:
+            mu, sd = post.predict(feats)
+            out += log_ndtr((threshold - mu) / sd)
+        return out
+
 
 
 def _region(

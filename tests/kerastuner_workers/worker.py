@@ -8,7 +8,9 @@ one. Each run appends {tuner_id, trial_id, values, score} to RESULTS.jsonl.
 MODE: `normal`; `invalid_once` (each trial raises a plain error on its first
 run: INVALID); `fail_all` (FailedTrialError: FAILED); `invalid_fail` (INVALID on
 a trial's first run, then FAILED when units/4 is odd); `hang` (sleeps forever inside its first trial, to be killed);
-`keras` (fits a tiny real Keras model). The environment carries
+`keras` (fits a tiny real Keras model); `two_objectives` (KerasTuner's objective
+list [score:min, size:max]; run_trial returns both in a keras History, as
+model.fit would). The environment carries
 KERASTUNER_ORACLE_IP/PORT/TUNER_ID and KERAS_BACKEND=torch; WORKER_GO_FILE
 makes the worker wait for that file before searching, WORKER_TRIAL_S makes
 each normal trial take that long.
@@ -29,11 +31,11 @@ RESULTS, MODE = sys.argv[1], sys.argv[2]
 SEEN: set[str] = set()
 
 
-def record(trial_id: str, values: dict, score: float | None, status: str) -> None:
+def record(trial_id: str, values: dict, score: float | None, status: str, **more: float) -> None:
     with open(RESULTS, "a") as f:
         f.write(json.dumps({
             "tuner_id": os.environ["KERASTUNER_TUNER_ID"], "trial_id": trial_id,
-            "values": values, "score": score, "status": status,
+            "values": values, "score": score, "status": status, **more,
         }) + "\n")
 
 
@@ -80,6 +82,15 @@ class Search(kt.RandomSearch):
             return self._fit(trial, values)
         score = score_of(hp)
         time.sleep(float(os.environ.get("WORKER_TRIAL_S", "0")))
+        if MODE == "two_objectives":
+            size = values["units"] / 64
+            record(trial.trial_id, values, score, "COMPLETED", size=size)
+            # what model.fit returns: KerasTuner then reports its `multi_objective` score too
+            import keras
+
+            history = keras.callbacks.History()
+            history.history = {"score": [score], "size": [size]}
+            return history
         record(trial.trial_id, values, score, "COMPLETED")
         return {"score": score, "aux": score * 2}
 
@@ -99,6 +110,8 @@ class Search(kt.RandomSearch):
 
 def main() -> int:
     objective = kt.Objective("val_loss" if MODE == "keras" else "score", "min")
+    if MODE == "two_objectives":
+        objective = [kt.Objective("score", "min"), kt.Objective("size", "max")]
     tuner = Search(
         objective=objective,
         max_trials=1000,  # the chief decides
@@ -112,6 +125,10 @@ def main() -> int:
         while not os.path.exists(go):
             time.sleep(0.05)
     tuner.search(verbose=0)
+    if MODE == "two_objectives":  # what KerasTuner itself ranks by: the chief's scores, as the worker sees them
+        best = tuner.oracle.get_best_trials(1)[0]
+        with open(RESULTS + ".best", "w") as f:
+            json.dump({"trial_id": best.trial_id, "score": best.score}, f)
     return 0
 
 

@@ -24,9 +24,9 @@ from ...errors import ApiError
 from ...models import Parameter
 from ...space import Space
 from ._env import check_env
-from ._oracle import ChiefConfig, KerasTunerOracle
+from ._oracle import ChiefConfig, HyperbandConfig, KerasTunerOracle
 
-__all__ = ["ChiefOptions", "serve_chief", "run_chief_from_args", "load_space"]
+__all__ = ["ChiefOptions", "serve_chief", "run_chief_from_args", "load_space", "parse_objectives"]
 
 log = logging.getLogger("tauopt.kerastuner")
 
@@ -40,6 +40,24 @@ class ChiefOptions:
     port: int
     db: str | None = None
     http_port: int | None = None
+
+
+def parse_objectives(raw: list[str] | str, direction: str | None) -> tuple[tuple[str, Any], ...]:
+    """`--objective` values: one NAME with --direction (today's form), or NAME:min|max, repeatable."""
+    items = [raw] if isinstance(raw, str) else list(raw)
+    if len(items) == 1 and ":" not in items[0]:
+        if direction is None:
+            raise ApiError(400, "invalid_request", f"--objective {items[0]}: give --direction min|max, or write {items[0]}:min|max")
+        return ((items[0], direction),)
+    out = []
+    for item in items:
+        name, sep, d = item.rpartition(":")
+        if not sep or not name or d not in ("min", "max"):
+            raise ApiError(400, "invalid_request", f"--objective {item!r}: with several objectives write each as NAME:min or NAME:max")
+        out.append((name, d))
+    if direction is not None:
+        raise ApiError(400, "invalid_request", "--direction: give it with a single bare --objective NAME only; NAME:min|max carries its own")
+    return tuple(out)
 
 
 def load_space(path: str) -> tuple[Parameter, ...]:
@@ -111,8 +129,7 @@ async def serve_chief(options: ChiefOptions, on_ready: Callable[[dict[str, Any]]
         if oracle.done and not oracle.failure and not stop.is_set():
             await _mark_completed(engine, exp.id)
         summary = oracle.summary()
-        best = await engine.best(exp.id)
-        summary["best"] = None if best is None else {"value": best.value, "assignments": best.assignments}
+        summary["best"] = await _best_summary(engine, exp.id, oracle)
         summary["event"] = "exit"
         summary["exit_code"] = oracle.exit_code if not stop.is_set() else 130
         print(json.dumps(summary), flush=True)
@@ -130,6 +147,15 @@ async def _mark_completed(engine: Any, experiment_id: str) -> None:
     if observed:
         await engine.update_experiment(experiment_id, observation_budget=observed)
     log.info("experiment %s marked completed after %d observations", experiment_id, observed)
+
+
+async def _best_summary(engine: Any, experiment_id: str, oracle: KerasTunerOracle) -> dict[str, Any] | None:
+    """The best trial as KerasTuner ranks it: by the objective, or by `multi_objective` for a list."""
+    if oracle.config.objectives:
+        top = [t for t in await oracle.best_trials(1) if t.status == "COMPLETED" and t.score is not None]
+        return {"value": top[0].score, "assignments": top[0].values} if top else None
+    best = await engine.best(experiment_id)
+    return None if best is None else {"value": best.value, "assignments": best.assignments}
 
 
 def _install_signal_handlers(stop: anyio.Event) -> None:
@@ -172,10 +198,17 @@ def options_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> C
             f"KERASTUNER_TUNER_ID={env.tuner_id!r} is a worker id; the chief's id must contain 'chief' (e.g. chief)",
         )
     space = load_space(args.space) if args.space else None
-    config = ChiefConfig(
-        objective=args.objective,
-        direction=args.direction,
-        max_trials=args.max_trials,
+    hyperband = None
+    if getattr(args, "algorithm", "tauopt") == "hyperband":
+        if args.max_epochs is None:
+            raise ApiError(400, "invalid_request", "--algorithm hyperband needs --max-epochs N (and optionally --factor F)")
+        hyperband = HyperbandConfig(args.max_epochs, args.factor, args.hyperband_iterations)
+    if hyperband is None and args.max_trials is None:
+        raise ApiError(400, "invalid_request", "--max-trials N is required (Hyperband computes it from --max-epochs)")
+    config = ChiefConfig.for_objectives(
+        parse_objectives(args.objective, args.direction),
+        max_trials=args.max_trials if args.max_trials is not None else hyperband.total_trials(),  # type: ignore[union-attr]
+        hyperband=hyperband,
         project=args.project,
         strategy=args.strategy,
         trial_ttl_s=args.trial_ttl_s,

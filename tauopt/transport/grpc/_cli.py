@@ -45,9 +45,18 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
             "failures, 2 on bad configuration."
         ),
     )
-    chief.add_argument("--objective", required=True, help="the metric name workers report (not on the wire)")
-    chief.add_argument("--direction", required=True, choices=("min", "max"))
-    chief.add_argument("--max-trials", required=True, type=int, help="completed plus running trials to aim for")
+    chief.add_argument(
+        "--objective", required=True, action="append",
+        help="the metric name workers report (not on the wire), with --direction; or NAME:min|max, repeatable "
+        "for KerasTuner's objective list (score = its multi_objective; tauopt keeps every metric and the Pareto front)",
+    )
+    chief.add_argument("--direction", default=None, choices=("min", "max"), help="the direction of a single NAME objective")
+    chief.add_argument("--max-trials", type=int, default=None, help="completed plus running trials to aim for (required unless --algorithm hyperband)")
+    chief.add_argument("--algorithm", choices=("tauopt", "hyperband"), default="tauopt",
+                       help="tauopt: suggestions from --strategy; hyperband: KerasTuner's Hyperband brackets (new trials' values from --strategy)")
+    chief.add_argument("--max-epochs", type=int, default=None, help="hyperband: the most epochs one model trains")
+    chief.add_argument("--factor", type=int, default=3, help="hyperband: reduction factor of epochs and trials per round (default 3)")
+    chief.add_argument("--hyperband-iterations", type=int, default=1, help="hyperband: passes over all brackets (default 1)")
     chief.add_argument("--strategy", default="auto", help="tauopt strategy (default: auto)")
     chief.add_argument("--db", default=None, help="SQLite file for durable state (default: in memory)")
     chief.add_argument("--project", default="kerastuner", help="experiment name; an active one is resumed")

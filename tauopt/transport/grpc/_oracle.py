@@ -12,6 +12,9 @@ or queued when the engine holds them released):
   keeps it, and the next `engine.suggest` hands it out again, durably);
 - runs come from the engine's `attempts` (they survive a restart); expiry counts
   do not (reset by a restart);
+- consecutive failures are re-counted from the stored observations on restart
+  (the trailing failed ones), unless they had already ended the search: that
+  restart is the user's "fixed it, try again", so it starts from zero;
 - the metric history reported by UpdateTrial until EndTrial stores it on the
   observation (`Observation.metrics`), and the step of the best value.
 
@@ -34,15 +37,44 @@ from typing import Any, Callable, Literal, Mapping
 import anyio
 
 from ...errors import ApiError, api_error, invalid
-from ...models import Experiment, Observation, Parameter, Suggestion, Value
+from ...models import MAX_OBJECTIVES, Experiment, Observation, Parameter, Suggestion, Value
 from ...space import Space
+from ...strategies.hyperband import Finished, HyperbandSchedule, Idle, NewTrial, Promote
 from ._convert import Learned, assignments_for, merge_space
 
-__all__ = ["ChiefConfig", "TrialView", "SearchFailed", "KerasTunerOracle"]
+__all__ = ["ChiefConfig", "HyperbandConfig", "TrialView", "SearchFailed", "KerasTunerOracle", "MULTI_OBJECTIVE", "multi_objective_score"]
+
+MULTI_OBJECTIVE = "multi_objective"  # KerasTuner's name for the score of an objective list
+
+
+def multi_objective_score(objectives: tuple[tuple[str, str], ...], metrics: Mapping[str, float]) -> float:
+    """keras_tuner.engine.objective.MultiObjective.get_value: min objectives add, max ones subtract."""
+    return sum(metrics[n] if d == "min" else -metrics[n] for n, d in objectives)
 
 log = logging.getLogger("tauopt.kerastuner")
 
 Status = Literal["RUNNING", "IDLE", "STOPPED", "COMPLETED", "FAILED", "INVALID"]
+
+
+@dataclass(frozen=True)
+class HyperbandConfig:
+    """KerasTuner's Hyperband: trials get tuner/epochs, tuner/initial_epoch,
+    tuner/bracket, tuner/round and, when promoted, tuner/trial_id."""
+
+    max_epochs: int
+    factor: int = 3
+    iterations: int = 1
+
+    def __post_init__(self) -> None:
+        if self.max_epochs < 1 or self.factor < 2 or self.iterations < 1:
+            raise invalid(
+                f"hyperband: give --max-epochs >= 1, --factor >= 2 and --hyperband-iterations >= 1; "
+                f"got {self.max_epochs}, {self.factor}, {self.iterations}"
+            )
+
+    def total_trials(self) -> int:
+        s = HyperbandSchedule(self.max_epochs, self.factor, self.iterations)
+        return self.iterations * sum(s.size(b, r) for b in range(s.num_brackets()) for r in range(b + 1))
 
 
 @dataclass(frozen=True)
@@ -61,8 +93,32 @@ class ChiefConfig:
     hold_s: float = 300.0
     seed: int | None = None
     space: tuple[Parameter, ...] | None = None
+    hyperband: HyperbandConfig | None = None
+    # A KerasTuner objective list, ((name, "min"|"max"), ...): the score is then
+    # KerasTuner's `multi_objective` (sum of min objectives minus sum of max ones,
+    # direction min) and `objective`/`direction` must be "multi_objective"/"min";
+    # see `ChiefConfig.for_objectives`.
+    objectives: tuple[tuple[str, Literal["min", "max"]], ...] = ()
+
+    @classmethod
+    def for_objectives(cls, objectives: tuple[tuple[str, Literal["min", "max"]], ...], **kw: Any) -> "ChiefConfig":
+        """One objective: today's config; two or more: KerasTuner's MultiObjective."""
+        if len(objectives) == 1:
+            (name, direction), = objectives
+            return cls(objective=name, direction=direction, **kw)
+        return cls(objective=MULTI_OBJECTIVE, direction="min", objectives=objectives, **kw)
 
     def __post_init__(self) -> None:
+        if self.objectives:
+            names = [n for n, _ in self.objectives]
+            if len(set(names)) != len(names) or MULTI_OBJECTIVE in names:
+                raise invalid(f"--objective: each name once, and not {MULTI_OBJECTIVE!r}; got {names}")
+            if any(d not in ("min", "max") for _, d in self.objectives):
+                raise invalid(f"--objective: give NAME:min or NAME:max, got {list(self.objectives)}")
+            if len(self.objectives) > MAX_OBJECTIVES:
+                raise invalid(f"--objective: {len(self.objectives)} objectives; at most {MAX_OBJECTIVES}")
+            if (self.objective, self.direction) != (MULTI_OBJECTIVE, "min"):
+                raise invalid("objective/direction: with an objective list they are multi_objective/min")
         if self.max_trials < 1:
             raise invalid(f"max_trials: give an integer >= 1, got {self.max_trials}")
         if self.direction not in ("min", "max"):
@@ -106,6 +162,7 @@ class _Trial:
     history: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     score: float | None = None
     best_step: int = 0
+    tuner_values: dict[str, Value] = field(default_factory=dict)  # Hyperband's tuner/* keys, never stored
 
 
 class KerasTunerOracle:
@@ -130,6 +187,9 @@ class KerasTunerOracle:
         self.exhausted = False
         self._abandon: list[_Trial] = []
         self._requeued: list[_Trial] = []
+        hb = config.hyperband
+        self._schedule = HyperbandSchedule(hb.max_epochs, hb.factor, hb.iterations) if hb else None
+        self._hb_trials = 0
 
     # -- set-up ------------------------------------------------------------------
 
@@ -144,13 +204,13 @@ class KerasTunerOracle:
     async def start(self) -> Experiment:
         """Create the project's experiment, or resume the active one of that name."""
         cfg = self.config
-        objective = "maximize" if self.maximize else "minimize"
+        metrics = self._metrics()
         found = [e for e in await self.engine.experiments(state="active") if e.name == cfg.project]
         if found:
             exp = found[-1]
-            if exp.metric.name != cfg.objective or exp.metric.objective != objective:
+            if [m.to_dict() for m in exp.objectives] != metrics:
                 raise invalid(
-                    f"project {cfg.project!r} optimizes {exp.metric.name!r} ({exp.metric.objective}); "
+                    f"project {cfg.project!r} optimizes {[m.to_dict() for m in exp.objectives]}; "
                     f"use the same --objective/--direction or another --project"
                 )
             if cfg.space:
@@ -163,7 +223,7 @@ class KerasTunerOracle:
             exp = await self.engine.create_experiment(
                 cfg.project,
                 [p.to_dict() for p in cfg.space or ()],
-                {"name": cfg.objective, "objective": objective},
+                metrics=metrics,
                 parallel_bandwidth=cfg.parallel_bandwidth or cfg.max_trials,
                 strategy=cfg.strategy,
                 strategy_options={"seed": cfg.seed} if cfg.seed is not None else None,
@@ -173,6 +233,11 @@ class KerasTunerOracle:
         await self._rebuild(exp)
         return exp
 
+    def _metrics(self) -> list[dict[str, str]]:
+        """The experiment's objectives: KerasTuner's one, or each of its list (tauopt keeps every one)."""
+        pairs = self.config.objectives or ((self.config.objective, self.config.direction),)
+        return [{"name": n, "objective": "maximize" if d == "max" else "minimize"} for n, d in pairs]
+
     async def _rebuild(self, exp: Experiment) -> None:
         observations = await self.engine.observations(exp.id)
         self._space_known = bool(exp.parameters) or bool(observations) or self.config.space is not None
@@ -180,12 +245,13 @@ class KerasTunerOracle:
             tid = o.suggestion_id if o.suggestion_id is not None else f"o{o.id}"
             t = _Trial(tid, o.suggestion_id, dict(o.assignments), "failed" if o.failed else "completed")
             if not o.failed and o.value is not None:
-                t.score = o.value
-                t.history = {self.config.objective: {0: [o.value]}}
+                t.score = o.metrics.get(MULTI_OBJECTIVE, o.value) if self.config.objectives else o.value
+                t.history = {self.config.objective: {0: [t.score]}, exp.metric.name: {0: [o.value]}}
                 for k, v in o.metrics.items():
                     t.history.setdefault(k, {0: [v]})
                 self._completed += 1
             self._trials[tid] = t
+        self._consecutive_failures = _trailing_failures(observations, self.config.max_consecutive_failures)
         now = self._clock()
         for s in await self.engine.suggestions(exp.id, state="open"):
             if s.released:  # waiting for a retry when the chief stopped: it still is
@@ -247,7 +313,7 @@ class KerasTunerOracle:
     def _view(self, t: _Trial) -> TrialView:
         status: Status = {"running": "RUNNING", "queued": "RUNNING", "completed": "COMPLETED", "failed": "FAILED"}[t.state]  # type: ignore[assignment]
         metrics = {name: tuple((step, tuple(vals)) for step, vals in sorted(h.items())) for name, h in t.history.items()}
-        return TrialView(t.trial_id, status, dict(t.values), metrics, t.score, t.best_step)
+        return TrialView(t.trial_id, status, {**t.values, **t.tuner_values}, metrics, t.score, t.best_step)
 
     def _trial(self, trial_id: str) -> _Trial:
         t = self._trials.get(trial_id)
@@ -343,6 +409,8 @@ class KerasTunerOracle:
             return await self._retry(self._queue.pop(), tuner_id)  # LIFO, like the reference
         if self._completed + self._in_progress() >= self.config.max_trials:
             return None  # every place is taken; one may fail and free up
+        if self._schedule is not None:
+            return await self._try_hyperband(tuner_id, self._schedule)
         if not self._space_known:
             if any(t.suggestion_id is None and t.state in ("running", "queued") for t in self._trials.values()):
                 return None  # the baseline is running; its EndTrial brings the space
@@ -368,14 +436,68 @@ class KerasTunerOracle:
         self._trials[s.id] = t
         return self._hand_out(t, tuner_id)
 
+    async def _try_hyperband(self, tuner_id: str, schedule: HyperbandSchedule) -> TrialView | None:
+        """KerasTuner's HyperbandOracle.populate_space over our trials: a new
+        trial's values come from the engine (or are the baseline's defaults);
+        a promoted one repeats its parent's values, so it is stored at its
+        end as an observation of that point (the engine never suggests a point twice)."""
+        if not self._space_known and any(
+            t.suggestion_id is None and not t.values and t.state in ("running", "queued") for t in self._trials.values()
+        ):
+            return None  # the baseline is running; its EndTrial brings the space
+        tid = f"hb{self._hb_trials + 1}"
+        step = schedule.next(tid, self._loss_of, ongoing=self._in_progress() > 0)
+        if isinstance(step, Idle):
+            return None
+        if isinstance(step, Finished):
+            self.exhausted = True
+            self._check_done()
+            return TrialView("", "STOPPED") if self.done else None
+        self._hb_trials += 1
+        hb_values: dict[str, Value] = {
+            "tuner/epochs": step.epochs,
+            "tuner/initial_epoch": step.initial_epoch,
+            "tuner/bracket": step.bracket,
+            "tuner/round": step.round,
+        }
+        if isinstance(step, Promote):
+            parent = self._trials[step.parent_id]
+            t = _Trial(tid, None, dict(parent.values), "queued", tuner_values={**hb_values, "tuner/trial_id": step.parent_id})
+        elif not self._space_known:
+            t = _Trial(tid, None, {}, "queued", tuner_values=hb_values)
+        else:
+            assert isinstance(step, NewTrial) and self.experiment is not None
+            try:
+                s: Suggestion = await self.engine.suggest(self.experiment.id, tag=tuner_id)
+            except ApiError as exc:
+                schedule.cancel(tid)
+                self._hb_trials -= 1
+                if exc.error_type == "bandwidth_full":
+                    return None
+                raise
+            t = _Trial(tid, s.id, dict(s.assignments), "queued", tuner_values=hb_values)
+        self._trials[tid] = t
+        return self._hand_out(t, tuner_id)
+
+    def _loss_of(self, trial_id: str) -> float | None:
+        t = self._trials.get(trial_id)
+        if t is None or t.state != "completed" or t.score is None:
+            return None
+        return -t.score if self.maximize else t.score
+
     # -- UpdateTrial / EndTrial ------------------------------------------------------------
 
     async def update_trial(self, trial_id: str, metrics: Mapping[str, float], step: int) -> TrialView:
-        if self.config.objective not in metrics:
+        needed = [n for n, _ in self.config.objectives] or [self.config.objective]
+        missing = [n for n in needed if n not in metrics]
+        if missing:
             raise invalid(
-                f"metrics: the objective {self.config.objective!r} is missing (got {sorted(metrics)[:10]}); "
+                f"metrics: the objective(s) {missing} are missing (got {sorted(metrics)[:10]}); "
                 "the worker's objective and the chief's --objective must agree"
             )
+        if self.config.objectives and MULTI_OBJECTIVE not in metrics:
+            # a worker whose run_trial returns a dict reports the objectives only: score them as KerasTuner does
+            metrics = {**metrics, MULTI_OBJECTIVE: multi_objective_score(self.config.objectives, metrics)}
         async with self._lock:
             t = self._trial(trial_id)
             if t.state not in ("running", "queued"):
@@ -452,6 +574,13 @@ class KerasTunerOracle:
         exp_id = self.experiment.id
         failed = score is None
         metrics = self._metrics_at(t, step) if not failed else {}
+        if self.config.objectives and not failed:
+            # tauopt keeps every objective: the first is the observation's value, the rest and
+            # KerasTuner's score go with the metrics (so the Pareto front is there over HTTP)
+            metrics[MULTI_OBJECTIVE] = score  # type: ignore[assignment]
+            score = metrics.pop(self.config.objectives[0][0], None)
+            if score is None:  # the first objective was not finite at the best step
+                failed, metrics = True, {}
         point = assignments_for(self._space, {**values, **t.values}) if self._space.parameters or values else {}
         if t.suggestion_id is not None:
             if point == t.values:
@@ -467,8 +596,9 @@ class KerasTunerOracle:
         await self.engine.observe(exp_id, assignments=point, value=score, failed=failed, metrics=metrics)
 
     async def _release(self, t: _Trial) -> None:
-        """Hand the trial's suggestion back to the engine for a retry (kept durably)."""
-        if t.suggestion_id is None or self.experiment is None:
+        """Hand the trial's suggestion back to the engine for a retry (kept durably).
+        Under Hyperband the chief's queue keeps it: trial ids are not suggestion ids."""
+        if t.suggestion_id is None or self.experiment is None or self._schedule is not None:
             return
         try:
             await self.engine.release_suggestion(self.experiment.id, t.suggestion_id)
@@ -480,8 +610,8 @@ class KerasTunerOracle:
         """Hand a queued trial out again; an engine-backed one through engine.suggest,
         which serves released suggestions first (and counts the attempt)."""
         t = self._trials[trial_id]
-        if t.suggestion_id is None or self.experiment is None:
-            return self._hand_out(t, tuner_id)  # a baseline: not in the engine
+        if t.suggestion_id is None or self.experiment is None or self._schedule is not None:
+            return self._hand_out(t, tuner_id)  # a baseline, or a Hyperband trial (see _release)
         s: Suggestion = await self.engine.suggest(self.experiment.id, tag=tuner_id)
         if s.id != trial_id:
             self._queue.append(trial_id)  # the engine chose another released one (or a new point)
@@ -552,3 +682,15 @@ class KerasTunerOracle:
             "workers_stopped": sorted(self.stopped),
             "failure": self.failure,
         }
+
+
+def _trailing_failures(observations: list[Observation], limit: int) -> int:
+    """Failed observations since the last success: the consecutive-failure count a
+    chief had when it stopped. At `limit` that chief ended the search on them, and
+    restarting it is how the user retries (the error says so): then zero."""
+    n = 0
+    for o in reversed(observations):
+        if not o.failed:
+            break
+        n += 1
+    return n if n < limit else 0

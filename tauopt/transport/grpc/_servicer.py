@@ -34,12 +34,21 @@ _MAXIMIZED = ("acc", "auc", "precision", "recall", "f1", "iou", "r2", "top_k")
 T = TypeVar("T")
 
 
+def _maximized(oracle: KerasTunerOracle, name: str) -> bool:
+    if name == oracle.config.objective:
+        return oracle.maximize
+    listed = dict(oracle.config.objectives)  # an objective list names each metric's direction
+    if name in listed:
+        return listed[name] == "max"
+    return any(k in name.lower() for k in _MAXIMIZED) and "loss" not in name.lower()
+
+
 def trial_to_proto(view: TrialView, oracle: KerasTunerOracle) -> kt.Trial:
     trial = kt.Trial(trial_id=view.trial_id, status=kt.TrialStatus.Value(view.status))
     trial.hyperparameters.CopyFrom(hyperparameters_to_proto(view.values, oracle.space))
     for name, history in view.metrics.items():
         mh = trial.metrics.metrics[name]
-        mh.maximize = oracle.maximize if name == oracle.config.objective else any(k in name.lower() for k in _MAXIMIZED) and "loss" not in name.lower()
+        mh.maximize = _maximized(oracle, name)
         for step, values in history:
             mh.observations.add(value=list(values), step=step)
     if view.score is not None and view.status == "COMPLETED":

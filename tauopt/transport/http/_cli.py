@@ -31,7 +31,13 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--db", default=DEFAULT_DB, help="SQLite file (created if missing); default %(default)s")
     serve.add_argument("--durability", choices=["os", "fsync"], default="os")
-    serve.add_argument("--pool", choices=["thread", "process"], default="process", help="where GP fits run")
+    serve.add_argument("--pool", choices=["thread", "process", "dask"], default="process", help="where GP fits run")
+    serve.add_argument(
+        "--dask-scheduler",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="with --pool dask: an existing Dask scheduler (default: a LocalCluster of this machine)",
+    )
     serve.add_argument("--suggestions-per-day", type=int, default=1000, help="default per-credential quota")
     serve.add_argument("--max-active-experiments", type=int, default=100, help="default per-credential cap")
     serve.add_argument("--heavy-read-rate", type=float, default=15.0, help="listings per second per credential")
@@ -84,7 +90,7 @@ def _with_store(db: str, work: Callable[[Any], Any], *, create: bool = True, exc
     import anyio
 
     from ...engine._engine import open_store
-    from ...engine._sqlite import SqliteStore
+    from ...store._sqlite import SqliteStore  # lazily: aiosqlite
 
     if not create and not Path(db).exists():
         raise SystemExit(f"tauopt: no database at {db}; pass --db PATH")
@@ -163,7 +169,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ...engine._auth import Limits
-    from ...engine._store import StoreError
+    from ...store import StoreError
     from ...errors import ApiError
     from ._guard import ConnectionLimits, guarded_protocol
     from ._server import create_app
@@ -172,6 +178,12 @@ def _serve(args: argparse.Namespace) -> int:
         if not getattr(args, option) > 0:
             return _fail(f"--{option.replace('_', '-')} must be positive, not {getattr(args, option)}", 2)
     _log_to_stderr(args.log_level)
+    try:
+        pool = _pool_option(args.pool, args.dask_scheduler)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+    except RuntimeError as exc:  # the cluster cannot serve (DaskUnavailable)
+        return _fail(str(exc))
     try:
         first = _with_store(args.db, lambda store: ensure_first_token(store, args.db), exclusive=True)
     except (StoreError, TokenFileExists) as exc:
@@ -188,7 +200,7 @@ def _serve(args: argparse.Namespace) -> int:
         heavy_read_burst=args.heavy_read_burst,
     )
     app = create_app(
-        db=args.db, engine_options={"pool": args.pool, "durability": args.durability}, limits=limits,
+        db=args.db, engine_options={"pool": pool, "durability": args.durability}, limits=limits,
         metrics_token=args.metrics_token, metrics_top_experiments=args.metrics_top_experiments,
     )
     print(f"tauopt: dashboard at http://{args.host}:{args.port}/ (sign in with a token)", file=sys.stderr, flush=True)
@@ -205,6 +217,28 @@ def _serve(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda signum, frame: (stopped.append(signum), setattr(server, "should_exit", True)))
     server.run()
     return 0 if server.started or stopped else 1
+
+
+def _pool_option(kind: str, scheduler: str | None) -> Any:
+    """The Engine's `pool` for `--pool` / `--dask-scheduler`. A Dask scheduler is
+    reached (and its workers checked) before the daemon writes or listens, so a wrong
+    address ends `tauopt serve` with one line, not a traceback at the first GP ask."""
+    if scheduler is not None and kind != "dask":
+        raise ValueError("--dask-scheduler goes with --pool dask")
+    if kind != "dask":
+        return kind
+    import importlib.util
+
+    if importlib.util.find_spec("distributed") is None:
+        raise RuntimeError("--pool dask needs Dask distributed: pip install 'tauopt[dask]'")
+    if scheduler is None:
+        return "dask"  # a LocalCluster, started with the engine
+    import anyio
+
+    from ...compute import DaskExecutor, StrategyPool, check_dask_cluster
+
+    anyio.run(check_dask_cluster, scheduler)
+    return StrategyPool(DaskExecutor(scheduler))
 
 
 def _log_to_stderr(level: str) -> None:

@@ -41,7 +41,7 @@ import httpx
 from ..._numbers import plain_json
 from ..._client import check_deadline_s
 from ...errors import CATALOGUE, ApiError, invalid
-from ...models import Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from ...models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ._retry import parse_retry_after, retry_delay, within_deadline
 from ._wire import WirePool, WireResponse
 
@@ -234,22 +234,26 @@ class HttpDriver:
         self,
         name: str,
         parameters: Sequence[Parameter | Mapping[str, Any]],
-        metric: Metric | Mapping[str, Any],
+        metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
         strategy: str = "auto",
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+        early_stopping: Mapping[str, Any] | None = None,
+        metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
     ) -> Experiment:
         body = {
             "name": name,
             "parameters": [_as_dict(p) for p in parameters] if _is_sequence(parameters) else parameters,
-            "metric": _as_dict(metric),
+            "metric": None if metric is None else _as_dict(metric),
+            "metrics": [_as_dict(m) for m in metrics] if metrics is not None and _is_sequence(metrics) else metrics,
             "parallel_bandwidth": parallel_bandwidth,
             "suggestion_ttl_s": suggestion_ttl_s,
             "observation_budget": observation_budget,
             "strategy": strategy,
             "strategy_options": _as_dict(strategy_options) if strategy_options is not None else None,
+            "early_stopping": dict(early_stopping) if early_stopping is not None else None,
         }
         return Experiment.from_dict(await self._request("POST", "/v1/experiments", body=body))
 
@@ -268,12 +272,14 @@ class HttpDriver:
         parallel_bandwidth: int = UNSET,
         suggestion_ttl_s: float | None = UNSET,
         observation_budget: int | None = UNSET,
+        early_stopping: Mapping[str, Any] = UNSET,
     ) -> Experiment:
         given = {
             "name": name,
             "parallel_bandwidth": parallel_bandwidth,
             "suggestion_ttl_s": suggestion_ttl_s,
             "observation_budget": observation_budget,
+            "early_stopping": early_stopping,
         }
         body = {k: v for k, v in given.items() if v is not UNSET}
         return Experiment.from_dict(await self._request("PATCH", _exp(id), body=body))
@@ -292,8 +298,12 @@ class HttpDriver:
         value: float | None = None,
         failed: bool = False,
         metrics: Mapping[str, float] | None = None,
+        values: Mapping[str, float] | None = None,
+        stopped: bool = False,
     ) -> Observation:
         body: dict[str, Any] = {"failed": failed}
+        if stopped:
+            body["stopped"] = True
         if suggestion_id is not None:
             body["suggestion_id"] = suggestion_id
         if assignments is not None:
@@ -302,6 +312,8 @@ class HttpDriver:
             body["value"] = value
         if metrics is not None:
             body["metrics"] = dict(metrics) if isinstance(metrics, Mapping) else metrics
+        if values is not None:
+            body["values"] = dict(values) if isinstance(values, Mapping) else values
         return Observation.from_dict(await self._request("POST", _exp(id) + "/observations", body=body))
 
     async def suggestions(self, id: str, state: str | None = None, tag: str | None = None) -> list[Suggestion]:
@@ -318,6 +330,15 @@ class HttpDriver:
         data = await self._request("DELETE", _exp(id) + "/suggestions")
         return int(data["closed"])
 
+    async def report(self, id: str, suggestion_id: str, step: int, value: float) -> ReportDecision:
+        path = _exp(id) + "/suggestions/" + _seg(suggestion_id) + "/reports"
+        data = await self._request("POST", path, body={"step": step, "value": value})
+        return ReportDecision(bool(data["should_stop"]), data.get("reason"))
+
+    async def reports(self, id: str, suggestion_id: str) -> list[Report]:
+        data = await self._request("GET", _exp(id) + "/suggestions/" + _seg(suggestion_id) + "/reports")
+        return [Report(d["suggestion_id"], int(d["step"]), float(d["value"]), float(d["created_at"])) for d in data]
+
     async def observations(self, id: str) -> list[Observation]:
         data = await self._request("GET", _exp(id) + "/observations")
         return [Observation.from_dict(d) for d in data]
@@ -325,6 +346,10 @@ class HttpDriver:
     async def best(self, id: str) -> Observation | None:
         data = await self._request("GET", _exp(id) + "/best")
         return None if data is None else Observation.from_dict(data)
+
+    async def pareto_front(self, id: str) -> list[Observation]:
+        data = await self._request("GET", _exp(id) + "/pareto_front")
+        return [Observation.from_dict(d) for d in data]
 
 
 def _seg(value: str) -> str:

@@ -13,7 +13,8 @@ Read at scrape time from the engine (nothing kept per experiment here):
     tauopt_experiments{state}
     tauopt_experiment_open_suggestions{experiment}   top N experiments only
     tauopt_experiment_observations{experiment}       (bounded label cardinality)
-    tauopt_gp_fits_total, tauopt_gp_fallbacks_total{reason}, tauopt_pool_queue_depth
+    tauopt_gp_fits_total, tauopt_gp_fallbacks_total{reason}, tauopt_pool_queue_depth,
+    tauopt_dask_scheduler_lost_total, tauopt_dask_reconnects_total (with --pool dask)
 
 Fed by the store after each commit: tauopt_store_commit_seconds and
 tauopt_store_commit_batches (histograms).
@@ -99,7 +100,14 @@ async def _engine_snapshot(engine: Any, top: int) -> dict[str, Any]:
         "fits": 0 if pool is None else pool.stats.jobs,
         "fallbacks": {} if pool is None else dict(pool.stats.fallback_kinds),
         "queue": 0 if pool is None else getattr(pool, "queue_depth", 0),
+        "cluster": _cluster_counts(pool),
     }
+
+
+def _cluster_counts(pool: Any) -> dict[str, int]:
+    """A cluster executor's connection counters (the Dask pool's `lost`, `reconnects`)."""
+    stats = getattr(getattr(pool, "executor", None), "stats", None)
+    return {k: getattr(stats, k) for k in ("lost", "reconnects") if isinstance(getattr(stats, k, None), int)}
 
 
 class _EngineCollector:
@@ -110,7 +118,7 @@ class _EngineCollector:
 
     def collect(self) -> Iterator[Any]:
         snap: dict[str, Any] = getattr(self.metrics, "_snapshot", None) or {
-            "states": {}, "top": [], "fits": 0, "fallbacks": {}, "queue": 0,
+            "states": {}, "top": [], "fits": 0, "fallbacks": {}, "queue": 0, "cluster": {},
         }  # fmt: skip
         states = GaugeMetricFamily("tauopt_experiments", "Experiments by state", labels=["state"])
         for state, n in sorted(snap["states"].items()):
@@ -129,6 +137,10 @@ class _EngineCollector:
         for reason, n in sorted(snap["fallbacks"].items()):
             fallbacks.add_metric([reason], n)
         yield fallbacks
+        cluster = snap.get("cluster", {})
+        if "lost" in cluster:
+            yield CounterMetricFamily("tauopt_dask_scheduler_lost", "Times the Dask scheduler was found gone", value=cluster["lost"])
+            yield CounterMetricFamily("tauopt_dask_reconnects", "Reconnections to the Dask scheduler after a loss", value=cluster["reconnects"])
         yield GaugeMetricFamily("tauopt_pool_queue_depth", "pooled strategy jobs submitted and not yet answered (queued or running)", value=snap["queue"])
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...models import OBJECTIVES, SCALES, STRATEGIES
 
-__all__ = ["PARAMETER_SCHEMA", "METRIC_SCHEMA", "STRATEGY_OPTIONS_SCHEMA", "STRATEGIES", "add_links"]
+__all__ = ["PARAMETER_SCHEMA", "METRIC_SCHEMA", "METRICS_SCHEMA", "STRATEGY_OPTIONS_SCHEMA", "STRATEGIES", "add_links"]
 
 _NAME: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 256, "pattern": r"\S"}
 _PARAM_NAME: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 256, "pattern": r"\S"}
@@ -73,6 +73,27 @@ METRIC_SCHEMA: dict[str, Any] = {
     "properties": {"name": _NAME, "objective": {"enum": list(OBJECTIVES)}},
     "required": ["name"],
     "additionalProperties": False,
+}
+
+# metrics=[...]: objectives ({name, objective}) and constraint metrics ({name, constraint: {"<=" | ">=": x}})
+METRICS_SCHEMA: dict[str, Any] = {  # array keywords only: the field may also be null
+    "minItems": 1,
+    "items": {
+        "type": "object",
+        "properties": {
+            "name": _NAME,
+            "objective": {"enum": list(OBJECTIVES)},
+            "constraint": {
+                "type": "object",
+                "minProperties": 1,
+                "maxProperties": 1,
+                "properties": {"<=": {"type": "number"}, ">=": {"type": "number"}},
+                "additionalProperties": False,
+            },
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    },
 }
 
 STRATEGY_OPTIONS_SCHEMA: dict[str, Any] = {

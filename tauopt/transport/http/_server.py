@@ -41,6 +41,7 @@ from ._openapi import (
     _POSITIVE,
     _TAG,
     METRIC_SCHEMA,
+    METRICS_SCHEMA,
     PARAMETER_SCHEMA,
     STRATEGIES,
     STRATEGY_OPTIONS_SCHEMA,
@@ -91,13 +92,28 @@ class CreateExperimentBody(BaseModel):
         examples=[[{"name": "lr", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"}]],
         json_schema_extra=_says(minItems=1, items=PARAMETER_SCHEMA),
     )
-    metric: dict[str, Any] = Field(examples=[{"name": "loss", "objective": "minimize"}], json_schema_extra=_says(**METRIC_SCHEMA))
+    metric: dict[str, Any] | None = Field(
+        default=None, description="one objective; or give metrics",
+        examples=[{"name": "loss", "objective": "minimize"}], json_schema_extra=_says(**METRIC_SCHEMA),
+    )
+    metrics: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="instead of metric: 1-4 objectives {name, objective} and constraint metrics {name, constraint: {'<=' or '>=': number}}",
+        examples=[[{"name": "acc", "objective": "maximize"}, {"name": "mem_mb", "constraint": {"<=": 512}}]],
+        json_schema_extra=_says(**METRICS_SCHEMA),
+    )
     parallel_bandwidth: JsonInt = Field(default=1, json_schema_extra=_says(minimum=1))
     suggestion_ttl_s: float | None = Field(default=None, json_schema_extra=_says(anyOf=[_POSITIVE, {"type": "null"}]))
     observation_budget: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
     strategy: str = Field(default="auto", json_schema_extra=_says(enum=list(STRATEGIES)))
     strategy_options: dict[str, Any] | None = Field(
         default=None, json_schema_extra=_says(anyOf=[STRATEGY_OPTIONS_SCHEMA, {"type": "null"}])
+    )
+    early_stopping: dict[str, Any] | None = Field(
+        default=None,
+        description='{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
+        '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
+        examples=[{"rule": "asha", "max_step": 81}],
     )
 
 
@@ -109,6 +125,12 @@ class UpdateExperimentBody(BaseModel):
     parallel_bandwidth: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
     suggestion_ttl_s: float | None = Field(default=None, json_schema_extra=_says(anyOf=[_POSITIVE, {"type": "null"}]))
     observation_budget: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
+    early_stopping: dict[str, Any] | None = Field(
+        default=None,
+        description='{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
+        '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
+        examples=[{"rule": "asha", "max_step": 81}],
+    )
 
 
 class SuggestBody(BaseModel):
@@ -127,6 +149,7 @@ class ObserveBody(BaseModel):
             oneOf=[{"required": ["suggestion_id"], "not": {"required": ["assignments"]}},
                    {"required": ["assignments"], "not": {"required": ["suggestion_id"]}}],
             anyOf=[{"required": ["value"], "properties": {"value": {"type": "number"}}},
+                   {"required": ["values"], "properties": {"values": {"type": "object"}}},
                    {"required": ["failed"], "properties": {"failed": {"const": True}}}],
         ),
     )
@@ -135,6 +158,28 @@ class ObserveBody(BaseModel):
     value: float | None = None
     failed: bool = False
     metrics: dict[str, float] | None = None
+    values: dict[str, float] | None = Field(
+        default=None, description="every objective and constraint metric of the experiment, by name"
+    )
+    stopped: bool = Field(default=False, description="true: the trial was stopped early (its last reported value)")
+
+
+class ReportBody(BaseModel):
+    model_config = _STRICT
+    step: JsonInt = Field(description="increases per suggestion (epoch, iteration)", json_schema_extra=_says(minimum=0))
+    value: float = Field(description="the objective's intermediate value (finite)")
+
+
+class ReportOut(BaseModel):
+    should_stop: bool
+    reason: str | None
+
+
+class ReportItemOut(BaseModel):
+    suggestion_id: str
+    step: int
+    value: float
+    created_at: float
 
 
 class MetricOut(BaseModel):
@@ -142,11 +187,18 @@ class MetricOut(BaseModel):
     objective: Literal["minimize", "maximize"]
 
 
+class MetricsItemOut(BaseModel):
+    name: str
+    objective: Literal["minimize", "maximize"] | None = None
+    constraint: dict[str, float] | None = None
+
+
 class ExperimentOut(BaseModel):
     id: str
     name: str
     parameters: list[dict[str, Any]]
     metric: MetricOut
+    metrics: list[MetricsItemOut]
     parallel_bandwidth: int
     suggestion_ttl_s: float | None
     observation_budget: int | None
@@ -156,6 +208,7 @@ class ExperimentOut(BaseModel):
     created_at: float
     open_suggestions: int
     observations: int
+    early_stopping: dict[str, Any]
 
 
 class SuggestionOut(BaseModel):
@@ -176,6 +229,7 @@ class ObservationOut(BaseModel):
     failed: bool
     created_at: float
     metrics: dict[str, float]
+    stopped_at_step: int | None
 
 
 class ClosedOut(BaseModel):
@@ -441,10 +495,11 @@ def create_app(
 
         async def create() -> Any:
             return await engine_.create_experiment(
-                body.name, body.parameters, body.metric,
+                body.name, body.parameters, body.metric, metrics=body.metrics,
                 parallel_bandwidth=body.parallel_bandwidth, suggestion_ttl_s=body.suggestion_ttl_s,
                 observation_budget=body.observation_budget, strategy=body.strategy,
                 strategy_options=_integral_values(body.strategy_options), owner=oid(cred),
+                early_stopping=_integral_values(body.early_stopping),
             )
 
         if cred is None:
@@ -472,6 +527,8 @@ def create_app(
         id: str, body: UpdateExperimentBody, request: Request, cred: Credential | None = Depends(owner)
     ) -> JSONResponse:
         changes = {k: getattr(body, k) for k in body.model_fields_set}
+        if "early_stopping" in changes:
+            changes["early_stopping"] = _integral_values(changes["early_stopping"])
         exp = await request.state.engine.update_experiment(id, owner=oid(cred), **changes)
         return ok(exp.to_dict())
 
@@ -542,9 +599,28 @@ def create_app(
     async def observe(id: str, body: ObserveBody, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
         o = await request.state.engine.observe(
             id, suggestion_id=body.suggestion_id, assignments=body.assignments, value=body.value,
-            failed=body.failed, metrics=body.metrics, owner=oid(cred),
+            failed=body.failed, metrics=body.metrics, values=body.values, owner=oid(cred), stopped=body.stopped,
         )
         return ok(o.to_dict(), 201)
+
+    @app.post(
+        "/v1/experiments/{id}/suggestions/{sid}/reports", response_model=ReportOut, tags=["observations"],
+        responses=_errors(*_COMMON, 409),
+    )
+    async def report(id: str, sid: str, body: ReportBody, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
+        """An intermediate value of an open suggestion; answers whether the experiment's
+        early-stopping rule says to stop it. Not counted against the suggestion quota."""
+        decision = await request.state.engine.report(id, sid, body.step, body.value, owner=oid(cred))
+        return ok(decision.to_dict())
+
+    @app.get(
+        "/v1/experiments/{id}/suggestions/{sid}/reports", response_model=list[ReportItemOut], tags=["observations"],
+        responses=_errors(*_COMMON, 429),
+    )
+    async def list_reports(id: str, sid: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
+        if cred is not None:
+            request.state.gate.heavy_read(cred)
+        return ok([r.to_dict() for r in await request.state.engine.reports(id, sid, owner=oid(cred))])
 
     @app.get(
         "/v1/experiments/{id}/observations", response_model=list[ObservationOut], tags=["observations"],
@@ -568,6 +644,13 @@ def create_app(
     async def best(id: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
         o = await request.state.engine.best(id, owner=oid(cred))
         return ok(None if o is None else o.to_dict())
+
+    @app.get(
+        "/v1/experiments/{id}/pareto_front", response_model=list[ObservationOut], tags=["observations"],
+        responses=_errors(*_COMMON),
+    )
+    async def pareto_front(id: str, request: Request, cred: Credential | None = Depends(owner)) -> JSONResponse:
+        return ok([o.to_dict() for o in await request.state.engine.pareto_front(id, owner=oid(cred))])
 
     add_insight_routes(app, owner, _errors(*_COMMON, 429))
     add_dashboard(app)

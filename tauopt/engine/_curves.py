@@ -1,0 +1,76 @@
+"""Curves: an experiment's intermediate reports and its stopping rule (an actor collaborator).
+
+The actor owns one; a report is answered from the per-step statistics kept in
+`CurveStats` (no pass over the history). Rebuilt from a snapshot by feeding
+the stored reports, then the observations, back in: the statistics a rule
+reads do not depend on the order they were fed in.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import invalid
+from ..models import Report, ReportDecision
+from ..store import Snapshot
+from ..strategies.stopping import CurveStats, StepOrderError, StoppingRule, parse_rule, rule_to_json
+
+__all__ = ["Curves", "check_report", "check_early_stopping"]
+
+_MAX_STEP = 2**53  # an integer JSON carries exactly
+
+
+def check_early_stopping(spec: Any) -> dict[str, Any]:
+    """The rule's normal JSON form; bad input -> 400 invalid_request."""
+    return rule_to_json(parse_rule(spec))
+
+
+def check_report(step: Any, value: Any) -> tuple[int, float]:
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= _MAX_STEP:
+        raise invalid(f"step: give an integer from 0 to 2**53 (epochs, iterations), got {step!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise invalid(f"value: give the objective's intermediate value as a finite number, got {value!r}")
+    return step, float(value)
+
+
+class Curves:
+    def __init__(self, snapshot: Snapshot) -> None:
+        exp = snapshot.experiment
+        self.stats = CurveStats(parse_rule(exp.early_stopping), maximize=exp.metric.objective == "maximize")
+        self.reports: list[Report] = []
+        for r in snapshot.reports:
+            self.stats.report(r.suggestion_id, r.step, r.value)
+            self.reports.append(r)
+        for o in snapshot.observations:
+            if o.suggestion_id is not None:
+                self.stats.complete(o.suggestion_id, stopped=o.stopped_at_step is not None)
+
+    def set_rule(self, rule_json: dict[str, Any]) -> None:
+        self.stats.set_rule(parse_rule(rule_json))
+
+    @property
+    def rule(self) -> StoppingRule:
+        return self.stats.rule
+
+    def report(self, suggestion_id: str, step: int, value: float, now: float) -> tuple[Report, ReportDecision]:
+        try:
+            decision = self.stats.report(suggestion_id, step, value)
+        except StepOrderError as exc:
+            raise invalid(f"step: {exc}; report steps in increasing order") from exc
+        report = Report(suggestion_id, step, value, now)
+        self.reports.append(report)
+        return report, ReportDecision(decision.should_stop, decision.reason)
+
+    def observed(self, suggestion_id: str, stopped: bool) -> int | None:
+        """The suggestion was observed; returns the step it stopped at (stopped=True)."""
+        last = self.stats.last_step(suggestion_id)
+        if stopped and last is None:
+            raise invalid("stopped: this suggestion reported no step; report before observing with stopped=true")
+        self.stats.complete(suggestion_id, stopped=stopped)
+        return last if stopped else None
+
+    def listing(self, suggestion_id: str | None) -> list[Report]:
+        if suggestion_id is None:
+            return list(self.reports)
+        return [r for r in self.reports if r.suggestion_id == suggestion_id]

@@ -1,0 +1,125 @@
+"""Feasibility, the best feasible observation and the Pareto front: pure functions
+over an experiment's metrics and its observations.
+
+An observation's value of a metric: `value` for the first objective
+(`Experiment.metric`), `metrics[name]` for every other metric. Objective vectors
+are signed so that smaller is better in every coordinate (`Metric.sign`).
+
+Rules (the README's "More than one metric" section states them for users):
+- feasible: not failed, every metric present, every constraint satisfied;
+- best (one objective): the feasible observation with the best first objective,
+  the first of equals wins; None while nothing is feasible;
+- Pareto front: the feasible observations no other feasible one dominates
+  (<= in every objective, < in one); of identical vectors the first is kept,
+  so each point of the front appears once, in arrival order.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .models import Experiment, Observation
+
+__all__ = [
+    "metric_value",
+    "is_feasible",
+    "objective_vector",
+    "dominates",
+    "nondominated",
+    "best_feasible",
+    "pareto_front",
+    "hypervolume",
+]
+
+
+def metric_value(experiment: Experiment, obs: Observation, name: str) -> float | None:
+    if name == experiment.metric.name:
+        return obs.value
+    return obs.metrics.get(name)
+
+
+def is_feasible(experiment: Experiment, obs: Observation) -> bool:
+    if obs.failed or obs.value is None:
+        return False
+    for m in experiment.metrics:
+        v = metric_value(experiment, obs, m.name)
+        if v is None:
+            return False
+        if m.constraint is not None and not m.constraint.satisfied(v):
+            return False
+    return True
+
+
+def objective_vector(experiment: Experiment, obs: Observation) -> tuple[float, ...]:
+    """The objectives, each signed so smaller is better; call on feasible observations only."""
+    return tuple(m.sign * float(metric_value(experiment, obs, m.name)) for m in experiment.objectives)  # type: ignore[arg-type]
+
+
+def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
+    """a dominates b (minimizing every coordinate)."""
+    return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+
+
+def nondominated(points: np.ndarray) -> np.ndarray:
+    """Indices of the non-dominated rows of `points` (minimization), first of duplicates kept."""
+    pts = np.asarray(points, dtype=float)
+    keep: list[int] = []
+    for i in range(len(pts)):
+        p = pts[i]
+        dominated = np.any(np.all(pts <= p, axis=1) & np.any(pts < p, axis=1))
+        duplicate_before = i > 0 and np.any(np.all(pts[:i] == p, axis=1))
+        if not dominated and not duplicate_before:
+            keep.append(i)
+    return np.asarray(keep, dtype=int)
+
+
+def best_feasible(experiment: Experiment, observations: Iterable[Observation]) -> Observation | None:
+    sign = experiment.metric.sign
+    feasible = [o for o in observations if is_feasible(experiment, o)]
+    return min(feasible, key=lambda o: sign * o.value, default=None)  # type: ignore[operator]
+
+
+def pareto_front(experiment: Experiment, observations: Iterable[Observation]) -> list[Observation]:
+    feasible = [o for o in observations if is_feasible(experiment, o)]
+    if not feasible:
+        return []
+    vectors = np.array([objective_vector(experiment, o) for o in feasible], dtype=float)
+    return [feasible[i] for i in nondominated(vectors)]
+
+
+def hypervolume(points: np.ndarray, reference: Sequence[float]) -> float:
+    """The volume dominated by `points` (minimization) and bounded by `reference`.
+
+    Exact, by slicing along the last coordinate (HSO, While et al. 2006): fine for
+    the fronts of a few hundred points and 2-4 objectives the benchmarks measure."""
+    ref = np.asarray(reference, dtype=float)
+    pts = np.asarray(points, dtype=float).reshape(-1, len(ref))
+    pts = pts[np.all(pts < ref, axis=1)]
+    if len(pts) == 0:
+        return 0.0
+    pts = pts[nondominated(pts)]
+    return _hv(pts, ref)
+
+
+def _hv(pts: np.ndarray, ref: np.ndarray) -> float:
+    if pts.shape[1] == 1:
+        return float(ref[0] - pts[:, 0].min())
+    if pts.shape[1] == 2:
+        order = pts[np.argsort(pts[:, 0])]
+        volume, best_y = 0.0, ref[1]
+        for x, y in order:
+            if y < best_y:
+                volume += (ref[0] - x) * (best_y - y)
+                best_y = y
+        return float(volume)
+    order = pts[np.argsort(pts[:, -1])]
+    volume = 0.0
+    for i in range(len(order)):
+        upper = order[i + 1, -1] if i + 1 < len(order) else ref[-1]
+        depth = upper - order[i, -1]
+        if depth > 0:
+            slab = order[: i + 1, :-1]
+            volume += depth * _hv(slab[nondominated(slab)], ref[:-1])
+    return float(volume)

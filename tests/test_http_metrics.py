@@ -1,0 +1,94 @@
+"""Several metrics over HTTP against a real uvicorn server: metrics=[...] and
+values= in bodies, 400s that name the field, /best and /pareto_front, OpenAPI."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import anyio
+import httpx
+import pytest
+
+from tauopt import ApiError, Client
+from tauopt.engine._auth import new_credential
+from tauopt.store import MemoryStore
+from tauopt.transport.http._server import create_app
+from test_http_support import ServerThread
+
+X = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}]
+METRICS = [
+    {"name": "acc", "objective": "maximize"},
+    {"name": "latency_ms", "objective": "minimize"},
+    {"name": "mem_mb", "constraint": {"<=": 512}},
+]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[str, str]]:
+    store = MemoryStore()
+    cred, token = new_credential("alice")
+    anyio.run(store.put_credential, cred)
+    with ServerThread(create_app(db=store)) as running:
+        yield running.url, token
+
+
+@pytest.fixture
+def url(server: tuple[str, str]) -> str:
+    return server[0]
+
+
+@pytest.fixture
+def http(server: tuple[str, str]) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server[0], headers={"Authorization": f"Bearer {server[1]}"}, timeout=10) as client:
+        yield client
+
+
+def test_multi_objective_round_trip_through_the_http_client(server: tuple[str, str]) -> None:
+    with Client(driver="http", base_url=server[0], token=server[1]) as c:
+        exp = c.create_experiment("mo", X, metrics=METRICS, strategy="random")
+        assert [m.to_dict() for m in exp.metrics] == METRICS[:2] + [{"name": "mem_mb", "constraint": {"<=": 512.0}}]
+        rows = [(0.90, 50.0, 100.0), (0.80, 30.0, 100.0), (0.85, 60.0, 100.0), (0.99, 10.0, 900.0), (0.95, 90.0, 512.0)]
+        ids = []
+        for acc, lat, mem in rows:
+            s = c.suggest(exp.id)
+            ids.append(c.observe(exp.id, suggestion_id=s.id, values={"acc": acc, "latency_ms": lat, "mem_mb": mem}).id)
+        assert [o.id for o in c.pareto_front(exp.id)] == [ids[0], ids[1], ids[4]]
+        assert c.best(exp.id).id == ids[4]  # type: ignore[union-attr]
+        listed = c.observations(exp.id)
+        assert listed[3].value == 0.99 and listed[3].metrics == {"latency_ms": 10.0, "mem_mb": 900.0}
+        assert c.experiment(exp.id).metrics == exp.metrics
+        with pytest.raises(ApiError) as info:
+            c.observe(exp.id, assignments={"x": 0.5}, values={"acc": 0.5})
+        assert info.value.status_code == 400 and info.value.error_type == "invalid_request"
+        assert "['latency_ms', 'mem_mb'] missing" in info.value.message
+
+
+def test_raw_bodies_validation_names_the_field(http: httpx.Client) -> None:
+    r = http.post("/v1/experiments", json={"name": "e", "parameters": X, "metrics": [METRICS[0], METRICS[0]]})
+    assert r.status_code == 400 and "metrics[1].name: 'acc' appears twice" in r.json()["error"]["message"]
+    r = http.post("/v1/experiments", json={"name": "e", "parameters": X, "metrics": [{"name": f"m{i}", "objective": "minimize"} for i in range(5)]})
+    assert r.status_code == 400 and "at most 4" in r.json()["error"]["message"]
+    r = http.post("/v1/experiments", json={"name": "e", "parameters": X})
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request"
+    r = http.post("/v1/experiments", json={"name": "e", "parameters": X, "metrics": METRICS})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["metric"] == {"name": "acc", "objective": "maximize"} and len(body["metrics"]) == 3
+    exp_id = body["id"]
+    r = http.post(f"/v1/experiments/{exp_id}/observations", json={"assignments": {"x": 0.2}, "values": {"acc": 0.5, "latency_ms": 1.0}})
+    assert r.status_code == 400 and "['mem_mb'] missing" in r.json()["error"]["message"]
+    r = http.post(f"/v1/experiments/{exp_id}/observations", json={"assignments": {"x": 0.2}, "values": {"acc": 0.5, "latency_ms": 1.0, "mem_mb": 600}})
+    assert r.status_code == 201, r.text
+    assert http.get(f"/v1/experiments/{exp_id}/best").json() is None  # nothing feasible yet
+    assert http.get(f"/v1/experiments/{exp_id}/pareto_front").json() == []
+    assert http.get("/v1/experiments/nope/pareto_front").status_code == 404
+
+
+def test_openapi_documents_metrics_values_and_the_pareto_front(url: str) -> None:
+    with httpx.Client(base_url=url, timeout=10) as http:
+        spec = http.get("/openapi.json").json()
+    assert "/v1/experiments/{id}/pareto_front" in spec["paths"]
+    schemas = spec["components"]["schemas"]
+    assert "metrics" in schemas["CreateExperimentBody"]["properties"]
+    assert "values" in schemas["ObserveBody"]["properties"]
+    assert "metrics" in schemas["ExperimentOut"]["properties"]
