@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_doors import Config, close_servers, run_config  # noqa: E402
 from _bench_report import markdown, plot_cdfs, ratios  # noqa: E402
+from _progress import progress  # noqa: E402
 
 Job = tuple[str, Callable[[Path], dict[str, Any]]]
 
@@ -167,6 +168,15 @@ def machine() -> dict[str, Any]:
     return info
 
 
+def _run_job(name: str, job: Any, workdir: Path) -> dict[str, Any]:
+    """One configuration's result, or a `crash` row naming the error (the run goes on)."""
+    try:
+        return job(workdir)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        return {"kind": "crash", "name": name, "door": name.split("/")[0], "error": repr(exc)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     size = parser.add_mutually_exclusive_group()
@@ -194,18 +204,16 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.time()
     with tempfile.TemporaryDirectory(prefix="tauopt-bench-") as tmp:
         workdir = Path(tmp)
-        for name, job in jobs:
-            try:
-                r = job(workdir)
-            except Exception as exc:
-                traceback.print_exc(file=sys.stderr)
-                r = {"kind": "crash", "name": name, "door": name.split("/")[0], "error": repr(exc)}
-                failed = True
-            ask_s[r["name"]] = r.pop("_ask_s", [])
-            if not (r.get("invariants") or {"ok": True}).get("ok", True):
-                failed = True
-            results.append(r)
-            print(json.dumps(r), flush=True)
+        with progress(len(jobs), "contention") as step:
+            for name, job in jobs:
+                r = _run_job(name, job, workdir)
+                failed = failed or r.get("kind") == "crash"
+                ask_s[r["name"]] = r.pop("_ask_s", [])
+                if not (r.get("invariants") or {"ok": True}).get("ok", True):
+                    failed = True
+                results.append(r)
+                print(json.dumps(r), flush=True)
+                step(name)
         close_servers()
     rs = ratios(results)
     for r in rs:

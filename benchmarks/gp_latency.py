@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _progress import progress  # noqa: E402
 from _suite import _hartmann6  # noqa: E402
 
 from tauopt.models import Metric, Observation  # noqa: E402
@@ -144,6 +145,28 @@ async def part_engine(n: int, eval_s: float, asks: int, workers: int, pool: str)
         return out
 
 
+def _one_size(n: int, parts: list[str], evals: list[float], args: Any, rows: list[dict[str, Any]], step: Any) -> None:
+    """Every part at history size n; each row on stderr as it lands."""
+    if "fit" in parts:
+        rows.append(part_fit(n, args.repeats))
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        step(f"fit n={n}")
+    if "optuna" in parts:
+        try:
+            rows.append(part_optuna(n, args.repeats))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        except ImportError:
+            print("optuna not installed: skipping (pip install 'tauopt[bench]')", file=sys.stderr)
+        step(f"optuna n={n}")
+    if "engine" in parts:
+        import anyio
+
+        for e in evals:
+            rows.append(anyio.run(part_engine, n, e, args.asks, args.workers, args.pool))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+            step(f"engine n={n} eval={e:g}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="50,200,1000")
@@ -155,23 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool", default="process", choices=["process", "thread"])
     args = ap.parse_args(argv)
     parts = args.parts.split(",")
-    rows = []
-    for n in (int(x) for x in args.sizes.split(",")):
-        if "fit" in parts:
-            rows.append(part_fit(n, args.repeats))
-            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-        if "optuna" in parts:
-            try:
-                rows.append(part_optuna(n, args.repeats))
-                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-            except ImportError:
-                print("optuna not installed: skipping (pip install 'tauopt[bench]')", file=sys.stderr)
-        if "engine" in parts:
-            import anyio
-
-            for e in (float(x) for x in args.eval.split(",")):
-                rows.append(anyio.run(part_engine, n, e, args.asks, args.workers, args.pool))
-                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    rows: list[dict[str, Any]] = []
+    sizes, evals = [int(x) for x in args.sizes.split(",")], [float(x) for x in args.eval.split(",")]
+    units = len(sizes) * (("fit" in parts) + ("optuna" in parts) + ("engine" in parts) * len(evals))
+    with progress(units, "gp_latency") as step:
+        for n in sizes:
+            _one_size(n, parts, evals, args, rows, step)
     print(json.dumps({"settings": vars(args), "rows": rows}, indent=1))
     return 0
 

@@ -33,6 +33,9 @@ from tauopt.engine import Engine, MemoryStore, Store
 from tauopt.store import PutExperiment, PutObservation, PutSuggestion
 from tauopt.models import Experiment, Metric, Observation, Parameter, Suggestion
 
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _progress import progress  # noqa: E402
+
 STORES = ("memory", "sqlite_os", "sqlite_fsync")
 PARAMETERS = [
     {"name": "lr", "type": "double", "bounds": [1e-5, 1.0], "scale": "log"},
@@ -134,15 +137,17 @@ def main() -> None:
         directory = Path(d)
         kinds = [k for k in STORES if k in args.stores.split(",")]
         runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
-        for r in range(rounds):
-            for kind in kinds:
-                store = make_store(kind, directory, r, args.gather_turns)
-                if args.mode == "engine":
-                    result = anyio.run(run_engine, store, args.workers, args.experiments, ops)
-                else:
-                    result = anyio.run(run_store, store, args.workers, ops)
-                runs[kind].append(result)
-                print(f"round {r} {kind}: {result}", file=sys.stderr)
+        with progress(rounds * len(kinds), "store_throughput") as step:
+            for r in range(rounds):
+                for kind in kinds:
+                    store = make_store(kind, directory, r, args.gather_turns)
+                    if args.mode == "engine":
+                        result = anyio.run(run_engine, store, args.workers, args.experiments, ops)
+                    else:
+                        result = anyio.run(run_store, store, args.workers, ops)
+                    runs[kind].append(result)
+                    print(f"round {r} {kind}: {result}", file=sys.stderr)
+                    step(f"round {r} {kind}")
         fs = os.statvfs(directory)
 
     def median_run(results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ and never holds the exit up.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import queue
 import threading
@@ -35,6 +36,20 @@ from .operations import UNSET, ExperimentState, Operations, SuggestionState
 __all__ = ["AsyncClient", "Client"]
 
 T = TypeVar("T")
+
+log = logging.getLogger("tauopt.client")
+_said_private: list[bool] = []  # the private-engine notice is logged once per process
+
+
+def _say_private_engine() -> None:
+    """Client() with no driver and no TAUOPT_BASE_URL: say once that it is not a daemon."""
+    if not _said_private:
+        _said_private.append(True)
+        log.warning(
+            "Client() without a driver and without TAUOPT_BASE_URL runs a private in-process engine; "
+            "set TAUOPT_BASE_URL (and TAUOPT_TOKEN) to reach a `tauopt serve` daemon, "
+            "or pass driver='local' to say this is what you want"
+        )
 
 
 def check_deadline_s(deadline_s: Any) -> float | None:
@@ -60,6 +75,8 @@ class AsyncClient:
 
     def __init__(self, driver: str | None = None, *, base_url: str | None = None, token: str | None = None, **options: Any) -> None:
         self.driver, base_url = driver_name(driver, base_url)
+        if driver is None and self.driver == "local":
+            _say_private_engine()
         if self.driver != "local":
             options = dict(options, base_url=base_url, token=token)
         self._options = options

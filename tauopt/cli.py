@@ -17,12 +17,16 @@ from typing import Any, Sequence
 
 _DOORS = (
     "tauopt.transport.http._cli",
+    "tauopt._cli_experiments",
     "tauopt.transport.grpc._cli",
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="tauopt", description="A coordination engine for hyperparameter search.")
+    parser.add_argument("--version", action="version", version=f"tauopt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _DOORS:
         try:

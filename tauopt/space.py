@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterator, Mapping, Sequence
 
+from ._numbers import PASS_FLOAT, plain_number, shown
 from .errors import ApiError, invalid
 from .limits import MAX_CONDITION_DEPTH, MAX_PARAMETERS, check_count
 from .models import Parameter, Value, same_value
@@ -362,8 +363,9 @@ def _canonical(p: Parameter, v: Any, where: str, lookup: Mapping[tuple[str, Any]
         raise invalid(f"{where}: give true or false, got {v!r}")
     if p.type == "categorical":
         return _categorical(p, v, where, lookup)
+    v = plain_number(v)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise invalid(f"{where}: give a number, got {v!r}")
+        raise invalid(f"{where}: give a number, got {shown(v)}; {PASS_FLOAT}")
     if isinstance(v, float) and not math.isfinite(v):
         raise invalid(f"{where}: {v!r} is not finite")
     lo, hi = p.bounds  # type: ignore[misc]
@@ -382,6 +384,7 @@ def _canonical(p: Parameter, v: Any, where: str, lookup: Mapping[tuple[str, Any]
 
 
 def _categorical(p: Parameter, v: Any, where: str, lookup: Mapping[tuple[str, Any], Value] | None) -> Value:
+    v = plain_number(v)  # numpy.int64(3) is the category 3
     if isinstance(v, (bool, str, int, float)):
         found = lookup.get(_token(v)) if lookup is not None else None
         if found is not None:

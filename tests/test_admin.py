@@ -80,7 +80,7 @@ def test_experiments_show_prints_the_operations_best(tmp_path: Path) -> None:
 
     eid, best = anyio.run(fill)
     out = subprocess.run(
-        [sys.executable, "-m", "tauopt.cli", "experiments", "show", eid, "--db", str(db)],
+        [sys.executable, "-m", "tauopt.cli", "experiments", "show", eid, "--db", str(db), "--json"],
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert json.loads(out.stdout)["best"]["value"] == best == 0.8

@@ -5,6 +5,8 @@ asserted here; benchmarks are programs, the README quotes their figures."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,7 @@ def test_tiny_contention_run_prints_json_lines_with_invariants_holding(tmp_path:
         text=True,
         timeout=120,
         cwd=tmp_path,
+        env={**os.environ, "TAUOPT_PROGRESS_DELAY": "0"},  # the bar shows at once, not after 3 s
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -37,6 +40,9 @@ def test_tiny_contention_run_prints_json_lines_with_invariants_holding(tmp_path:
         assert 1 <= inv["max_open_seen"] <= inv["bandwidth"] == r["workers"], r
         assert r["ask_ms"]["p50"] <= r["ask_ms"]["p99"] <= r["ask_ms"]["max"], r
     assert by_kind["floor"][0]["pairs"] > 0
+    bar = re.search(r"contention: +\d+%\|[^|]*\| \d+/(\d+) ", proc.stderr)
+    assert bar is not None, f"a progress bar on stderr (issue 20): {proc.stderr[-500:]!r}"
+    assert int(bar.group(1)) == sum(1 for line in lines if line["kind"] not in ("machine", "ratio")), "one step per configuration run"
     if "optuna" in by_kind:  # the bench extra is installed: the comparison and its ratio are printed
         assert by_kind["optuna"][0]["pairs"] > 0
         assert by_kind["ratio"][0]["throughput_ratio"] > 0

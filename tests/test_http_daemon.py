@@ -87,7 +87,10 @@ def test_first_start_writes_a_0600_token_file_and_prints_only_its_path(tmp_path:
 
 def test_token_create_list_revoke(tmp_path: Path) -> None:
     db = str(tmp_path / "t.db")
-    made = tauopt("token", "create", "--db", db, "--name", "ci", "--suggestions-per-day", "5")
+    stray = tauopt("token", "create", "--db", db, "--name", "ci")
+    assert stray.returncode == 1 and stray.stdout == "" and "--create" in stray.stderr and "no database at" in stray.stderr
+    assert not Path(db).exists(), "no stray database whose token no daemon accepts"
+    made = tauopt("token", "create", "--db", db, "--name", "ci", "--suggestions-per-day", "5", "--create")
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip()
     assert made.stdout == token + "\n" and token.startswith("tau_")
@@ -188,5 +191,5 @@ def test_experiments_command_lists_what_the_daemon_stored(daemon: Daemon) -> Non
     ).json()
     listed = json.loads(tauopt("experiments", "list", "--db", str(daemon.db), "--json").stdout)
     assert exp["id"] in [e["id"] for e in listed]
-    shown = json.loads(tauopt("experiments", "show", exp["id"], "--db", str(daemon.db)).stdout)
+    shown = json.loads(tauopt("experiments", "show", exp["id"], "--db", str(daemon.db), "--json").stdout)
     assert shown["name"] == "listed" and shown["best"] is None

@@ -28,7 +28,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Comp
     tmp = tmp_path_factory.mktemp("fuzz")
     db = tmp / "fuzz.db"
     made = tauopt("token", "create", "--db", str(db), "--name", "fuzz", "--suggestions-per-day", "1000000",
-                  "--max-active-experiments", "1000000")
+                  "--max-active-experiments", "1000000", "--create")
     assert made.returncode == 0, made.stderr
     (tmp / "schemathesis.toml").write_text(CONFIG)
     daemon = Daemon(db)

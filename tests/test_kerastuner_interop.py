@@ -174,6 +174,7 @@ def test_two_real_workers_run_ten_trials_to_stopped_and_the_chief_exits(tmp_path
     assert math.isclose(summary["best"]["value"], best_seen, rel_tol=1e-12)
     assert {p.name for p in exp.parameters} == {"units", "lr", "optimizer", "batchnorm", "epochs", "momentum"}
     assert all("aux" in o.metrics for o in observations), "every reported metric is kept"
+    assert exp.state == "completed", "the chief marks its experiment completed when the search ends"
     assert chief_lag < 5, f"the chief exited {chief_lag:.1f} s after the last worker"
     print(f"two workers, 10 trials: {workers_done - started:.1f} s; chief exit lag {chief_lag:.2f} s")
 

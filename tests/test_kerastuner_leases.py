@@ -66,3 +66,39 @@ def test_a_restart_after_the_search_failed_starts_counting_again(tmp_path: Path)
             assert oracle.failure is None
 
     anyio.run(main, backend="asyncio")
+
+
+def test_a_trials_expiries_count_against_its_runs_across_a_chief_restart(tmp_path: Path) -> None:
+    """Expired once before a restart and once after: the second expiry uses up the
+    trial's runs (max(1, 0) retries), so it fails instead of a third hand-out."""
+    from tauopt import Engine
+    from tauopt.models import Parameter
+    from tauopt.transport.grpc._oracle import ChiefConfig, KerasTunerOracle
+
+    from test_kerastuner_servicer import SPACE
+
+    db = tmp_path / "chief.db"
+    now = [0.0]
+    config = ChiefConfig(
+        objective="score", direction="min", max_trials=2, trial_ttl_s=10.0, space=tuple(Parameter.parse(p) for p in SPACE)
+    )
+
+    async def main() -> None:
+        async with Engine(store=str(db), pool=None) as engine:
+            oracle = KerasTunerOracle(engine, config, clock=lambda: now[0])
+            await oracle.start()
+            t = await oracle.create_trial("a")
+            now[0] += 11
+            await oracle.maintain()  # a's worker went silent: one retry
+            again = await oracle.create_trial("b")
+            assert again.trial_id == t.trial_id and again.status == "RUNNING"
+        async with Engine(store=str(db), pool=None) as engine:  # the chief restarts; b's run goes on
+            oracle = KerasTunerOracle(engine, config, clock=lambda: now[0])
+            exp = await oracle.start()
+            now[0] += 11
+            await oracle.maintain()  # b went silent too: its runs are used up
+            assert (await oracle.get_trial(t.trial_id)).status == "FAILED"
+            assert (await engine.suggestion(exp.id, t.trial_id)).state == "closed"
+            assert oracle.summary()["trials"] == {"failed": 1}
+
+    anyio.run(main, backend="asyncio")

@@ -21,6 +21,7 @@ behind it. The last outcome's `state` per key is handed to that key's next job
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from ._workers import ProcessWorker, ThreadWorker, WorkerDied
 __all__ = ["LocalExecutor", "ExecutorKind"]
 
 ExecutorKind = Literal["process", "thread"]
+log = logging.getLogger("tauopt.compute")
 _DEADLINE_GRACE_S = 1.0  # past deadline_s + this, the caller gets a failure without the worker
 
 
@@ -103,7 +105,7 @@ class LocalExecutor:
             if self._workers:
                 return
             if self.kind == "process":
-                workers: list[Any] = [await anyio.to_thread.run_sync(ProcessWorker) for _ in range(self.size)]
+                workers: list[Any] = await _start_processes(self.size)
             else:
                 workers = [ThreadWorker() for _ in range(self.size)]
             self._workers = workers
@@ -215,6 +217,24 @@ class LocalExecutor:
         if reply[0] == "ok" and item.fn is run_job and reply[1].state is not None:
             self._warm[key] = reply[1].state
         return reply, False
+
+
+async def _start_processes(n: int) -> list[Any]:
+    """n worker processes started at once, with one log line before and one after:
+    each imports torch and gpytorch and runs a warm-up fit (5-15 s on a cold cache),
+    which used to stall the first GP ask of a fresh daemon with nothing in the logs."""
+    log.info("GP pool: warming %d worker process%s (torch, gpytorch and a warm-up fit)", n, "" if n == 1 else "es")
+    started = time.monotonic()
+    workers: list[Any] = [None] * n
+
+    async def one(i: int) -> None:
+        workers[i] = await anyio.to_thread.run_sync(ProcessWorker)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(n):
+            tg.start_soon(one, i)
+    log.info("GP pool: ready, %d worker process%s in %.1f s", n, "" if n == 1 else "es", time.monotonic() - started)
+    return workers
 
 
 def _cores() -> int:

@@ -112,6 +112,13 @@ class StrategyPool:
         """Pooled jobs submitted and not yet answered (queued or running), over every experiment."""
         return self.stats.in_flight
 
+    async def warm(self) -> None:
+        """Start the executor's workers now, not at the first pooled job (an engine
+        that knows GP experiments are coming). Executors without `start` do nothing."""
+        start = getattr(self.executor, "start", None)
+        if start is not None:
+            await start()
+
     def forget(self, key: str) -> None:
         """Drop the warm-start state of an experiment that went away."""
         self.executor.forget(key)

@@ -8,6 +8,7 @@ back. The engine itself holds no experiment state.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import time
@@ -24,7 +25,7 @@ from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space, is_large_space
 from ..store import PutExperiment, Store, Write, open_store
 from ..store._filewatch import commit_error
-from ..strategies import warm_up_for
+from ..strategies import uses_pool, warm_up_for
 from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
@@ -32,6 +33,8 @@ from ._curves import check_early_stopping
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
+
+log = logging.getLogger("tauopt.engine")
 
 
 
@@ -87,6 +90,7 @@ class Engine:
             stack.push_async_callback(self._close_store)
             self.pool = await self._open_pool(stack)
             self._tg = await stack.enter_async_context(anyio.create_task_group())
+            self._tg.start_soon(self._prewarm_pool)
         except BaseException:
             await stack.aclose()
             raise
@@ -116,6 +120,20 @@ class Engine:
         elif isinstance(spec, str):
             spec = StrategyPool(spec, size=self._pool_size)
         return await stack.enter_async_context(spec)
+
+    async def _prewarm_pool(self) -> None:
+        """A restarted daemon with active GP experiments starts its pool's workers in
+        the background now, so the first GP ask does not wait for torch's imports."""
+        warm = getattr(self.pool, "warm", None)
+        if warm is None:
+            return
+        try:
+            strategies = {e.strategy for e in await self.store.list_experiments("active")}
+            pooled: bool = await anyio.to_thread.run_sync(lambda: any(uses_pool(s) for s in strategies))
+            if pooled:
+                await warm()
+        except Exception as exc:  # noqa: BLE001 - the first GP job starts the pool instead
+            log.warning("GP pool: pre-warming failed (%s); it starts at the first GP ask", exc)
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -203,9 +221,17 @@ class Engine:
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         owner: str | None = None,
     ) -> Experiment:
-        """`metric=` one objective (as before), or `metrics=[...]`: 1-4 objectives
-        ({'name', 'objective'}) and constraint metrics ({'name', 'constraint': {'<=': x}}).
-        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
+        """Create an active experiment and return it (its id is chosen here).
+
+        parameters: dicts or Parameter (types double, int, categorical, boolean, fixed). `metric=`
+        one objective (a dict or Metric: name, objective minimize|maximize), or `metrics=[...]`:
+        1-4 objectives ({'name', 'objective'}) and constraint metrics ({'name', 'constraint':
+        {'<=': x}}). At most `parallel_bandwidth` suggestions are open at once;
+        `suggestion_ttl_s` expires forgotten ones; `observation_budget` completes it.
+        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`).
+        Raises ApiError `invalid_request` saying which field to fix.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         all_metrics = parse_metrics(metric, metrics)
         options = StrategyOptions.parse(strategy_options)
         stopping = check_early_stopping(early_stopping)
@@ -238,9 +264,15 @@ class Engine:
         return exp
 
     async def experiment(self, experiment_id: str, owner: str | None = None) -> Experiment:
+        """One experiment with its counts. Raises ApiError `not_found` if absent.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.GetExperiment(owner))
 
     async def experiments(self, state: ExperimentState | None = None, owner: str | None = None) -> list[Experiment]:
+        """Every experiment (optionally in one `state`: active, completed, archived), oldest first.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         if state is not None and state not in ("active", "completed", "archived"):
             raise invalid(f"state: {state!r} is not one of ['active', 'completed', 'archived']")
         return await list_experiments(self.store, state, owner)
@@ -257,6 +289,10 @@ class Engine:
         early_stopping: Mapping[str, Any] = UNSET,
         owner: str | None = None,
     ) -> Experiment:
+        """Change the fields given (leave the others out; None unsets ttl or budget) and
+        return the experiment. Raises ApiError `invalid_request` for a bad value.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         changes = {
             k: v
             for k, v in (
@@ -272,6 +308,9 @@ class Engine:
         return await self._ask(experiment_id, m.UpdateExperiment(owner, changes))
 
     async def archive_experiment(self, experiment_id: str, owner: str | None = None) -> Experiment:
+        """Archive: no more asks or observations; its open suggestions close. Returns it.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.ArchiveExperiment(owner))
 
     # -- suggestions and observations -------------------------------------------------
@@ -296,11 +335,16 @@ class Engine:
         stopped: bool = False,
         owner: str | None = None,
     ) -> Observation:
-        """`values={name: number}`: every objective and constraint metric; `value=`: the
-        (first) objective alone; `metrics=`: anything else worth keeping.
-        `stopped=True`: the worker stopped this suggestion early (told by `report`);
-        `value` is its last reported value and the observation keeps the step reached
-        (`stopped_at_step`)."""
+        """Record a result: of a suggestion (`suggestion_id`) or unsolicited (`assignments`).
+        `value` is the (first) objective (any number: numpy scalars and 0-d arrays are fine),
+        `values={name: number}` every objective and constraint metric, `metrics=` anything
+        else worth keeping, or `failed=True` without a value. `stopped=True`: the worker
+        stopped this suggestion early (told by `report`); `value` is its last reported value
+        and the observation keeps the step reached (`stopped_at_step`). Returns the
+        Observation. Raises ApiError `suggestion_expired` (409, with `details['assignments']`
+        to re-post) for an expired one.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         sid = None if suggestion_id is None else str(suggestion_id)
         return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics, values=values, stopped=stopped))
 
@@ -324,12 +368,21 @@ class Engine:
         tag: str | None = None,
         owner: str | None = None,
     ) -> list[Suggestion]:
+        """The experiment's suggestions in creation order, optionally by `state` and `tag`.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.ListSuggestions(owner, state, tag))
 
     async def suggestion(self, experiment_id: str, suggestion_id: str, owner: str | None = None) -> Suggestion:
+        """One suggestion by id. Raises ApiError `not_found` if absent.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.GetSuggestion(owner, str(suggestion_id)))
 
     async def close_suggestion(self, experiment_id: str, suggestion_id: str, owner: str | None = None) -> Suggestion:
+        """Close an open suggestion without a result: its slot returns, its point may be suggested again.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.CloseSuggestion(owner, str(suggestion_id)))
 
     async def release_suggestion(
@@ -344,6 +397,9 @@ class Engine:
         return await self._ask(experiment_id, m.ReleaseSuggestion(owner, str(suggestion_id), max_attempts))
 
     async def close_all_suggestions(self, experiment_id: str, owner: str | None = None) -> int:
+        """Close every open suggestion (e.g. before resubmitting a failed job array); returns how many.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.CloseAllSuggestions(owner))
 
     async def observations(
@@ -378,7 +434,9 @@ class Engine:
         return await anyio.to_thread.run_sync(importance, exp.parameters, found)
 
     async def best(self, experiment_id: str, owner: str | None = None) -> Observation | None:
-        """The best feasible observation by the (first) objective; None while none is feasible."""
+        """The best feasible observation by the (first) objective; None while none is feasible.
+
+        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
         return await self._ask(experiment_id, m.Best(owner))
 
     async def pareto_front(self, experiment_id: str, owner: str | None = None) -> list[Observation]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from .._numbers import PASS_FLOAT, plain_number
+from .._numbers import shown as _shown
 from ..errors import invalid
 from ..limits import MAX_METRICS, MAX_NAME_CHARS, as_float, check_count, check_text
 from ..models import Experiment
@@ -90,8 +92,9 @@ def check_value_and_metrics(value: Any, failed: Any, metrics: Any) -> tuple[floa
     else:
         if value is None:
             raise invalid("value: give the metric's value (a finite number), or failed=true")
+        value = plain_number(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise invalid(f"value: give a finite number, got {value!r}")
+            raise invalid(f"value: give a finite number, got {_shown(value)}; {PASS_FLOAT}")
         if not math.isfinite(as_float("value", value)):
             raise invalid(f"value: {value!r} is not finite; report a failed evaluation with failed=true")
         value = float(value)
@@ -105,11 +108,12 @@ def _numbers(where: str, given: Any) -> dict[str, float]:
             raise invalid(f"{where}: give a dict of metric name to finite number")
         check_count(where, len(given), MAX_METRICS, "metric names")
         for k, v in given.items():
+            v = plain_number(v)
             if not isinstance(k, str) or not k:
                 raise invalid(f"{where}: names must be non-empty strings, got {k!r}")
             check_text(f"{where} name {k!r}", k)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(as_float(f"{where}.{k}", v)):
-                raise invalid(f"{where}.{k}: give a finite number, got {v!r}")
+                raise invalid(f"{where}.{k}: give a finite number, got {_shown(v)}; {PASS_FLOAT}")
             out[k] = float(v)
     return out
 

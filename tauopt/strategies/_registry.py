@@ -26,7 +26,7 @@ from ..space import Space
 from ._job import Run, StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
 
-__all__ = ["Strategy", "Propose", "register", "get", "names", "resolve", "resolve_for", "warm_up_for", "AUTO"]
+__all__ = ["Strategy", "Propose", "register", "get", "names", "resolve", "resolve_for", "warm_up_for", "uses_pool", "AUTO"]
 
 Propose = Callable[[SuggestRequest, np.random.Generator], list[dict[str, Value]]]
 AUTO = "auto"  # not a strategy of its own: sobol for the initial design, then gp
@@ -90,6 +90,16 @@ def warm_up_for(strategy: str) -> Callable[[], None] | None:
     if strategy == AUTO or (spec is not None and spec.pooled):
         spec = _REGISTRY.get("sobol")
     return None if spec is None else spec.warm_up
+
+
+def uses_pool(strategy: str) -> bool:
+    """Whether an experiment of `strategy` will run pooled jobs (auto: when its
+    post-initial-design strategy is pooled and available). Blocking: `available`
+    may import a module; the engine calls this on a thread."""
+    if strategy == AUTO:
+        return any(s.pooled and s.initial_design and s.available() for s in _REGISTRY.values())
+    spec = _REGISTRY.get(strategy)
+    return spec is not None and spec.pooled and spec.available()
 
 
 def names() -> tuple[str, ...]:

@@ -137,6 +137,8 @@ async def serve_chief(
         finally:
             with anyio.move_on_after(5, shield=True):
                 await server.stop(grace=1.0)
+        if oracle.done and not oracle.failure and not stop.is_set():
+            await _mark_completed(engine, exp.id)
         summary = oracle.summary()
         summary["best"] = await _best_summary(engine, exp.id, oracle)
         summary["event"] = "exit"
@@ -145,6 +147,17 @@ async def serve_chief(
         if oracle.failure:
             print(oracle.failure, file=sys.stderr, flush=True)
         return summary["exit_code"]
+
+
+async def _mark_completed(engine: Any, experiment_id: str) -> None:
+    """A finished search reads `completed` in `tauopt experiments list` and over HTTP,
+    not `active` forever: its budget becomes the observations it has. Trials still
+    open (a straggler past max_trials) are closed first; their results are not wanted."""
+    await engine.close_all_suggestions(experiment_id)
+    observed = len(await engine.observations(experiment_id))
+    if observed:
+        await engine.update_experiment(experiment_id, observation_budget=observed)
+    log.info("experiment %s marked completed after %d observations", experiment_id, observed)
 
 
 async def _best_summary(engine: Any, experiment_id: str, oracle: KerasTunerOracle) -> dict[str, Any] | None:

@@ -10,8 +10,9 @@ or queued when the engine holds them released):
 - which tuner runs which trial now and when it got it; the retry queue is the
   engine's (a trial to retry is a released suggestion: `engine.release_suggestion`
   keeps it, and the next `engine.suggest` hands it out again, durably);
-- runs come from the engine's `attempts` (they survive a restart); expiry counts
-  do not (reset by a restart);
+- runs come from the engine's `attempts` (they survive a restart), and one budget
+  of runs per trial, max(1, max_retries_per_trial) + 1, covers both ways a run
+  ends without a result: INVALID and expiry;
 - consecutive failures are re-counted from the stored observations on restart
   (the trailing failed ones), unless they had already ended the search: that
   restart is the user's "fixed it, try again", so it starts from zero;
@@ -158,7 +159,6 @@ class _Trial:
     tuner_id: str | None = None
     handed_at: float = 0.0
     runs: int = 0
-    expiries: int = 0
     history: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     score: float | None = None
     best_step: int = 0
@@ -324,17 +324,17 @@ class KerasTunerOracle:
     # -- maintenance: expiry and exit --------------------------------------------------
 
     def expire(self) -> list[str]:
-        """Trials whose worker went silent for trial_ttl_s: hand them out again
-        (up to max(1, max_retries_per_trial) times), else give their place back."""
+        """Trials whose worker went silent for trial_ttl_s: hand them out again while
+        their runs (durable: the engine's attempts) are within max(1,
+        max_retries_per_trial), else give their place back."""
         now = self._clock()
         expired = []
         for t in self._trials.values():
             if t.state == "running" and now - t.handed_at > self.config.trial_ttl_s:
                 expired.append(t)
         for t in expired:
-            t.expiries += 1
             log.warning("trial %s expired: no EndTrial from %s within %.0f s", t.trial_id, t.tuner_id, self.config.trial_ttl_s)
-            if not self.done and t.expiries <= max(1, self.config.max_retries_per_trial):
+            if not self.done and t.runs <= max(1, self.config.max_retries_per_trial):
                 t.state = "queued"
                 self._queue.append(t.trial_id)
                 self._requeued.append(t)
@@ -354,7 +354,7 @@ class KerasTunerOracle:
                 await self._release(t)
             for t in self._abandon:
                 await self._close(t)
-                self._count_failure(f"trial {t.trial_id} expired {t.expiries} time(s) without an EndTrial")
+                self._count_failure(f"trial {t.trial_id} expired without an EndTrial after {t.runs} run(s)")
             self._check_done()
 
     def should_exit(self) -> bool:

@@ -1,4 +1,4 @@
-"""`tauopt serve`, `tauopt token create|list|revoke`, `tauopt experiments list|show`.
+"""`tauopt serve`, `tauopt token create|list|revoke` (experiments: tauopt/_cli_experiments.py).
 
 Heavy imports (fastapi, uvicorn, the SQLite store) happen inside the
 commands, so `tauopt --help` stays fast.
@@ -61,6 +61,7 @@ def register(subparsers: Any) -> None:
     create.add_argument("--name", required=True)
     create.add_argument("--suggestions-per-day", type=int, default=None)
     create.add_argument("--max-active-experiments", type=int, default=None)
+    create.add_argument("--create", action="store_true", help="start a new database if --db does not exist")
     create.set_defaults(func=_token_create)
     listing = tsub.add_parser("list", help="list credentials (never tokens)")
     listing.add_argument("--db", default=DEFAULT_DB)
@@ -70,32 +71,33 @@ def register(subparsers: Any) -> None:
     revoke.add_argument("credential", help="credential id (cred_...) or name")
     revoke.add_argument("--db", default=DEFAULT_DB)
     revoke.set_defaults(func=_token_revoke)
-
-    exps = subparsers.add_parser("experiments", help="inspect experiments in a database (read-only)")
-    esub = exps.add_subparsers(dest="experiments_command", metavar="ACTION", required=True)
-    elist = esub.add_parser("list", help="every experiment, of every credential")
-    elist.add_argument("--db", default=DEFAULT_DB)
-    elist.add_argument("--state", choices=["active", "completed", "archived"], default=None)
-    elist.add_argument("--owner", default=None, help="only this credential's experiments")
-    elist.add_argument("--json", action="store_true")
-    elist.set_defaults(func=_experiments_list)
-    show = esub.add_parser("show", help="one experiment with its counts and best observation")
-    show.add_argument("experiment_id")
-    show.add_argument("--db", default=DEFAULT_DB)
-    show.set_defaults(func=_experiments_show)
+    transfer = tsub.add_parser(
+        "transfer", help="give a credential's experiments to another (after revoking a leaked token); daemon stopped"
+    )
+    transfer.add_argument("source", help="the credential whose experiments move (id or name; revoked or not)")
+    transfer.add_argument("target", help="the credential that receives them (id or name; not revoked)")
+    transfer.add_argument("--db", default=DEFAULT_DB)
+    transfer.set_defaults(func=_token_transfer)
 
 
 # -- the engine's admin API over the database ---------------------------------------
 
 
 def _with_admin(db: str, work: Callable[[Any], Any], *, create: bool = True, exclusive: bool = False) -> Any:
-    """Run `work(admin)` on the engine's admin API over the database at `db`. Not
-    exclusive by default: token and experiments commands work beside a daemon
-    that owns the file (their short transactions go through SQLite's own
-    locking); `serve` asks for ownership."""
+    """Run `work(admin)` on the engine's admin API over the database at `db` (what
+    the token commands use; see `_with_store`)."""
+    from ...engine._admin import Admin
+
+    return _with_store(db, lambda store: work(Admin(store)), create=create, exclusive=exclusive)
+
+
+def _with_store(db: str, work: Callable[[Any], Any], *, create: bool = True, exclusive: bool = False) -> Any:
+    """Run `work(store)` on the database at `db`. Not exclusive by default: token
+    and experiments commands work beside a daemon that owns the file (their short
+    transactions go through SQLite's own locking); `serve` and `token transfer`
+    ask for ownership."""
     import anyio
 
-    from ...engine._admin import Admin
     from ...store import open_store
     from ...store._sqlite import SqliteStore  # lazily: aiosqlite
 
@@ -105,7 +107,7 @@ def _with_admin(db: str, work: Callable[[Any], Any], *, create: bool = True, exc
     async def run() -> Any:
         store = open_store(db) if db == ":memory:" else SqliteStore(db, exclusive=exclusive)
         async with store:
-            return await work(Admin(store))
+            return await work(store)
 
     try:
         return anyio.run(run)
@@ -295,6 +297,13 @@ def _log_to_stderr(level: str) -> None:
 def _token_create(args: argparse.Namespace) -> int:
     from ...errors import ApiError
 
+    if args.db != ":memory:" and not Path(args.db).exists() and not args.create:
+        # A token in a stray new file is one no running daemon accepts.
+        return _fail(
+            f"no database at {args.db}; pass --db with the file `tauopt serve --db` uses "
+            "(default ./tauopt.db in the directory it started in), or --create to start a new database there"
+        )
+
     async def create(admin: Any) -> Any:
         return await admin.create_credential(args.name, args.suggestions_per_day, args.max_active_experiments)
 
@@ -350,37 +359,44 @@ def _token_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- experiments ---------------------------------------------------------------------------
+def _one_credential(found: list[Any], id_or_name: str) -> Any:
+    matches = [c for c in found if c.id == id_or_name] or [c for c in found if c.name == id_or_name]
+    if not matches:
+        raise LookupError(f"no credential {id_or_name!r}; see `tauopt token list`")
+    if len(matches) > 1:
+        raise LookupError(f"{len(matches)} credentials are named {id_or_name!r}; pass the id")
+    return matches[0]
 
 
-def _experiments_list(args: argparse.Namespace) -> int:
-    async def listing(admin: Any) -> list[Any]:
-        return await admin.experiments(args.state, args.owner)
+def _token_transfer(args: argparse.Namespace) -> int:
+    """Move every experiment of one credential to another. It owns the file while it
+    works: a running daemon keeps each live experiment's owner in memory, so the
+    daemon must be stopped (it is refused otherwise), and restarted after."""
+    from dataclasses import replace
 
-    found = _with_admin(args.db, listing, create=False)
-    if args.json:
-        print(json.dumps([dict(e.to_dict(), owner=e.owner) for e in found], indent=2))
-        return 0
-    print(f"{'ID':<18} {'NAME':<24} {'STATE':<10} {'OPEN':>5} {'OBS':>6}  OWNER")
-    for e in found:
-        name, owner = _shown(e.name)[:24], _shown(e.owner or "-")
-        print(f"{e.id:<18} {name:<24} {e.state:<10} {e.open_suggestions:>5} {e.observations:>6}  {owner}")
-    return 0
-
-
-def _experiments_show(args: argparse.Namespace) -> int:
     from ...errors import ApiError
+    from ...store import PutExperiment
 
-    async def load(admin: Any) -> Any:
-        return await admin.report(args.experiment_id)
+    async def transfer(store: Any) -> tuple[int, Any, Any]:
+        found = await store.credentials()
+        source, target = _one_credential(found, args.source), _one_credential(found, args.target)
+        if target.revoked:
+            raise LookupError(f"{args.target!r} is revoked; transfer to a live credential (`tauopt token create`)")
+        moved = 0
+        for exp in await store.list_experiments(None, source.id):
+            snap = await store.load(exp.id)
+            if snap is None or snap.experiment.owner != source.id:
+                continue  # an unowned experiment: every credential sees it already
+            await store.write([PutExperiment(replace(snap.experiment, owner=target.id), snap.drawn)])
+            moved += 1
+        return moved, source, target
 
     try:
-        report = _with_admin(args.db, load, create=False)
-    except ApiError as exc:
-        if exc.error_type != "not_found":
-            raise
-        return _fail(f"no experiment {args.experiment_id!r} in {args.db}")
-    exp, best = report.experiment, report.best
-    out = dict(exp.to_dict(), owner=exp.owner, best=None if best is None else best.to_dict())
-    print(json.dumps(out, indent=2))
+        moved, source, target = _with_store(args.db, transfer, create=False, exclusive=True)
+    except LookupError as exc:
+        return _fail(str(exc.args[0]))
+    except ApiError as exc:  # store_in_use: the daemon runs
+        return _fail(f"{exc.message}; stop `tauopt serve` first, transfer, then start it again")
+    print(moved, flush=True)
+    print(f"tauopt: moved {moved} experiment(s) from {_shown(source.name)} ({source.id}) to {_shown(target.name)} ({target.id})", file=sys.stderr)
     return 0

@@ -41,6 +41,7 @@ import anyio
 import httpx
 
 from ..._client import check_deadline_s
+from ..._numbers import plain_json
 from ...errors import ApiError, error_type_for_status, invalid
 from ...models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ...operations import UNSET, ExperimentState, SuggestionState
@@ -88,7 +89,13 @@ class HttpDriver:
         sleep: Sleep | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        base_url = base_url or os.environ.get("TAUOPT_BASE_URL") or DEFAULT_BASE_URL
+        base_url = base_url or os.environ.get("TAUOPT_BASE_URL")
+        if not base_url:
+            raise invalid(
+                "driver='http' needs the daemon's URL: pass base_url= or set TAUOPT_BASE_URL "
+                f"(where `tauopt serve` listens, by default {DEFAULT_BASE_URL}), and the token with token= "
+                "or TAUOPT_TOKEN"
+            )
         token = token if token is not None else os.environ.get("TAUOPT_TOKEN")
         headers = {"Accept": "application/json", "User-Agent": "tauopt-http"}
         if token:
@@ -168,7 +175,7 @@ class HttpDriver:
         content = None
         if body is not None:
             try:
-                content = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+                content = json.dumps(plain_json(body), allow_nan=False, separators=(",", ":")).encode()
             except ValueError as exc:
                 raise invalid(
                     f"{method} {path}: the body holds NaN or infinity, which JSON cannot carry; "
@@ -200,6 +207,12 @@ class HttpDriver:
             attempt += 1
 
     async def _send_single_request(self, method: str, path: str, content: bytes | None) -> httpx.Response:
+        try:
+            return await self._send_on_the_wire(method, path, content)
+        except httpx.ConnectError as exc:
+            raise _unreachable(self.base_url, exc) from exc
+
+    async def _send_on_the_wire(self, method: str, path: str, content: bytes | None) -> httpx.Response:
         # The request as `AsyncClient.build_request` makes it (base URL, client
         # headers, timeout), with the merged URL and headers cached: merging costs
         # more client CPU than the whole wire. The driver sends no cookies.
@@ -400,6 +413,16 @@ def _ssl_context(verify: bool | str | ssl.SSLContext) -> ssl.SSLContext:
     if isinstance(verify, str):  # a CA bundle (httpx 0.28 deprecates passing the path itself)
         return ssl.create_default_context(cafile=verify)
     return httpx.create_ssl_context(verify=verify)
+
+
+def _unreachable(base_url: str, exc: httpx.ConnectError) -> httpx.ConnectError:
+    """The same httpx.ConnectError (the documented contract), saying where and what to check."""
+    reason = str(exc).split(": ", 1)[-1] if str(exc).startswith("cannot connect to ") else str(exc)
+    try:
+        request = exc.request
+    except RuntimeError:
+        request = None
+    return httpx.ConnectError(f"cannot connect to {base_url} ({reason}); is `tauopt serve` running there?", request=request)
 
 
 def _proxied(base_url: str) -> bool:

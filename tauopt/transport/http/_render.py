@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from ...errors import ApiError, api_error, error_type_for_status, kind_of
+from ..._numbers import PASS_FLOAT
 
 __all__ = [
     "render_error", "render_json", "bad_json", "invalid_fields", "from_http_exception", "internal_error",
@@ -64,9 +65,15 @@ def invalid_fields(errors: Iterable[Mapping[str, Any]], prefix: tuple[str, ...] 
     problems = []
     for err in errors:
         loc = ".".join(str(p) for p in prefix + tuple(err.get("loc", ()))) or "body"
-        problems.append({"field": loc, "problem": str(err.get("msg", "invalid"))})
+        problems.append({"field": loc, "problem": str(err.get("msg", "invalid")) + _pass_float(loc, err)})
     message = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5]) or "invalid request"
     return api_error("invalid_request", message, errors=problems)
+
+
+def _pass_float(loc: str, err: Mapping[str, Any]) -> str:
+    """The local door's advice for a value that is not a number: the same words everywhere."""
+    measured = loc.split(".", 1)[0] in ("value", "metrics", "assignments")
+    return f"; {PASS_FLOAT}" if measured and str(err.get("type", "")).startswith(("float_", "int_")) else ""
 
 
 def from_http_exception(exc: HTTPException, max_body_bytes: int = MAX_BODY_BYTES) -> ApiError:

@@ -1,0 +1,130 @@
+"""What `tauopt experiments list|show` print: pure functions from an experiment,
+its observations and its suggestions to rows, a table and a summary. The same
+for a database file and a running daemon, so both read alike."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .models import Experiment, Observation, Suggestion
+from .pareto import best_feasible
+
+__all__ = ["ExperimentView", "row", "table", "summary", "as_json", "shown"]
+
+RECENT_FAILURES = 5
+HEADS = ("ID", "NAME", "STATE", "STRATEGY", "OBS/BUDGET", "OPEN/BW", "BEST", "LAST ACTIVITY")
+
+
+@dataclass(frozen=True)
+class ExperimentView:
+    """One experiment with what it has seen: the input of every rendering here."""
+
+    experiment: Experiment
+    observations: tuple[Observation, ...] = ()
+    suggestions: tuple[Suggestion, ...] = ()
+
+    @property
+    def best(self) -> Observation | None:
+        """The operations' best (`pareto.best_feasible`): the CLI and the API cannot disagree."""
+        return best_feasible(self.experiment, self.observations)
+
+    @property
+    def last_activity(self) -> float:
+        """When anything last happened: its creation, an ask, or an observation."""
+        times = [self.experiment.created_at]
+        times += [o.created_at for o in self.observations] + [s.created_at for s in self.suggestions]
+        return max(times)
+
+
+def shown(text: str) -> str:
+    """A stored name as a terminal should see it: control, format and line-separator
+    characters escaped (an ESC in a name must not drive the terminal, a newline
+    must not forge a row)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def _ago(then: float, now: float) -> str:
+    s = max(0.0, now - then)
+    if s < 60:
+        return f"{s:.0f}s ago"
+    if s < 3600:
+        return f"{s / 60:.0f}m ago"
+    if s < 86400:
+        return f"{s / 3600:.1f}h ago"
+    return time.strftime("%Y-%m-%d", time.localtime(then))
+
+
+def _of(n: int, limit: int | None) -> str:
+    return f"{n}/{limit}" if limit is not None else f"{n}/-"
+
+
+def row(view: ExperimentView, now: float) -> dict[str, str]:
+    """The list's columns: name, state, strategy, observations/budget, open/bandwidth, best, last activity."""
+    e, best = view.experiment, view.best
+    return {
+        "ID": e.id,
+        "NAME": shown(e.name)[:24],
+        "STATE": e.state,
+        "STRATEGY": e.strategy,
+        "OBS/BUDGET": _of(e.observations, e.observation_budget),
+        "OPEN/BW": _of(e.open_suggestions, e.parallel_bandwidth),
+        "BEST": "-" if best is None or best.value is None else f"{best.value:.6g}",
+        "LAST ACTIVITY": _ago(view.last_activity, now),
+    }
+
+
+def table(views: Sequence[ExperimentView], now: float) -> str:
+    rows = [row(v, now) for v in views]
+    heads = list(HEADS)
+    widths = {h: max([len(h)] + [len(r[h]) for r in rows]) for h in heads}
+    lines = ["  ".join(h.ljust(widths[h]) for h in heads).rstrip()]
+    lines += ["  ".join(r[h].ljust(widths[h]) for h in heads).rstrip() for r in rows]
+    if not rows:
+        lines.append("(no experiments; create one with `tauopt experiments create --spec FILE`)")
+    return "\n".join(lines)
+
+
+def summary(view: ExperimentView, now: float) -> str:
+    """`experiments show`: best assignments, counts by state and tag, recent failures."""
+    e, best = view.experiment, view.best
+    r = row(view, now)
+    lines = [
+        f"{e.id}  {shown(e.name)}  ({e.state})",
+        f"  metric       {shown(e.metric.name)} ({e.metric.objective}), strategy {e.strategy}",
+        f"  observed     {r['OBS/BUDGET']} (budget)   open {r['OPEN/BW']} (bandwidth)   last activity {r['LAST ACTIVITY']}",
+    ]
+    if best is None:
+        lines.append("  best         - (no successful observation yet)")
+    else:
+        lines.append(f"  best         {best.value:.6g}  {json.dumps(best.assignments, sort_keys=True)}")
+    by_state = Counter(s.state for s in view.suggestions)
+    failed = [o for o in view.observations if o.failed]
+    lines.append("  suggestions  " + (", ".join(f"{k} {v}" for k, v in sorted(by_state.items())) or "none"))
+    lines.append(f"  observations {len(view.observations)} ({len(failed)} failed)")
+    tags = Counter(shown(s.tag) if s.tag is not None else "(untagged)" for s in view.suggestions)
+    if tags:
+        lines.append("  by tag       " + ", ".join(f"{t} {n}" for t, n in tags.most_common(10)))
+    if failed:
+        lines.append("  recent failures:")
+        for o in failed[-RECENT_FAILURES:]:
+            lines.append(f"    {_ago(o.created_at, now):>9}  {o.suggestion_id or o.id}  {json.dumps(o.assignments, sort_keys=True)}")
+    return "\n".join(lines)
+
+
+def as_json(view: ExperimentView) -> dict[str, Any]:
+    """The machine-readable form: the experiment as the API returns it, plus the report."""
+    best = view.best
+    return dict(
+        view.experiment.to_dict(),
+        owner=view.experiment.owner,
+        best=None if best is None else best.to_dict(),
+        last_activity=view.last_activity,
+        suggestions_by_state=dict(Counter(s.state for s in view.suggestions)),
+        failed_observations=sum(1 for o in view.observations if o.failed),
+    )

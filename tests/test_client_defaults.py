@@ -1,0 +1,63 @@
+"""Silent defaults speak (issue 20): Client() choosing a private in-process engine
+says so once; driver="http" without a URL says what to set; a refused
+connection is still httpx.ConnectError, naming the URL and asking whether
+`tauopt serve` runs there."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+import tauopt
+from tauopt import ApiError, Client, _client
+from test_http_support import free_port
+
+
+@pytest.fixture(autouse=True)
+def no_tauopt_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TAUOPT_BASE_URL", "TAUOPT_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(_client, "_said_private", [])
+
+
+def test_client_without_a_driver_logs_once_that_it_runs_a_private_engine(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="tauopt.client"):
+        with Client() as first, Client() as second:
+            assert first.driver == second.driver == "local"
+    said = [r for r in caplog.records if r.name == "tauopt.client"]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING
+    assert "private in-process engine" in said[0].getMessage() and "TAUOPT_BASE_URL" in said[0].getMessage()
+
+
+def test_an_explicit_local_driver_says_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="tauopt.client"):
+        with Client(driver="local"):
+            pass
+    assert not [r for r in caplog.records if r.name == "tauopt.client"]
+
+
+def test_http_without_a_url_is_an_error_saying_what_to_set() -> None:
+    with pytest.raises(ApiError) as caught:
+        Client(driver="http", token="tau_x")
+    assert caught.value.error_type == "invalid_request"
+    assert "base_url=" in caught.value.message and "TAUOPT_BASE_URL" in caught.value.message
+
+
+def test_a_refused_connection_is_a_connect_error_naming_the_url_and_asking_for_the_daemon() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with Client(driver="http", base_url=url, token="tau_x") as client:
+        with pytest.raises(httpx.ConnectError) as caught:
+            client.experiments()
+    assert url in str(caught.value) and "is `tauopt serve` running there?" in str(caught.value)
+
+
+def test_version_is_the_package_version_and_the_cli_prints_it() -> None:
+    r = subprocess.run([sys.executable, "-m", "tauopt.cli", "--version"], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout) == (0, f"tauopt {tauopt.__version__}\n")
+    from importlib.metadata import version
+
+    assert tauopt.__version__ == version("tauopt")

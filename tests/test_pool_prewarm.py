@@ -1,0 +1,62 @@
+"""Long operations speak (issue 20): the daemon logs one line when its GP pool
+starts warming and one when it is ready, and a daemon restarted over a database
+with an active GP experiment warms the pool at start, before any ask."""
+
+from __future__ import annotations
+
+import selectors
+import time
+from pathlib import Path
+
+import pytest
+
+from tauopt import Client
+from tauopt.strategies import uses_pool
+from test_http_daemon import Daemon
+
+GP = {
+    "name": "gp-search",
+    "parameters": [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}],
+    "metric": {"name": "y", "objective": "minimize"},
+    "strategy": "gp",
+}
+
+
+def test_which_strategies_use_the_pool() -> None:
+    assert not uses_pool("random") and not uses_pool("sobol") and not uses_pool("grid")
+    assert uses_pool("gp") == uses_pool("auto")  # auto turns into gp after its initial design
+    assert not uses_pool("no-such-strategy")
+
+
+def lines_until(daemon: Daemon, needle: str, timeout_s: float) -> list[str]:
+    """stderr lines up to the one containing `needle` (bounded: fails after timeout_s)."""
+    assert daemon.proc.stderr is not None
+    sel = selectors.DefaultSelector()
+    sel.register(daemon.proc.stderr, selectors.EVENT_READ)
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if sel.select(timeout=1.0):
+            line = daemon.proc.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+            if needle in line:
+                return seen
+    raise AssertionError(f"no {needle!r} in the daemon's log:\n{''.join(seen)}")
+
+
+@pytest.mark.slow
+def test_a_restarted_daemon_with_a_gp_experiment_warms_its_pool_before_any_ask(tmp_path: Path) -> None:
+    db = tmp_path / "tauopt.db"
+    with Client(driver="local", store=str(db), pool="thread") as c:
+        exp = c.create_experiment(**GP)
+    d = Daemon(db, "--pool", "process", "--log-level", "info")
+    try:
+        log = lines_until(d, "GP pool: ready", timeout_s=180)
+        warming = [line for line in log if "GP pool: warming" in line]
+        assert len(warming) == 1 and "INFO" in warming[0], log
+        assert not any(exp.id in line for line in log), "no request touched the experiment"
+    finally:
+        code, _, err = d.stop()
+    assert code == 0, err
