@@ -37,8 +37,6 @@ __all__ = ["Engine", "UNSET", "open_store"]
 log = logging.getLogger("tauopt.engine")
 
 
-
-
 class Engine:
     """`async with Engine() as engine:` — the embedded async API.
 
