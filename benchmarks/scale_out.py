@@ -9,10 +9,13 @@ GP experiments each seeded with `--history` observations, `--workers` asking
 tasks per experiment (bandwidth = workers) that each evaluate for `--eval-s` and
 observe, for `--duration-s`. Then, on the same executor, `--overhead-jobs`
 sequential round trips of a job that carries a full request (history of
-`--history` points) but does no fit (Sobol): the executor's per-job cost.
+`--history` points) but does no fit (Sobol): the executor's per-job cost. On
+Dask, the same job also goes as a plain Dask task (`client.submit`, then the
+result gathered: the executor's path before its job runners), for comparison.
 
 Prints one JSON object: per backend fits/s, asks, ask p50/p99 (ms), fallbacks,
-per-job round trip (ms); and `dask_overhead_ms` = dask minus process round trip.
+per-job round trip (ms); `dask_overhead_ms` = dask minus process round trip
+(means), and `dask_task_overhead_ms` the same for the plain task.
 """
 
 from __future__ import annotations
@@ -103,7 +106,24 @@ async def _round_trips(pool: StrategyPool, args: argparse.Namespace) -> dict[str
         t0 = time.monotonic()
         await pool.executor.submit("overhead", job)
         times.append(time.monotonic() - t0)
-    return {"round_trip_p50_ms": _pct(times, 50), "round_trip_mean_ms": round(statistics.fmean(times) * 1000, 2)}
+    out = {"round_trip_p50_ms": _pct(times, 50), "round_trip_mean_ms": round(statistics.fmean(times) * 1000, 2)}
+    if pool.kind == "dask":
+        out.update(await _task_round_trips(pool.executor.client, job, args.overhead_jobs))
+    return out
+
+
+async def _task_round_trips(client: Any, job: StrategyJob, n: int) -> dict[str, Any]:
+    """The same job as a plain Dask task, pinned to one worker: submit, then gather."""
+    from tauopt.compute._dask_task import run_on_worker
+
+    home = sorted(await client.nthreads())[0]
+    times = []
+    for i in range(n + 1):
+        t0 = time.monotonic()
+        await client.submit(run_on_worker, job, "task", i, time.time(), workers=[home], pure=False)
+        if i:  # the first one: the function's first unpickling on the worker
+            times.append(time.monotonic() - t0)
+    return {"task_round_trip_p50_ms": _pct(times, 50), "task_round_trip_mean_ms": round(statistics.fmean(times) * 1000, 2)}
 
 
 async def run(backend: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -135,6 +155,9 @@ def main() -> None:
     if "process" in results and "dask" in results:
         results["dask_overhead_ms"] = round(
             results["dask"]["round_trip_mean_ms"] - results["process"]["round_trip_mean_ms"], 2
+        )
+        results["dask_task_overhead_ms"] = round(
+            results["dask"]["task_round_trip_mean_ms"] - results["process"]["round_trip_mean_ms"], 2
         )
     print(json.dumps(results))
 

@@ -4,22 +4,23 @@
     async with StrategyPool(DaskExecutor()) as pool: ...     # a LocalCluster of this machine
 
 The engine talks to the scheduler with distributed's asynchronous Client on its
-own (asyncio) event loop: a submit is a message on the client's comm, no thread
+own (asyncio) event loop: a call is a message on the client's comm, no thread
 per call, and the mailbox never waits on it (ComputeAhead runs it in a task).
 
-- Routing: jobs of one key (an experiment) run one at a time, in order, and go
-  to the worker that ran the key's previous job while it is alive (`workers=`
-  with `allow_other_workers=True`, so a busy or dead home never holds a job).
-  The warm state (small: the GP's hyperparameters) comes back with each outcome
-  and travels with the next job, so any worker can take over.
-- A job's Dask key is (experiment, observation count, points drawn): a repeated
-  submission is the same task, and a late outcome never replaces the warm state
-  of a later fit (states are kept by observation count).
-- Faults: a worker that dies mid-job has its task rerun elsewhere by the
-  scheduler; past the job's deadline (+ grace) the caller gets JobFailed, which
-  the StrategyPool answers from Sobol. With the scheduler gone, jobs fail at once
-  ("unreachable; reconnecting") and a watcher reconnects when it returns; both
-  are logged and counted (`lost`, `reconnects`).
+- One `JobRunner` actor per worker carries the jobs: a job is one request/reply
+  relayed by the scheduler (about a millisecond), where a Dask task costs eight
+  hops and a gather (10-20 ms on one machine; the README has the figures).
+- Routing: jobs of one key (an experiment) run one at a time, in order, on the
+  worker that ran the key's previous job while it is alive; new keys go to the
+  live worker with the fewest keys per thread. The warm state (small: the GP's
+  hyperparameters) comes back with each outcome and travels with the next job,
+  so any worker can take over; states are kept by observation count, so a late
+  outcome never replaces the warm state of a later fit.
+- Faults: a worker that dies mid-job (the actor call breaks) has the job run
+  again on another worker, up to _ATTEMPTS runs; past the job's deadline (+ grace)
+  the caller gets JobFailed, which the StrategyPool answers from Sobol. With the
+  scheduler gone, jobs fail at once ("unreachable; reconnecting") and a watcher
+  reconnects when it returns; both are logged and counted (`lost`, `reconnects`).
 - At start: an unreachable scheduler raises DaskUnavailable (`tauopt serve`
   exits with its message); a worker that cannot import torch/gpytorch too,
   naming the extra `tauopt[gp]`.
@@ -35,7 +36,7 @@ from typing import Any
 import anyio
 
 from ..strategies import StrategyJob, StrategyOutcome
-from ._dask_task import TauoptWorkerSetup, gp_extra_message, run_on_worker, worker_check
+from ._dask_task import JobRunner, TauoptWorkerSetup, WorkerReport, gp_extra_message, worker_check
 from ._executor import JobFailed
 
 __all__ = ["DaskExecutor", "DaskStats", "DaskUnavailable", "check_dask_cluster"]
@@ -43,6 +44,7 @@ __all__ = ["DaskExecutor", "DaskStats", "DaskUnavailable", "check_dask_cluster"]
 log = logging.getLogger("tauopt.compute.dask")
 
 _DEADLINE_GRACE_S = 1.0  # past deadline_s + this, the caller gets a failure without the cluster
+_ATTEMPTS = 3  # runs of one job on workers that die under it, before it fails (Dask's allowed-failures)
 
 
 class DaskUnavailable(RuntimeError):
@@ -88,6 +90,7 @@ class DaskExecutor:
         self._connected = False
         self._locks: dict[str, anyio.Lock] = {}
         self._home: dict[str, str] = {}  # key -> worker address of its last job
+        self._runners: dict[str, tuple[Any, Any]] = {}  # worker address -> (JobRunner actor, its future)
         self._warm: dict[str, tuple[int, Any]] = {}  # key -> (observation count, state)
         self._tg: Any = None
 
@@ -125,6 +128,7 @@ class DaskExecutor:
         await self.__aexit__(None, None, None)
 
     async def _close_all(self) -> None:
+        self._runners.clear()  # their futures go with the client
         client, self._client, self._connected = self._client, None, False
         if client is not None:
             with anyio.move_on_after(10):
@@ -185,6 +189,7 @@ class DaskExecutor:
             except JobFailed:
                 self.stats.failed += 1
                 raise
+        assert report.outcome is not None  # an error came back as JobFailed
         self._home[key] = report.worker
         self._keep_warm(key, len(job.request.history), report.outcome.state)
         return report.outcome
@@ -196,57 +201,70 @@ class DaskExecutor:
 
     # -- internals -------------------------------------------------------------
 
-    async def _run(self, key: str, job: StrategyJob, wait: float | None) -> Any:
-        client = self._client
-        if client is None or not self._connected or client.status != "running":
-            raise JobFailed(f"the Dask scheduler at {self.address} is unreachable; reconnecting")
+    async def _run(self, key: str, job: StrategyJob, wait: float | None) -> WorkerReport:
         n_obs = len(job.request.history)
         warm = self._warm.get(key)
         job = job.with_warm(None if warm is None else warm[1], None if wait is None else wait - _DEADLINE_GRACE_S)
-        future = None
-        try:
-            home = await self._pick_home(key, client)
-            future = client.submit(
-                run_on_worker,
-                job,
-                key,
-                n_obs,
-                time.time(),
-                key=f"tauopt-{key}-n{n_obs}-d{job.request.drawn}",
-                workers=[home] if home else None,
-                allow_other_workers=bool(home),
-                pure=False,
-            )
-            self.stats.submitted += 1
-            with anyio.move_on_after(wait if wait is not None else float("inf")):
-                return await future
-            raise JobFailed(f"no answer from the Dask cluster within {wait:.1f} s")
-        except JobFailed:
-            raise
-        except Exception as exc:  # the task raised, its workers kept dying, or the scheduler went away
-            raise JobFailed(f"Dask job failed: {type(exc).__name__}: {exc}"[:500]) from exc
-        finally:
-            if future is not None and not future.done():
-                future.release()  # the caller gave up: the scheduler may drop the task
+        died: set[str] = set()  # workers lost under this job: not its home again
+        with anyio.move_on_after(wait if wait is not None else float("inf")):
+            while True:
+                client = self._client
+                if client is None or not self._connected or client.status != "running":
+                    raise JobFailed(f"the Dask scheduler at {self.address} is unreachable; reconnecting")
+                try:
+                    runner, where = await self._runner_for(key, client, died)
+                except Exception as exc:  # no live worker, or the scheduler went away
+                    raise JobFailed(f"Dask job failed: {type(exc).__name__}: {exc}"[:500]) from exc
+                self.stats.submitted += 1
+                try:
+                    report: WorkerReport = await runner.run(job, key, n_obs, time.time())
+                except Exception as exc:  # the call broke: the worker went away mid-job
+                    died.add(where)
+                    self._runners.pop(where, None)
+                    log.warning("Dask worker %s was lost under a job (%s: %s)", where, type(exc).__name__, exc)
+                    if len(died) >= _ATTEMPTS:
+                        raise JobFailed(f"Dask job failed: {len(died)} workers died under it") from exc
+                    continue
+                if report.error is not None:
+                    raise JobFailed(f"Dask job failed: {report.error}"[:500])
+                return report
+        raise JobFailed(f"no answer from the Dask cluster within {wait:.1f} s")
 
-    async def _pick_home(self, key: str, client: Any) -> str | None:
+    async def _runner_for(self, key: str, client: Any, avoid: set[str]) -> tuple[Any, str]:
+        """The key's home worker's runner, making one if that worker has none yet."""
+        home = await self._pick_home(key, client, avoid)
+        if home is None:
+            raise RuntimeError("no live Dask worker to run the job")
+        held = self._runners.get(home)
+        if held is None:
+            # Placed by the scheduler (a restriction to a worker that just died would
+            # wait for it forever); the runner says where it landed, and that is the home.
+            future = client.submit(JobRunner, actor=True, workers=[home], allow_other_workers=True, pure=False)
+            actor = await future
+            home = await actor.where()
+            held = self._runners.setdefault(home, (actor, future))
+            self._home[key] = home
+        return held[0], home
+
+    async def _pick_home(self, key: str, client: Any, avoid: set[str]) -> str | None:
         """The key's last worker while it is alive; else the live worker that is home
-        to the fewest keys (experiments spread over the cluster); None without workers.
-        The client's worker list is a cache refreshed every few seconds: it is asked
-        afresh (one round trip) only when a key needs a new home."""
+        to the fewest keys per thread (experiments spread over the cluster); None
+        without workers. The client's worker list is a cache refreshed every few
+        seconds: it is asked afresh (one round trip) only when a key needs a new home."""
         home = self._home.get(key)
-        if home is not None and home in client.scheduler_info().get("workers", {}):
-            return home
-        alive = set(await client.nthreads())
+        if home is not None and home not in avoid:
+            if home in self._runners or home in client.scheduler_info().get("workers", {}):
+                return home
+        alive = {w: n for w, n in (await client.nthreads()).items() if w not in avoid}
         if home in alive:
             return home
         if not alive:
             return None
-        load = {w: 0 for w in alive}
+        load = dict.fromkeys(alive, 0)
         for h in self._home.values():
             if h in load:
                 load[h] += 1
-        home = min(sorted(alive), key=load.__getitem__)
+        home = min(sorted(alive), key=lambda w: load[w] / max(alive[w], 1))
         self._home[key] = home
         return home
 
@@ -274,6 +292,7 @@ class DaskExecutor:
 
     async def _reconnect(self) -> None:
         old, self._client = self._client, None
+        self._runners.clear()  # actors of the old scheduler's workers
         if old is not None:
             with anyio.move_on_after(2):
                 await old.close()
@@ -281,6 +300,10 @@ class DaskExecutor:
             self._client = await self._connect()
         except DaskUnavailable:
             return  # try again at the next watch
+        try:  # the new scheduler's workers get pinned and warmed up too
+            await self._client.register_plugin(TauoptWorkerSetup())
+        except Exception as exc:  # noqa: BLE001 - each job pins its worker anyway
+            log.warning("could not register the tauopt worker plugin after reconnecting: %s", exc)
         self._mark_reconnected()
 
     def _mark_reconnected(self) -> None:

@@ -4,6 +4,11 @@ Imported by the worker when it unpickles a job, so it imports nothing heavy at
 module level but distributed (there already) and nothing of the engine: the job is plain data (the request's
 space, history, pending points, options and seed, and the warm state) plus the
 strategy's run function, pickled by reference.
+
+Jobs reach a worker through its `JobRunner`, a Dask actor (one per worker): a call
+is one request/reply between the client and the worker, relayed by the scheduler,
+instead of a task's eight hops (submit, compute, finished, key-in-memory, then a
+gather through the scheduler). See the README's "Scaling out" for the figures.
 """
 
 from __future__ import annotations
@@ -20,12 +25,22 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..strategies import StrategyJob, StrategyOutcome, run_job
 
-__all__ = ["TauoptWorkerSetup", "WorkerReport", "missing_gp_packages", "gp_extra_message", "run_on_worker", "worker_check", "fits_run"]
+__all__ = [
+    "JobRunner",
+    "TauoptWorkerSetup",
+    "WorkerReport",
+    "fits_run",
+    "gp_extra_message",
+    "missing_gp_packages",
+    "run_on_worker",
+    "worker_check",
+]
 
 GP_PACKAGES = ("torch", "gpytorch")
 
 _pin_lock = threading.Lock()
 _pinned = False
+_packages_found = False  # set once both GP packages were found: they do not go away
 # (experiment, observation count) of every job this worker process ran, read by
 # tests and diagnostics through `client.run(fits_run)`: proof from the worker side.
 _FITS_RUN: list[tuple[str, int]] = []
@@ -33,16 +48,25 @@ _FITS_RUN: list[tuple[str, int]] = []
 
 @dataclass(frozen=True)
 class WorkerReport:
-    """A job's outcome and where it ran (the executor routes the key's next job there)."""
+    """A job's outcome, or the error it raised (as text), and where it ran (the executor
+    routes the key's next job there). An error travels as a value, so anything the
+    actor call itself raises means the worker was lost, never that the job failed."""
 
-    outcome: StrategyOutcome
+    outcome: StrategyOutcome | None
     worker: str
     pid: int
+    error: str | None = None
 
 
 def missing_gp_packages() -> list[str]:
-    """The GP packages this process cannot import (found without importing them)."""
-    return [m for m in GP_PACKAGES if _find(m) is None]
+    """The GP packages this process cannot import (found without importing them;
+    searched once per process, not per job)."""
+    global _packages_found
+    if _packages_found:
+        return []
+    missing = [m for m in GP_PACKAGES if _find(m) is None]
+    _packages_found = not missing
+    return missing
 
 
 def _find(module: str) -> Any:
@@ -111,17 +135,19 @@ def _prepare() -> None:
     _warm_up()
 
 
-def run_on_worker(job: StrategyJob, key: str, n_obs: int, submitted_at: float) -> WorkerReport:
-    """The task the executor submits: checks the GP packages (a clear error naming the
+def run_on_worker(job: StrategyJob, key: str, n_obs: int, submitted_at: float, address: str | None = None) -> WorkerReport:
+    """One job, on a worker thread: checks the GP packages (a clear error naming the
     extra, not an ImportError deep in a fit), skips a job whose caller has given up
-    (it waited in a worker's queue past its deadline), pins threads, runs the job
-    with the time it has left."""
-    from distributed import get_worker
+    (it waited in the worker's queue past its deadline), pins threads, runs the job
+    with the time it has left. `address`: the worker's (default: asked of Dask, which
+    knows it only inside a task)."""
+    if address is None:
+        from distributed import get_worker
 
-    worker = get_worker()
+        address = get_worker().address
     missing = missing_gp_packages()
     if missing:
-        raise RuntimeError(gp_extra_message(worker.address, missing))
+        raise RuntimeError(gp_extra_message(address, missing))
     if job.deadline_s is not None:
         # Wall clock: the submitter and this worker may be different machines (NTP-close).
         left = job.deadline_s - (time.time() - submitted_at)
@@ -131,7 +157,30 @@ def run_on_worker(job: StrategyJob, key: str, n_obs: int, submitted_at: float) -
     _pin_threads()
     outcome = run_job(job)
     _FITS_RUN.append((key, n_obs))
-    return WorkerReport(outcome, worker.address, os.getpid())
+    return WorkerReport(outcome, address, os.getpid())
+
+
+class JobRunner:
+    """A Dask actor, one per worker (created by the executor with `actor=True`): runs
+    the jobs sent to it on the worker's task threads (`--nthreads` of them), so the
+    worker's event loop stays free for heartbeats while a fit runs."""
+
+    def __init__(self) -> None:
+        from distributed import get_worker
+
+        self._worker = get_worker()
+
+    def where(self) -> str:
+        """The worker's address (asked once, when the executor creates this runner)."""
+        return str(self._worker.address)
+
+    async def run(self, job: StrategyJob, key: str, n_obs: int, submitted_at: float) -> WorkerReport:
+        worker = self._worker
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(worker.executor, run_on_worker, job, key, n_obs, submitted_at, worker.address)
+        except Exception as exc:  # noqa: BLE001 - the job's own failure, reported as a value
+            return WorkerReport(None, worker.address, os.getpid(), f"{type(exc).__name__}: {exc}")
 
 
 def fits_run() -> list[tuple[str, int]]:
