@@ -2,7 +2,13 @@
 here on 127.0.0.1 as separate processes. Fits are proven to run on the workers
 from the worker side (`client.run(fits_run)`), a worker is killed mid-job, the
 scheduler is stopped and restarted under load, a worker without gpytorch is
-refused naming the extra. Ordering is proven with a file gate, not with sleeps."""
+refused naming the extra. Ordering is proven with a file gate, not with sleeps.
+
+A worker's start costs seconds of CPU (torch and gpytorch imported and warmed up
+by the tauopt plugin), so one cluster is shared by the module (`shared`): the
+tests that use it say how many workers they need (`ensure`), in the order that
+uses each worker longest (the affinity test, then the kill test on the same two
+workers, then the restart test on the survivor). Each still runs alone."""
 
 from __future__ import annotations
 
@@ -57,11 +63,15 @@ class Cluster:
         self.scheduler: subprocess.Popen[bytes] | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
 
-    def start_scheduler(self) -> None:
+    def start_scheduler(self, wait: bool = True) -> None:
         cmd = [DASK, "scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard"]
         # The scheduler unpickles task graphs too: it needs the same importable modules.
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(TESTS)]))
         self.scheduler = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if wait:
+            self.wait_scheduler()
+
+    def wait_scheduler(self) -> None:
         for _ in range(600):  # bounded: 60 s
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
@@ -70,12 +80,28 @@ class Cluster:
         raise RuntimeError("the dask scheduler did not listen within 60 s")
 
     def start_worker(self, extra_path: Path | None = None) -> subprocess.Popen[bytes]:
+        """A worker process, not waited for: it imports and warms torch up first (the
+        preload), then joins the scheduler, waiting for it if it is not up (yet)."""
         path = [str(p) for p in (extra_path, ROOT, TESTS) if p is not None]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), TAUOPT_TEST_GATE=str(self.gate))
         cmd = [DASK, "worker", self.address, "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"]
+        cmd += ["--preload", "tauopt.compute._dask_task"]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.workers.append(proc)
         return proc
+
+    def ensure(self, workers: int) -> list[subprocess.Popen[bytes]]:
+        """A live scheduler and at least `workers` live worker processes (started
+        here when missing, without waiting for them to join); the live workers."""
+        started = self.scheduler is None or self.scheduler.poll() is not None
+        if started:
+            self.start_scheduler(wait=False)
+        self.workers = [w for w in self.workers if w.poll() is None]
+        while len(self.workers) < workers:
+            self.start_worker()  # its imports overlap the scheduler's start
+        if started:
+            self.wait_scheduler()
+        return list(self.workers)
 
     def stop_scheduler(self) -> None:
         assert self.scheduler is not None
@@ -92,6 +118,15 @@ class Cluster:
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(tmp_path)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("dask-gate"))
     try:
         yield c
     finally:
@@ -124,11 +159,9 @@ async def _rounds(engine: Engine, exp_id: str, n: int) -> list[dict]:
     return seen
 
 
-async def test_gp_fits_run_on_the_dask_workers_one_experiment_per_worker(cluster: Cluster) -> None:
-    cluster.start_scheduler()
-    cluster.start_worker()
-    cluster.start_worker()
-    executor = DaskExecutor(cluster.address)
+async def test_gp_fits_run_on_the_dask_workers_one_experiment_per_worker(shared: Cluster) -> None:
+    shared.ensure(2)
+    executor = DaskExecutor(shared.address)
     # A generous fit deadline: on a loaded test machine the first fits are slow, and
     # this test is about where fits run (a fallback here would prove nothing).
     async with Engine(pool=StrategyPool(executor), fit_deadline_s=FIT_DEADLINE_S) as engine:
@@ -139,8 +172,11 @@ async def test_gp_fits_run_on_the_dask_workers_one_experiment_per_worker(cluster
             tg.start_soon(_rounds, engine, a.id, 4)
             tg.start_soon(_rounds, engine, b.id, 4)
         landed = engine.pool.stats.jobs
-        ran: dict[str, list[tuple[str, int]]] = await executor.client.run(fits_run)
+        ran_all: dict[str, list[tuple[str, int]]] = await executor.client.run(fits_run)
+        # The shared workers also ran other tests' jobs: these experiments' only.
+        ran = {w: [(k, n) for k, n in fits if k in (a.id, b.id)] for w, fits in ran_all.items()}
         threads = set((await executor.client.run(torch_threads_here)).values())
+        prefixes = await executor.client.run_on_scheduler(_task_prefixes)
         from dask_gated_job import failing_run
 
         failing = StrategyJob(failing_run, SuggestRequest(Space.parse(XY), Metric.parse(M)), None, 20.0)
@@ -155,13 +191,23 @@ async def test_gp_fits_run_on_the_dask_workers_one_experiment_per_worker(cluster
     # Fits with observations (not the empty-history fallback) ran there, as GP.
     assert any(n > 0 for fits in ran.values() for _, n in fits)
     assert threads == {(1, 1)}
+    # Each job was one call to a worker's JobRunner actor, not a Dask task: the only
+    # tasks the scheduler ever saw are the runners, one per worker (live while the
+    # executor was), none per job.
+    assert set(prefixes) == {"JobRunner"}
+    assert prefixes["JobRunner"] == 2 < executor.stats.submitted
+
+
+def _task_prefixes(dask_scheduler) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """On the scheduler: every task name prefix it has seen, with its tasks held in memory now."""
+    return {name: p.state_counts["memory"] for name, p in dask_scheduler.task_prefixes.items()}
 
 
 async def test_a_worker_killed_mid_job_has_it_rerun_elsewhere_and_every_ask_answered(
-    cluster: Cluster, gated: str
+    shared: Cluster, gated: str
 ) -> None:
-    cluster.start_scheduler()
-    procs = {p.pid: p for p in (cluster.start_worker(), cluster.start_worker())}
+    cluster = shared
+    procs = {p.pid: p for p in cluster.ensure(2)}
     executor = DaskExecutor(cluster.address)
     async with Engine(pool=StrategyPool(executor)) as engine:
         await executor.client.wait_for_workers(2, timeout=60)
@@ -190,11 +236,11 @@ async def test_a_worker_killed_mid_job_has_it_rerun_elsewhere_and_every_ask_answ
 
 
 async def test_scheduler_stopped_and_restarted_asks_keep_answered_then_fits_resume(
-    cluster: Cluster, caplog: pytest.LogCaptureFixture
+    shared: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="tauopt.compute.dask")
-    cluster.start_scheduler()
-    cluster.start_worker()
+    cluster = shared
+    cluster.ensure(1)
     executor = DaskExecutor(cluster.address, connect_timeout_s=2.0, watch_every_s=0.1)
     async with Engine(pool=StrategyPool(executor), fit_deadline_s=FIT_DEADLINE_S) as engine:
         await executor.client.wait_for_workers(1, timeout=60)
@@ -202,12 +248,12 @@ async def test_scheduler_stopped_and_restarted_asks_keep_answered_then_fits_resu
         await _rounds(engine, exp.id, 3)
         jobs_before = engine.pool.stats.jobs
         cluster.stop_scheduler()
+        cluster.start_worker()  # for the scheduler to come: it warms up meanwhile, then joins
         await _wait_until(lambda: executor.stats.lost == 1, "the loss was noticed")
         fallbacks = engine.pool.stats.fallbacks
         await _rounds(engine, exp.id, 3)  # answered while the scheduler is gone
         assert engine.pool.stats.fallbacks >= fallbacks + 1
         cluster.start_scheduler()
-        cluster.start_worker()
         await _wait_until(lambda: executor.stats.reconnects == 1, "reconnected")
         await executor.client.wait_for_workers(1, timeout=60)
         submitted = executor.stats.submitted
@@ -278,12 +324,17 @@ def test_serve_exits_with_one_line_when_the_scheduler_is_unreachable(tmp_path: P
     db = tmp_path / "t.db"
     cmd = [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", "0", "--pool", "dask"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run([*cmd, "--dask-scheduler", address], capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 1
-    assert done.stderr.startswith(f"tauopt: cannot reach the Dask scheduler at {address}")
-    assert "Traceback" not in done.stderr and not db.exists()  # refused before anything was written
-    wrong = subprocess.run([*cmd[:-2], "--dask-scheduler", address], capture_output=True, text=True, timeout=60, env=env)
-    assert wrong.returncode == 2 and "--dask-scheduler goes with --pool dask" in wrong.stderr
+    pipes = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # Both at once: each pays the interpreter's start, the first also the 10 s connect timeout.
+    with subprocess.Popen([*cmd, "--dask-scheduler", address], **pipes) as unreachable, subprocess.Popen(
+        [*cmd[:-2], "--dask-scheduler", address], **pipes
+    ) as wrong:
+        wrong_err = wrong.communicate(timeout=60)[1]
+        done_err = unreachable.communicate(timeout=120)[1]
+    assert unreachable.returncode == 1
+    assert done_err.startswith(f"tauopt: cannot reach the Dask scheduler at {address}")
+    assert "Traceback" not in done_err and not db.exists()  # refused before anything was written
+    assert wrong.returncode == 2 and "--dask-scheduler goes with --pool dask" in wrong_err
 
 
 @pytest.mark.parametrize("anyio_backend", ["trio"])

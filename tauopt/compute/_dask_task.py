@@ -28,6 +28,7 @@ from ..strategies import StrategyJob, StrategyOutcome, run_job
 __all__ = [
     "JobRunner",
     "TauoptWorkerSetup",
+    "dask_setup",
     "WorkerReport",
     "fits_run",
     "gp_extra_message",
@@ -128,11 +129,29 @@ class TauoptWorkerSetup(WorkerPlugin):  # type: ignore[misc]
         await asyncio.get_running_loop().run_in_executor(None, _prepare)
 
 
-def _prepare() -> None:
-    from ._workers import _warm_up
+_prepare_lock = threading.Lock()
+_prepared = False
 
-    _pin_threads()
-    _warm_up()
+
+def _prepare() -> None:
+    """Pin threads and warm gpytorch up, once per worker process."""
+    global _prepared
+    with _prepare_lock:
+        if _prepared:
+            return
+        from ._workers import _warm_up
+
+        _pin_threads()
+        _warm_up()
+        _prepared = True
+
+
+def dask_setup(worker: Any) -> None:
+    """`dask worker --preload tauopt.compute._dask_task`: the plugin's work done at the
+    worker's start, before it joins the scheduler, so it joins ready for a first fit
+    (the plugin then finds it done)."""
+    if not missing_gp_packages():
+        _prepare()
 
 
 def run_on_worker(job: StrategyJob, key: str, n_obs: int, submitted_at: float, address: str | None = None) -> WorkerReport:
