@@ -121,14 +121,21 @@ async def run_inproc(cfg: Config, workdir: Path) -> dict[str, Any]:
 
         ask, tell = api_ask_tell(lambda w: client, ids)
 
+        n0 = len(await client.observations(ids[0]))
         rec = await run_workers(cfg.workers, ask, tell, cfg.duration_s, cfg.eval_s)
         peak = max([(await client.engine.inspect(e))["max_open_seen"] for e in ids])
-    return {
+        history = await client.observations(ids[0]) if cfg.strategy == "gp" else []
+    out = {
         **cfg.describe(),
         **summarize(rec),
         "invariants": invariants(rec.keys, peak, cfg.workers, "engine.inspect"),
         "_ask_s": rec.ask_s,
     }
+    if cfg.strategy == "gp":  # the GP target's yardstick: one fit at the asks' n, same run
+        from _bench_gp import gp_yardstick
+
+        out.update(await anyio.to_thread.run_sync(gp_yardstick, history, n0, rec.ask_s))
+    return out
 
 
 # -- http ------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@
     journal  JournalStorage(JournalFileBackend), N processes
 
 The sampler is RandomSampler for `random` and QMCSampler(sobol) for `sobol`,
-so both sides do the same (trivial) amount of sampling work; an ask is
+so both sides do the same (trivial) amount of sampling work, and GPSampler
+for `gp` (the GP row: Optuna's GP against tauopt's); an ask is
 `study.ask()` plus the three `suggest_*` calls (Optuna samples there), an
 observe is `study.tell(trial, value)`.
 """
@@ -59,6 +60,8 @@ def _quiet() -> Any:
 
 
 def _sampler(optuna: Any, strategy: str) -> Any:
+    if strategy == "gp":  # issue 16's GP row: Optuna's own GP, on the same objective and space
+        return optuna.samplers.GPSampler(seed=1)
     if strategy == "sobol":
         return optuna.samplers.QMCSampler(qmc_type="sobol", seed=1)
     return optuna.samplers.RandomSampler(seed=None)

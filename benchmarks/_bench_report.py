@@ -12,6 +12,7 @@ RATIO_PAIRS: tuple[tuple[str, str, str], ...] = (
     ("in-memory, 1 worker: inproc vs Optuna 1 thread", "inproc/memory/random/w1/e1", "optuna/memory/random/threads1"),
     ("in-memory, 8 workers: inproc vs Optuna 8 threads", "inproc/memory/random/w8/e1", "optuna/memory/random/threads8"),
     ("in-memory, 64 workers: inproc vs Optuna 64 threads", "inproc/memory/random/w64/e1", "optuna/memory/random/threads64"),
+    ("GP, in-memory, 8 workers: inproc vs Optuna GPSampler 8 threads", "inproc/memory/gp/w8/e1", "optuna/memory/gp/threads8"),
     ("durable, inproc SQLite 64 workers vs Optuna SQLite 4 processes", "inproc/sqlite/random/w64/e1", "optuna/sqlite/random/procs4"),
     ("durable, http 4 processes x 1 worker vs Optuna SQLite 4 processes", "http/sqlite/random/w4/p4/e1", "optuna/sqlite/random/procs4"),
     ("durable, http 4 processes x 16 workers vs Optuna SQLite 4 processes", "http/sqlite/random/w64/p4/e1", "optuna/sqlite/random/procs4"),
@@ -132,6 +133,11 @@ def markdown(results: Sequence[dict[str, Any]], rs: Sequence[dict[str, Any]], co
     iso = isolation_lines(results)
     if iso:
         out.append("**Isolation**\n\n" + iso)
+    from _bench_gp import gp_lines  # the GP target: ask p95 over one fit, pairs/s over Optuna's GP
+
+    gp = gp_lines(results)
+    if gp:
+        out.append("**GP**\n\n" + gp)
     return "\n".join(out)
 
 

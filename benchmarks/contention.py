@@ -92,6 +92,7 @@ def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) 
         optuna = [
             OptunaConfig("memory", 1, duration_s=d),
             OptunaConfig("memory", 64, duration_s=d),
+            OptunaConfig("memory", 8, "gp", duration_s=d),
             OptunaConfig("sqlite", 4, duration_s=d),
             OptunaConfig("journal", 4, duration_s=d),
         ]
@@ -121,7 +122,7 @@ def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) 
         ]
         configs += [Config("kerastuner", "sqlite", "random", w, procs=p, duration_s=d) for w, p in ((1, 1), (8, 2), (64, 4))]
         optuna = [OptunaConfig("memory", w, duration_s=d) for w in (1, 8, 64)]
-        optuna += [OptunaConfig("memory", 8, "sobol", duration_s=d)]
+        optuna += [OptunaConfig("memory", 8, "sobol", duration_s=d), OptunaConfig("memory", 8, "gp", duration_s=d)]
         optuna += [OptunaConfig(s, 4, duration_s=d) for s in ("sqlite", "journal")]
         optuna += [OptunaConfig(s, 1, duration_s=d) for s in ("sqlite", "journal")]
         extra = [
