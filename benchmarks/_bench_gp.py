@@ -53,11 +53,11 @@ def one_fit_ms(history: Sequence[Any], n: int, pending: int = 7, repeats: int = 
     return round(float(np.median(times)) * 1000, 1)
 
 
-def gp_yardstick(history: Sequence[Any], n0: int, ask_s: Sequence[float]) -> dict[str, Any]:
+def gp_yardstick(history: Sequence[Any], n0: int, ask_s: Sequence[float], repeats: int = 5) -> dict[str, Any]:
     """One fit at four lengths of the row's history, and the row's asks over it."""
     n_end = len(history)
     ns = sorted({max(1, n0 + (n_end - n0) * k // 3) for k in range(4)})
-    fits = [one_fit_ms(history, n) for n in ns]
+    fits = [one_fit_ms(history, n, repeats=repeats) for n in ns]
     n_mid = n0 + (n_end - n0) // 2
     mid = float(np.interp(n_mid, ns, fits))
     p95_ms = float(np.percentile(ask_s, 95)) * 1000 if ask_s else float("nan")

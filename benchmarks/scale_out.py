@@ -100,6 +100,11 @@ async def _round_trips(pool: StrategyPool, args: argparse.Namespace) -> dict[str
         history.append(Observation(str(i), "bench", None, a, _loss(a), False, 0.0, {}))
     request = SuggestRequest(Space.parse(SPACE), Metric.parse(METRIC), tuple(history), (), 1, 0, args.history)
     job = StrategyJob(get("sobol").job_runner, request, None, None)
+    # The load's last fits run on (until their deadline): the executor's own cost is
+    # measured once they are done, not a job's wait behind them.
+    with anyio.move_on_after(2 * args.fit_deadline_s):
+        while pool.stats.in_flight:
+            await anyio.sleep(0.1)
     await pool.executor.submit("overhead", job)  # first job: imports on the worker
     times = []
     for _ in range(args.overhead_jobs):
