@@ -121,7 +121,7 @@ async def run_inproc(cfg: Config, workdir: Path) -> dict[str, Any]:
 
         ask, tell = api_ask_tell(lambda w: client, ids)
 
-        n0 = len(await client.observations(ids[0]))
+        n0 = len(await client.observations(ids[0])) if cfg.strategy == "gp" else 0
         rec = await run_workers(cfg.workers, ask, tell, cfg.duration_s, cfg.eval_s)
         peak = max([(await client.engine.inspect(e))["max_open_seen"] for e in ids])
         history = await client.observations(ids[0]) if cfg.strategy == "gp" else []
