@@ -30,6 +30,7 @@ from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
 from ._curves import check_early_stopping
+from ._importance import ImportanceCache
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
@@ -73,6 +74,7 @@ class Engine:
         self._actors: dict[str, ActorRef] = {}
         self._starting: dict[str, anyio.Event] = {}
         self._warmed: dict[Callable[[], None], anyio.Event] = {}
+        self._importance = ImportanceCache()
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
 
@@ -424,12 +426,11 @@ class Engine:
         return out
 
     async def importance(self, experiment_id: str, owner: str | None = None) -> dict[str, Any]:
-        """Parameter importance, computed outside the actor (see _importance.py for the method)."""
-        from ._importance import importance
-
+        """Parameter importance, computed outside the actor and kept until the history
+        changes (see _importance.py for the methods: GP length-scales, binned variance)."""
         exp = await self.experiment(experiment_id, owner=owner)
         found = await self.observations(experiment_id, owner=owner)
-        return await anyio.to_thread.run_sync(importance, exp.parameters, found)
+        return await self._importance.get(exp, found)
 
     async def best(self, experiment_id: str, owner: str | None = None) -> Observation | None:
         """The best feasible observation by the (first) objective; None while none is feasible.

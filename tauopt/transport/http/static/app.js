@@ -5,12 +5,19 @@
 const TOKEN_KEY = "tauopt.token";
 const POLL_MS = 2000;
 // SVG marks per plot; above these a plot is evenly thinned and says so on the chart
-// (the best-so-far line and the importance always use every observation). Sized so a
-// 10,000-observation page draws in about a second: see benchmarks/dashboard_load.py.
-const LIMITS = { history: 1500, parcoords: 1000, slices: 500, contour: 400, timeline: 500 };
+// (the best-so-far line, its improvements and the importance always use every
+// observation). Sized so a 10,000-observation page draws in under a second: see
+// benchmarks/dashboard_load.py and the README.
+const LIMITS = { history: 1000, parcoords: 800, slices: 400, contour: 400, timeline: 400 };
 const COLORS = { ok: "#2563eb", best: "#f59e0b", failed: "#dc2626", observed: "#16a34a", open: "#2563eb",
   closed: "#6b7280", expired: "#dc2626", grid: "#e5e7eb", text: "#1f2937", muted: "#6b7280" };
 const PLOT_CONFIG = { displayModeBar: false, responsive: true };
+// Plotly runs after this file (index.html orders them so the API reads start first);
+// every deferred script has run by DOMContentLoaded.
+const plotlyReady = new Promise((resolve) => {
+  if (document.readyState !== "loading" && window.Plotly) resolve();
+  else document.addEventListener("DOMContentLoaded", () => resolve(), { once: true });
+});
 
 // plotly.js (through d3) sets a few styles with setAttribute("style", ...), which the strict
 // CSP refuses (style-src-attr); the same declarations through the CSSOM are allowed.
@@ -219,27 +226,72 @@ function sparkline(points) {
 
 function experimentPage(view, id) {
   const st = { exp: null, obs: [], lastId: 0, cursor: 0, sugg: new Map(), workers: null, sort: { key: "id", desc: true },
-    filter: "", xAxis: "number", pair: [null, null], importanceAt: -1, drawnAt: -1 };
+    filter: "", xAxis: "number", pair: [null, null], importance: null, importanceAt: -1, drawnAt: -1,
+    seen: new Set(), pending: new Map() };
   crumbs({ text: "Experiments", href: "#/" }, { text: id });
   const root = el("div", { class: "experiment" });
   view.append(root);
   const parts = buildExperimentLayout(root, st, () => drawAll(st, true));
   st.parts = parts;
-  return poller(async () => {
-    const [summary, fresh, workers] = await Promise.all([
+  const lazy = lazyDrawing(st);
+  const polling = poller(async () => {
+    const first = st.drawnAt < 0;
+    const [summary, fresh, workers, importance] = await Promise.all([
       api(`/v1/experiments/${id}/summary`),
       api(`/v1/experiments/${id}/observations?after=${st.lastId}`),
       api(`/v1/experiments/${id}/workers?after=${st.cursor}`),
+      first ? api(`/v1/experiments/${id}/importance`) : null, // in parallel: it is in the first view
     ]);
     st.exp = summary.experiment; st.summary = summary;
     for (const o of fresh) { st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
     for (const row of workers.changes) st.sugg.set(row.id, row);
     st.cursor = workers.cursor; st.workers = workers;
+    if (importance) { st.importance = importance; st.importanceAt = scored(st).length; }
+    else if (importanceStale(st)) { st.importanceAt = scored(st).length; st.importance = await api(`/v1/experiments/${id}/importance`); }
     crumbs({ text: "Experiments", href: "#/" }, { text: st.exp.name });
-    const first = st.drawnAt < 0;
-    await drawAll(st, fresh.length > 0 || first);
-    if (first) performance.mark("tauopt:experiment-drawn"); // read by benchmarks/dashboard_load.py
+    await plotlyReady;
+    drawAll(st, fresh.length > 0 || first || importance !== null);
+    if (first) performance.mark("tauopt:experiment-drawn"); // what is in view is drawn; read by benchmarks/dashboard_load.py
   });
+  return { stop() { polling.stop(); lazy.disconnect(); } };
+}
+
+// Plots below the fold are drawn when they scroll into view (then kept up to date):
+// a 10,000-observation page draws only what the reader sees first.
+const LAZY = [["plot-history", drawHistory], ["plot-importance", drawImportance], ["plot-timeline", drawTimeline],
+  ["plot-parcoords", drawParcoords], ["plot-slices", drawSlices], ["plot-contour", (st) => { fillPairs(st); drawContour(st); }],
+  ["obs-table", drawTable]];
+
+function lazyDrawing(st) {
+  const observer = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      if (!e.isIntersecting) continue;
+      st.seen.add(e.target.id);
+      observer.unobserve(e.target);
+      const draw = st.pending.get(e.target.id);
+      st.pending.delete(e.target.id);
+      if (draw && st.exp) plotlyReady.then(() => timed(e.target.id.replace(/^plot-/, ""), () => draw(st)));
+    }
+  }, { rootMargin: "200px 0px" });
+  for (const [id] of LAZY) observer.observe(document.getElementById(id));
+  return observer;
+}
+
+function inView(id) {
+  const r = document.getElementById(id).getBoundingClientRect();
+  return r.bottom > -200 && r.top < window.innerHeight + 200;
+}
+
+function drawLazy(st, id, draw) {
+  if (!st.seen.has(id) && inView(id)) st.seen.add(id); // the first tick runs before the observer's first report
+  if (st.seen.has(id)) { st.pending.delete(id); timed(id.replace(/^plot-/, ""), () => draw(st)); }
+  else st.pending.set(id, draw);
+}
+
+function importanceStale(st) {
+  // refresh as data grows, not per observation
+  const n = scored(st).length, at = st.importanceAt;
+  return n !== at && !(at > 0 && n - at < Math.max(5, at / 20));
 }
 
 function section(title, id, ...body) {
@@ -279,18 +331,13 @@ function buildExperimentLayout(root, st, redraw) {
   return { pairX, pairY, redraw };
 }
 
-async function drawAll(st, dataChanged) {
+function drawAll(st, dataChanged) {
   timed("header", () => drawHeader(st));
   timed("workers", () => drawWorkers(st));
+  drawLazy(st, "plot-timeline", drawTimeline); // the workers' rows change on every tick
   if (!dataChanged) return;
   st.drawnAt = st.obs.length;
-  timed("history", () => drawHistory(st));
-  timed("table", () => drawTable(st));
-  timed("parcoords", () => drawParcoords(st));
-  timed("slices", () => drawSlices(st));
-  fillPairs(st);
-  timed("contour", () => drawContour(st));
-  await drawImportance(st);
+  for (const [id, draw] of LAZY) if (id !== "plot-timeline") drawLazy(st, id, draw);
 }
 
 function timed(name, draw) {
@@ -418,23 +465,23 @@ function drawHistory(st) {
     if (best === null || better(st, o.value, best)) { best = o.value; bestX.push(xs(o, i)); bestY.push(best); }
   });
   if (best !== null && st.obs.length) { bestX.push(xs(st.obs[st.obs.length - 1], st.obs.length - 1)); bestY.push(best); }
-  const shown = thin(ok, LIMITS.history);
-  noteFor("history", shown.length + fail.length, ok.length + fail.length);
-  const lo = Math.min(...ok.map((r) => r[1])), failY = ok.length ? lo : 0;
+  const shown = thin(ok, LIMITS.history), failShown = thin(fail, LIMITS.history / 5);
+  noteFor("history", shown.length + failShown.length, ok.length + fail.length);
+  let lo = Infinity;
+  for (const r of ok) lo = Math.min(lo, r[1]);
+  const failY = ok.length ? lo : 0;
   Plotly.react("plot-history", [
     { type: "scatter", mode: "markers", name: "observation", x: shown.map((r) => r[0]), y: shown.map((r) => r[1]), text: shown.map((r) => `#${r[2]}`),
       marker: { size: 5, color: COLORS.ok, opacity: 0.55 }, hovertemplate: "%{text}: %{y}<extra></extra>" },
-    { type: "scatter", mode: "markers", name: "failed", x: fail.map((r) => r[0]), y: fail.map(() => failY), text: fail.map((r) => `#${r[2]} failed`),
+    { type: "scatter", mode: "markers", name: "failed", x: failShown.map((r) => r[0]), y: failShown.map(() => failY), text: failShown.map((r) => `#${r[2]} failed`),
       marker: { size: 7, symbol: "x", color: COLORS.failed }, hovertemplate: "%{text}<extra></extra>" },
     { type: "scatter", mode: "lines", name: "best so far", x: bestX, y: bestY, line: { shape: "hv", color: COLORS.best, width: 2.5 }, hoverinfo: "skip" },
   ], baseLayout({ xaxis: axis(byTime ? "wall time" : "observation #"), yaxis: axis(st.exp.metric.name) }), PLOT_CONFIG);
 }
 
-async function drawImportance(st) {
-  const n = scored(st).length;
-  if (n === st.importanceAt || (st.importanceAt > 0 && n - st.importanceAt < Math.max(5, st.importanceAt / 20))) return; // refresh as data grows, not per observation
-  st.importanceAt = n;
-  const imp = await api(`/v1/experiments/${st.exp.id}/importance`);
+function drawImportance(st) {
+  const imp = st.importance;
+  if (!imp) return;
   const rows = imp.parameters.slice().reverse();
   document.getElementById("importance-note").textContent = `method: ${imp.method} · ${fmt(imp.observations)} observations`;
   Plotly.react("plot-importance", [{ type: "bar", orientation: "h", x: rows.map((r) => r.importance), y: rows.map((r) => r.name),
@@ -628,7 +675,6 @@ function drawWorkers(st) {
       el("td", {}, ttl ? ageBar(s.age_s / ttl) : el("span", { class: "muted" }, "none")),
       el("td", {}, el("button", { type: "button", class: "small close-one", onclick: () => closeOne(st, s.id) }, "Close")))) :
       el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No open suggestions."))));
-  drawTimeline(st);
 }
 
 function ageBar(frac) {
