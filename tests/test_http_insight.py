@@ -175,10 +175,28 @@ def test_importance_names_its_method_and_ranks_the_parameter_that_matters(served
         assert all(0.0 <= p["importance"] <= 1.0 for p in imp["parameters"])
 
 
+def test_the_report_log_lists_every_curve_and_then_only_what_is_new(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        a, b = ask(http, eid, "w1"), ask(http, eid, "w2")
+        for sid, step, value in ((a["id"], 1, 0.9), (b["id"], 1, 0.8), (a["id"], 2, 0.7)):
+            r = http.post(f"/v1/experiments/{eid}/suggestions/{sid}/reports", json={"step": step, "value": value})
+            assert r.status_code == 200, r.text
+        log = http.get(f"/v1/experiments/{eid}/reports").json()
+        assert log["cursor"] == 3
+        assert [(r["suggestion_id"], r["step"], r["value"]) for r in log["reports"]] == [(a["id"], 1, 0.9), (b["id"], 1, 0.8), (a["id"], 2, 0.7)]
+        assert http.get(f"/v1/experiments/{eid}/reports", params={"after": 3}).json() == {"cursor": 3, "reports": []}
+        http.post(f"/v1/experiments/{eid}/suggestions/{b['id']}/reports", json={"step": 5, "value": 0.5})
+        new = http.get(f"/v1/experiments/{eid}/reports", params={"after": log["cursor"]}).json()
+        assert new["cursor"] == 4 and [(r["suggestion_id"], r["step"]) for r in new["reports"]] == [(b["id"], 5)]
+        bad = http.get(f"/v1/experiments/{eid}/reports", params={"after": -1})
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
+
+
 def test_insight_endpoints_follow_ownership(served: Served) -> None:
     with served.http("alice") as alice, served.http("bob") as bob:
         eid = create(alice)["id"]
-        for path in ("summary", "workers", "importance", "observations?after=0"):
+        for path in ("summary", "workers", "importance", "observations?after=0", "reports?after=0"):
             r = bob.get(f"/v1/experiments/{eid}/{path}")
             assert r.status_code == 404 and r.json()["error"]["type"] == "not_found", path
         with served.http(None) as anon:
@@ -188,7 +206,7 @@ def test_insight_endpoints_follow_ownership(served: Served) -> None:
 def test_openapi_documents_the_new_endpoints(served: Served) -> None:
     with served.http(None) as http:
         paths = http.get("/openapi.json").json()["paths"]
-    for p in ("/v1/experiments/{id}/summary", "/v1/experiments/{id}/workers", "/v1/experiments/{id}/importance"):
+    for p in ("/v1/experiments/{id}/summary", "/v1/experiments/{id}/workers", "/v1/experiments/{id}/importance", "/v1/experiments/{id}/reports"):
         assert "get" in paths[p]
     params = {p["name"] for p in paths["/v1/experiments/{id}/observations"]["get"]["parameters"]}
     assert "after" in params

@@ -61,6 +61,7 @@ from ._messages import (
     Suggest,
     Summary,
     UpdateExperiment,
+    ReportLog,
     Workers,
 )
 from ._activity import observations_after
@@ -228,6 +229,8 @@ class ExperimentActor:
                 self._commit(request, [], dict(ledger.activity.summary(), experiment=self._header()))
             case Workers():
                 self._on_workers(request, msg)
+            case ReportLog():
+                self._commit(request, [], self._curves.log_after(msg.after))
             case Best():
                 self._on_best(request)
             case ParetoFront():

@@ -361,6 +361,14 @@ class Engine:
         sid = None if suggestion_id is None else str(suggestion_id)
         return await self._ask(experiment_id, m.ListReports(owner, sid))
 
+    async def report_log(self, experiment_id: str, after: int = 0, owner: str | None = None) -> dict[str, Any]:
+        """Every suggestion's intermediate reports from cursor `after` on (0 = all), in
+        arrival order, with the cursor to pass next: {"cursor": int, "reports": [Report]}."""
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise invalid(f"after: give a non-negative integer (the cursor of a previous answer), not {after!r}")
+        out: dict[str, Any] = await self._ask(experiment_id, m.ReportLog(owner, after))
+        return out
+
     async def suggestions(
         self,
         experiment_id: str,

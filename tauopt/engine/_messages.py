@@ -119,6 +119,13 @@ class Workers(Msg):
 
 
 @dataclass(frozen=True)
+class ReportLog(Msg):
+    """Every intermediate report from cursor `after` on (arrival order; the learning curves)."""
+
+    after: int = 0
+
+
+@dataclass(frozen=True)
 class ProposalReady(Msg):
     """A background proposal (GP fit) finished; sent by the actor's own job task."""
 

@@ -4,6 +4,8 @@
     GET /v1/experiments/{id}/workers      per-tag counts, open suggestions and their age,
                                           suggestions changed since ?after=<cursor>
     GET /v1/experiments/{id}/importance   parameter importance, with the method named
+    GET /v1/experiments/{id}/reports      every intermediate report since ?after=<cursor>
+                                          (the learning curves)
 
 Incremental observation reads are `GET /v1/experiments/{id}/observations?after=<id>`
 (in `_routes.py`). Summary and workers are answered from counters the experiment's
@@ -61,6 +63,18 @@ class WorkersOut(BaseModel):
     changes: list[TimelineRowOut]
 
 
+class ReportLogItemOut(BaseModel):
+    suggestion_id: str
+    step: int
+    value: float
+    created_at: float
+
+
+class ReportLogOut(BaseModel):
+    cursor: int = Field(description="pass as ?after= next time to read only newer reports")
+    reports: list[ReportLogItemOut]
+
+
 class ImportanceRowOut(BaseModel):
     name: str
     importance: float
@@ -96,3 +110,12 @@ async def importance(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)  # reads the whole history
     return await call.engine.importance(call.path["id"], owner=call.owner)
+
+
+@operation("GET", _EXP + "/reports", into=INSIGHT, query={"after": NonNegative}, response=ReportLogOut, errors=_ERRORS,
+           tag="insight")  # fmt: skip
+async def report_log(call: Call) -> Any:
+    """`after`: the `cursor` of a previous answer; 0 or left out lists every report."""
+    after = call.query["after"]
+    out = await call.engine.report_log(call.path["id"], after=0 if after is None else after, owner=call.owner)
+    return {"cursor": out["cursor"], "reports": [r.to_dict() for r in out["reports"]]}
