@@ -306,3 +306,29 @@ def test_dashboard_is_served_with_a_strict_csp_and_hashed_cacheable_assets(serve
         stale = http.get("/ui/000000000000/app.js")
         assert stale.status_code == 404 and stale.json()["error"]["type"] == "not_found"
         assert http.get(assets[0].rsplit("/", 1)[0] + "/secrets.txt").status_code == 404
+
+
+def test_the_columnar_listing_carries_exactly_what_the_row_listing_does(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        for i in range(12):
+            s = ask(http, eid)
+            body: dict[str, Any] = {"suggestion_id": s["id"], "value": float(i), "metrics": {"aux": i * 2.0} if i % 3 else {}}
+            if i == 5:
+                body = {"suggestion_id": s["id"], "failed": True}
+            assert http.post(f"/v1/experiments/{eid}/observations", json=body).status_code == 201
+        for after in (0, 7):
+            rows = http.get(f"/v1/experiments/{eid}/observations", params={"after": after}).json()
+            cols = http.get(f"/v1/experiments/{eid}/observations/columns", params={"after": after}).json()
+            assert cols["count"] == len(rows) and cols["id"] == [r["id"] for r in rows]
+            rebuilt = [
+                {"id": cols["id"][i], "experiment_id": eid, "suggestion_id": cols["suggestion_id"][i],
+                 "assignments": {k: v[i] for k, v in cols["assignments"].items() if v[i] is not None},
+                 "value": cols["value"][i], "failed": cols["failed"][i], "created_at": cols["created_at"][i],
+                 "metrics": {k: v[i] for k, v in cols["metrics"].items() if v[i] is not None},
+                 "stopped_at_step": cols["stopped_at_step"][i]}
+                for i in range(cols["count"])
+            ]  # fmt: skip
+            assert rebuilt == rows
+        with served.http("bob") as bob:
+            assert bob.get(f"/v1/experiments/{eid}/observations/columns").status_code == 404

@@ -4,6 +4,8 @@
     GET /v1/experiments/{id}/workers      per-tag counts, open suggestions and their age,
                                           suggestions changed since ?after=<cursor>
     GET /v1/experiments/{id}/importance   parameter importance, with the method named
+    GET /v1/experiments/{id}/observations/columns   the observations (?after=<id>) as one
+                                          array per field: the dashboard's compact read
     GET /v1/experiments/{id}/reports      every intermediate report since ?after=<cursor>
                                           (the learning curves)
 
@@ -22,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .._columns import observation_columns as to_columns
 from ._routes import Call, Operation, operation
 from ._schema import COMMON_ERRORS, NonNegative
 
@@ -75,6 +78,18 @@ class ReportLogOut(BaseModel):
     reports: list[ReportLogItemOut]
 
 
+class ObservationColumnsOut(BaseModel):
+    count: int
+    id: list[str]
+    suggestion_id: list[str | None]
+    value: list[float | None]
+    failed: list[bool]
+    created_at: list[float]
+    stopped_at_step: list[int | None]
+    assignments: dict[str, list[Any]] = Field(description="one array per parameter; null where inactive")
+    metrics: dict[str, list[float | None]] = Field(description="one array per metric; null where not carried")
+
+
 class ImportanceRowOut(BaseModel):
     name: str
     importance: float
@@ -103,6 +118,16 @@ async def workers(call: Call) -> Any:
     """`after`: the `cursor` of a previous answer; 0 or left out lists every suggestion."""
     after = call.query["after"]
     return await call.engine.workers(call.path["id"], after=0 if after is None else after, owner=call.owner)
+
+
+@operation("GET", _EXP + "/observations/columns", into=INSIGHT, query={"after": NonNegative}, response=ObservationColumnsOut,
+           errors=_ERRORS, tag="insight")  # fmt: skip
+async def observation_columns(call: Call) -> Any:
+    """The observations as one array per field (a third of the JSON at scale); `after`: only
+    observations with an id above this (the last you have)."""
+    if call.cred is not None:
+        call.gate.heavy_read(call.cred)  # as the row listing: it may read the whole history
+    return to_columns(await call.engine.observations(call.path["id"], after=call.query["after"], owner=call.owner))
 
 
 @operation("GET", _EXP + "/importance", into=INSIGHT, response=ImportanceOut, errors=_ERRORS, tag="insight")

@@ -236,18 +236,18 @@ function experimentPage(view, id) {
   const lazy = lazyDrawing(st);
   const polling = poller(async () => {
     const first = st.drawnAt < 0;
-    const [summary, fresh, workers, importance] = await Promise.all([
+    const [summary, fresh, workers, importance, reports] = await Promise.all([
       api(`/v1/experiments/${id}/summary`),
-      api(`/v1/experiments/${id}/observations?after=${st.lastId}`),
+      api(`/v1/experiments/${id}/observations/columns?after=${st.lastId}`).then((c) => rowsOf(c, id)),
       api(`/v1/experiments/${id}/workers?after=${st.cursor}`),
       first ? api(`/v1/experiments/${id}/importance`) : null, // in parallel: it is in the first view
+      api(`/v1/experiments/${id}/reports?after=${st.reportCursor}`),
     ]);
     st.exp = summary.experiment; st.summary = summary;
     for (const o of fresh) { st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
     for (const row of workers.changes) st.sugg.set(row.id, row);
     st.cursor = workers.cursor; st.workers = workers;
     if (objectives(st).length > 1 && (fresh.length || first)) st.front = await api(`/v1/experiments/${id}/pareto_front`);
-    const reports = await api(`/v1/experiments/${id}/reports?after=${st.reportCursor}`);
     for (const r of reports.reports) { if (!st.curves.has(r.suggestion_id)) st.curves.set(r.suggestion_id, []); st.curves.get(r.suggestion_id).push(r); }
     st.reportCursor = reports.cursor;
     if (importance) { st.importance = importance; st.importanceAt = scored(st).length; }
@@ -302,6 +302,20 @@ function importanceStale(st) {
   // refresh as data grows, not per observation
   const n = scored(st).length, at = st.importanceAt;
   return n !== at && !(at > 0 && n - at < Math.max(5, at / 20));
+}
+
+// The compact listing (one array per field) back into the API's observation objects,
+// so the page, its downloads and the row listing agree field for field.
+function rowsOf(c, experimentId) {
+  const params = Object.entries(c.assignments), metrics = Object.entries(c.metrics), rows = new Array(c.count);
+  for (let i = 0; i < c.count; i++) {
+    const assignments = {}, m = {};
+    for (const [name, col] of params) if (col[i] !== null) assignments[name] = col[i];
+    for (const [name, col] of metrics) if (col[i] !== null) m[name] = col[i];
+    rows[i] = { id: c.id[i], experiment_id: experimentId, suggestion_id: c.suggestion_id[i], assignments, value: c.value[i],
+      failed: c.failed[i], created_at: c.created_at[i], metrics: m, stopped_at_step: c.stopped_at_step[i] };
+  }
+  return rows;
 }
 
 function section(title, id, ...body) {
