@@ -193,6 +193,21 @@ def test_the_report_log_lists_every_curve_and_then_only_what_is_new(served: Serv
         assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
 
 
+def test_workers_with_a_limit_lists_only_the_latest_changed_suggestions(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        sids = [ask(http, eid, f"w{i % 2}")["id"] for i in range(6)]
+        tell(http, eid, sids[0], 1.0)  # the oldest suggestion changed last
+        full = http.get(f"/v1/experiments/{eid}/workers").json()
+        assert [r["id"] for r in full["changes"]] == sids[1:] + sids[:1]  # in order of their latest change
+        some = http.get(f"/v1/experiments/{eid}/workers", params={"limit": 2}).json()
+        assert [r["id"] for r in some["changes"]] == [sids[5], sids[0]]
+        assert some["cursor"] == full["cursor"] and some["tags"] == full["tags"]
+        bad = http.get(f"/v1/experiments/{eid}/workers", params={"limit": 0})
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
+        http.delete(f"/v1/experiments/{eid}/suggestions")  # leave no open ones: the module's /metrics test ranks by them
+
+
 def test_insight_endpoints_follow_ownership(served: Served) -> None:
     with served.http("alice") as alice, served.http("bob") as bob:
         eid = create(alice)["id"]

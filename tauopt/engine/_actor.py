@@ -246,7 +246,7 @@ class ExperimentActor:
 
     def _on_workers(self, request: Request[Any], msg: Workers) -> None:
         ledger, now = self._ledger, self._clock()
-        out = ledger.activity.workers(msg.after, ledger.suggestions, now, self._exp.suggestion_ttl_s)
+        out = ledger.activity.workers(msg.after, ledger.suggestions, now, self._exp.suggestion_ttl_s, msg.limit)
         out["open"] = [dict(s.to_dict(), age_s=now - s.created_at) for s in ledger.open.values()]
         self._commit(request, [], out)
 

@@ -425,12 +425,17 @@ class Engine:
         out: dict[str, Any] = await self._ask(experiment_id, m.Summary(owner))
         return out
 
-    async def workers(self, experiment_id: str, after: int = 0, owner: str | None = None) -> dict[str, Any]:
+    async def workers(
+        self, experiment_id: str, after: int = 0, owner: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
         """Per-tag suggestion counts, open suggestions with their age, and the suggestions
-        that changed since `after` (a cursor from a previous answer; 0 = all)."""
+        that changed since `after` (a cursor from a previous answer; 0 = all), at most the
+        latest `limit` of them when given."""
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise invalid(f"after: give a non-negative integer (the cursor of a previous answer), not {after!r}")
-        out: dict[str, Any] = await self._ask(experiment_id, m.Workers(owner, after))
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise invalid(f"limit: give a positive integer (how many changed suggestions at most), not {limit!r}")
+        out: dict[str, Any] = await self._ask(experiment_id, m.Workers(owner, after, limit))
         return out
 
     async def importance(self, experiment_id: str, owner: str | None = None) -> dict[str, Any]:

@@ -113,9 +113,11 @@ class Summary(Msg):
 
 @dataclass(frozen=True)
 class Workers(Msg):
-    """Per-tag counts and the suggestions changed since cursor `after` (the workers' view)."""
+    """Per-tag counts and the suggestions changed since cursor `after` (the workers' view);
+    with `limit`, only the latest `limit` of those."""
 
     after: int = 0
+    limit: int | None = None
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ path), in this module's own list `INSIGHT`, which the app serves beside the rest
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -29,6 +29,8 @@ from ._routes import Call, Operation, operation
 from ._schema import COMMON_ERRORS, NonNegative
 
 __all__ = ["INSIGHT"]
+
+Positive = Annotated[int, Field(ge=1)]  # a count in a query
 
 
 class SummaryOut(BaseModel):
@@ -112,12 +114,15 @@ async def summary(call: Call) -> Any:
     return dict(out, experiment=out["experiment"].to_dict())
 
 
-@operation("GET", _EXP + "/workers", into=INSIGHT, query={"after": NonNegative}, response=WorkersOut, errors=_ERRORS,
-           tag="insight")  # fmt: skip
+@operation("GET", _EXP + "/workers", into=INSIGHT, query={"after": NonNegative, "limit": Positive}, response=WorkersOut,
+           errors=_ERRORS, tag="insight")  # fmt: skip
 async def workers(call: Call) -> Any:
-    """`after`: the `cursor` of a previous answer; 0 or left out lists every suggestion."""
+    """`after`: the `cursor` of a previous answer; 0 or left out lists every suggestion.
+    `limit`: at most this many changed suggestions, the latest."""
     after = call.query["after"]
-    return await call.engine.workers(call.path["id"], after=0 if after is None else after, owner=call.owner)
+    return await call.engine.workers(
+        call.path["id"], after=0 if after is None else after, limit=call.query["limit"], owner=call.owner
+    )
 
 
 @operation("GET", _EXP + "/observations/columns", into=INSIGHT, query={"after": NonNegative}, response=ObservationColumnsOut,

@@ -239,13 +239,17 @@ function experimentPage(view, id) {
     const [summary, fresh, workers, importance, reports] = await Promise.all([
       api(`/v1/experiments/${id}/summary`),
       api(`/v1/experiments/${id}/observations/columns?after=${st.lastId}`).then((c) => rowsOf(c, id)),
-      api(`/v1/experiments/${id}/workers?after=${st.cursor}`),
+      api(`/v1/experiments/${id}/workers?after=${st.cursor}&limit=${LIMITS.timeline}`),
       first ? api(`/v1/experiments/${id}/importance`) : null, // in parallel: it is in the first view
       api(`/v1/experiments/${id}/reports?after=${st.reportCursor}`),
     ]);
     st.exp = summary.experiment; st.summary = summary;
     for (const o of fresh) { st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
     for (const row of workers.changes) st.sugg.set(row.id, row);
+    if (st.sugg.size > 2 * LIMITS.timeline) { // the timeline shows the latest only: keep those
+      const keep = [...st.sugg.keys()].sort((a, b) => Number(a) - Number(b)).slice(-LIMITS.timeline);
+      st.sugg = new Map(keep.map((k) => [k, st.sugg.get(k)]));
+    }
     st.cursor = workers.cursor; st.workers = workers;
     if (objectives(st).length > 1 && (fresh.length || first)) st.front = await api(`/v1/experiments/${id}/pareto_front`);
     for (const r of reports.reports) { if (!st.curves.has(r.suggestion_id)) st.curves.set(r.suggestion_id, []); st.curves.get(r.suggestion_id).push(r); }
@@ -808,8 +812,9 @@ function drawTimeline(st) {
   });
   const tags = new Set(rows.map((r) => r.tag ?? "(untagged)"));
   document.getElementById("plot-timeline").style.height = `${Math.max(200, 60 + tags.size * 28)}px`;
-  document.getElementById("workers-note").textContent = recent.length < rows.length
-    ? `timeline: the latest ${fmt(recent.length)} of ${fmt(rows.length)} suggestions` : `${fmt(rows.length)} suggestions`;
+  const total = st.workers.tags.reduce((n, t) => n + t.open + t.observed + t.closed + t.expired, 0);
+  document.getElementById("workers-note").textContent = recent.length < total
+    ? `timeline: the latest ${fmt(recent.length)} of ${fmt(total)} suggestions` : `${fmt(total)} suggestions`;
   Plotly.react("plot-timeline", traces, baseLayout({ showlegend: true, legend: { orientation: "h", y: 1.12 },
     margin: { l: 110, r: 16, t: 28, b: 40 }, xaxis: axis("wall time"), yaxis: axis("", { type: "category" }) }), PLOT_CONFIG);
 }
