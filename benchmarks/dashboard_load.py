@@ -156,7 +156,8 @@ def measure(url: str, token: str, eid: str, runs: int, chromium: str | None, chr
                 below.append(round(sum(ms for n, ms in drawn if n not in first_view), 1))
                 for name, ms in drawn:
                     steps.setdefault(name, []).append(ms)
-                transfer.update(dict(page.evaluate(RESOURCES)))
+                for name, size in page.evaluate(RESOURCES):
+                    transfer.setdefault(name.split("/", 2)[-1], size)  # the first read of each: the full one
             page.close()
         browser.close()
     return times

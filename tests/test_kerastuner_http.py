@@ -20,7 +20,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_http_port_serves_the_chiefs_experiment_to_a_token(tmp_path: Path) -> None:
+def start_chief(tmp_path: Path, project: str) -> tuple[subprocess.Popen[str], Path, int, int, str]:
+    """A chief with --http-port on a one-parameter space: (process, db, gRPC port, HTTP port, its ready line)."""
     db = tmp_path / "kt.db"
     space = tmp_path / "space.json"
     space.write_text(json.dumps([{"name": "units", "type": "int", "bounds": [8, 64], "step": 8}]))
@@ -28,12 +29,19 @@ def test_http_port_serves_the_chiefs_experiment_to_a_token(tmp_path: Path) -> No
     env = {**os.environ, "KERASTUNER_ORACLE_IP": "127.0.0.1", "KERASTUNER_ORACLE_PORT": str(grpc_port), "KERASTUNER_TUNER_ID": "chief"}
     chief = subprocess.Popen(
         [sys.executable, "-m", "tauopt.cli", "kerastuner", "chief", "--objective", "score", "--direction", "min",
-         "--max-trials", "4", "--db", str(db), "--project", "viewable", "--space", str(space), "--http-port", str(http_port)],
+         "--max-trials", "4", "--db", str(db), "--project", project, "--space", str(space), "--http-port", str(http_port)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    line = chief.stdout.readline()  # type: ignore[union-attr]
+    if not line:
+        chief.kill()
+        raise AssertionError(chief.stderr.read())  # type: ignore[union-attr]
+    return chief, db, grpc_port, http_port, line
+
+
+def test_http_port_serves_the_chiefs_experiment_to_a_token(tmp_path: Path) -> None:
+    chief, db, _, http_port, line = start_chief(tmp_path, "viewable")
     try:
-        line = chief.stdout.readline()  # type: ignore[union-attr]
-        assert line, chief.stderr.read()  # type: ignore[union-attr]
         ready = json.loads(line)
         token = subprocess.run(
             [sys.executable, "-m", "tauopt.cli", "token", "create", "--db", str(db), "--name", "viewer"],
@@ -74,19 +82,8 @@ def test_the_chiefs_grpc_requests_are_counted_in_the_metrics_its_http_port_serve
     from tauopt.transport.grpc._generated import service_pb2 as pb
     from tauopt.transport.grpc._generated import service_pb2_grpc as pb_grpc
 
-    db = tmp_path / "kt.db"
-    space = tmp_path / "space.json"
-    space.write_text(json.dumps([{"name": "units", "type": "int", "bounds": [8, 64], "step": 8}]))
-    grpc_port, http_port = free_port(), free_port()
-    env = {**os.environ, "KERASTUNER_ORACLE_IP": "127.0.0.1", "KERASTUNER_ORACLE_PORT": str(grpc_port), "KERASTUNER_TUNER_ID": "chief"}
-    chief = subprocess.Popen(
-        [sys.executable, "-m", "tauopt.cli", "kerastuner", "chief", "--objective", "score", "--direction", "min",
-         "--max-trials", "4", "--db", str(db), "--project", "counted", "--space", str(space), "--http-port", str(http_port)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    chief, _, grpc_port, http_port, _ = start_chief(tmp_path, "counted")
     try:
-        line = chief.stdout.readline()  # type: ignore[union-attr]
-        assert line, chief.stderr.read()  # type: ignore[union-attr]
         with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
             stub = pb_grpc.OracleStub(channel)
             stub.GetSpace(pb.GetSpaceRequest(), timeout=20)

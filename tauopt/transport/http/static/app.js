@@ -8,7 +8,7 @@ const POLL_MS = 2000;
 // (the best-so-far line, its improvements and the importance always use every
 // observation). Sized so a 10,000-observation page draws in under a second: see
 // benchmarks/dashboard_load.py and the README.
-const LIMITS = { history: 800, parcoords: 800, slices: 400, contour: 400, timeline: 300, pareto: 800, curves: 150 };
+const LIMITS = { history: 600, parcoords: 800, slices: 400, contour: 400, timeline: 300, pareto: 800, curves: 150 };
 const COLORS = { ok: "#2563eb", best: "#f59e0b", failed: "#dc2626", observed: "#16a34a", open: "#2563eb",
   closed: "#6b7280", expired: "#dc2626", grid: "#e5e7eb", text: "#1f2937", muted: "#6b7280" };
 const PLOT_CONFIG = { displayModeBar: false, responsive: true };
