@@ -539,3 +539,29 @@ def test_learning_curves_show_each_suggestions_reports_and_mark_stopped_trials(w
     pg.goto(f"{world.url}/#/e/{world.search}")
     pg.wait_for_selector("#plot-history .main-svg", state="attached")
     assert pg.evaluate("document.getElementById('curves').classList.contains('hidden')")
+
+
+def test_a_gp_experiment_ranks_importance_by_fitted_length_scales_and_says_so(world: World, page: Any) -> None:
+    from tauopt.strategies import get
+
+    if not get("gp").available():
+        pytest.skip("the gp extra (torch, gpytorch) is not installed")
+    import numpy as np
+
+    params = [{"name": "noise", "type": "double", "bounds": [0.0, 1.0]}, {"name": "x", "type": "double", "bounds": [0.0, 1.0]},
+              {"name": "other", "type": "double", "bounds": [0.0, 1.0]}]  # fmt: skip
+    r = world.http.post("/v1/experiments", json={"name": "gp-importance", "parameters": params, "metric": METRIC, "strategy": "gp"})
+    eid = r.json()["id"]
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        a = {"noise": float(rng.random()), "x": float(rng.random()), "other": float(rng.random())}
+        value = float(np.sin(6.0 * a["x"]) + 3.0 * a["x"] ** 2)  # only x matters
+        assert world.http.post(f"/v1/experiments/{eid}/observations", json={"assignments": a, "value": value}).status_code == 201
+    sign_in(pg := page[0], world.url, world.token)
+    pg.click(f'#exp-table tr[data-id="{eid}"] a')
+    wait_js(pg, "(document.querySelector('#importance-note') || {}).textContent?.includes('method')", timeout_s=180)  # a GP fit in the daemon
+    assert "method: gp_lengthscales" in pg.inner_text("#importance-note")
+    assert pg.evaluate("document.querySelector('#plot-importance .xtitle').textContent") == "inverse length-scale (share of the sum)"
+    # bars are drawn bottom-up, so the top bar (the most important) is the last label
+    labels = pg.evaluate("[...document.querySelectorAll('#plot-importance .ytick text')].map(t => t.textContent)")
+    assert labels[-1] == "x"

@@ -322,6 +322,8 @@ function rowsOf(c, experimentId) {
   return rows;
 }
 
+function hidden(node) { node.classList.add("hidden"); return node; } // shown once the data calls for it
+
 function section(title, id, ...body) {
   return el("div", { class: "card", id }, el("div", { class: "card-head" }, el("h2", {}, title), el("span", { class: "note muted", id: `${id}-note` })), ...body);
 }
@@ -340,9 +342,9 @@ function buildExperimentLayout(root, st, redraw) {
     el("div", { class: "grid two" },
       section("Optimization history", "history", el("div", { class: "tools" }, axisButtons), el("div", { id: "plot-history", class: "plot" })),
       section("Parameter importance", "importance", el("div", { id: "plot-importance", class: "plot" }))),
-    section("Pareto front", "pareto", el("p", { class: "muted small", id: "pareto-help" }), el("div", { id: "plot-pareto", class: "plot tall" })),
-    section("Learning curves", "curves", el("p", { class: "muted small" }, "Intermediate reports per suggestion; × marks a trial stopped early."),
-      el("div", { id: "plot-curves", class: "plot" })),
+    hidden(section("Pareto front", "pareto", el("p", { class: "muted small", id: "pareto-help" }), el("div", { id: "plot-pareto", class: "plot tall" }))),
+    hidden(section("Learning curves", "curves", el("p", { class: "muted small" }, "Intermediate reports per suggestion; × marks a trial stopped early."),
+      el("div", { id: "plot-curves", class: "plot" }))),
     section("Workers", "workers",
       el("div", { class: "grid two tight" },
         el("div", {}, el("h3", {}, "By tag"), el("table", { id: "tag-table", class: "table compact" })),
@@ -517,7 +519,7 @@ function drawImportance(st) {
   document.getElementById("importance-note").textContent = `method: ${imp.method} · ${fmt(imp.observations)} observations`;
   Plotly.react("plot-importance", [{ type: "bar", orientation: "h", x: rows.map((r) => r.importance), y: rows.map((r) => r.name),
     marker: { color: COLORS.ok }, hovertemplate: "%{y}: %{x:.3f}<extra></extra>" }],
-  baseLayout({ margin: { l: 96, r: 16, t: 8, b: 44 }, xaxis: axis("share of variance explained (binned)", { rangemode: "tozero" }), yaxis: axis("") }), PLOT_CONFIG);
+  baseLayout({ margin: { l: 96, r: 16, t: 8, b: 44 }, xaxis: axis(imp.method === "gp_lengthscales" ? "inverse length-scale (share of the sum)" : "share of variance explained (binned)", { rangemode: "tozero" }), yaxis: axis("") }), PLOT_CONFIG);
 }
 
 function drawTable(st) {
