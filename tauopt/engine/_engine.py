@@ -426,7 +426,7 @@ class Engine:
         return out
 
     async def workers(
-        self, experiment_id: str, after: int = 0, owner: str | None = None, limit: int | None = None
+        self, experiment_id: str, after: int = 0, limit: int | None = None, owner: str | None = None
     ) -> dict[str, Any]:
         """Per-tag suggestion counts, open suggestions with their age, and the suggestions
         that changed since `after` (a cursor from a previous answer; 0 = all), at most the
