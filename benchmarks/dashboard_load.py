@@ -87,7 +87,6 @@ def main() -> None:
         t0 = time.perf_counter()
         eid = anyio.run(fill, db, args.observations)
         fill_s = time.perf_counter() - t0
-        token = Path(db + ".token").read_text().strip()
         other_db = str(Path(tmp) / "against.db")
         if args.against:
             shutil.copy(db, other_db)  # its own file: one daemon per database
@@ -95,16 +94,18 @@ def main() -> None:
         try:
             proc, url = serve(db, ROOT)
             procs.append(proc)
-            other_url = None
+            token = Path(db + ".token").read_text().strip()  # the first token, made by serve
+            other_url = other_token = None
             if args.against:
                 proc, other_url = serve(other_db, Path(args.against).resolve())
                 procs.append(proc)
+                other_token = Path(other_db + ".token").read_text().strip()
             load_before = round(os.getloadavg()[0], 2)
             times, other = [], []
             for _ in range(args.runs if other_url else 1):  # alternate, so both see the same load
                 times += measure(url, token, eid, 1 if other_url else args.runs, chromium_path(), CHROMIUM_ARGS, sync_playwright)
                 if other_url:
-                    other += measure(other_url, token, eid, 1, chromium_path(), CHROMIUM_ARGS, sync_playwright, below_fold=False)
+                    other += measure(other_url, other_token or "", eid, 1, chromium_path(), CHROMIUM_ARGS, sync_playwright, below_fold=False)
         finally:
             for proc in procs:
                 proc.terminate()
