@@ -4,10 +4,19 @@ Fills a SQLite file with one experiment of N observations (4 parameters, a few
 failed, 4 worker tags) through the engine, starts `tauopt serve` on it, then in
 headless Chromium (Debian's, through Playwright) signs in once and, per run,
 opens the experiment page from scratch (a new tab) and measures from navigation
-start to the `tauopt:experiment-drawn` mark the page sets once every plot and
-table is drawn. Prints JSON.
+start to the `tauopt:experiment-drawn` mark the page sets once what is in view
+(1360x900: header, history, importance, the workers' tables) is drawn; plots
+below the fold are drawn as they scroll into view, so each run then scrolls
+to every one of them and adds up their drawing times (`below_fold_draw_ms`).
+The machine's load average is printed with the figures: on a shared machine
+they move with it. Prints JSON.
 
     python benchmarks/dashboard_load.py --observations 10000 --runs 5
+
+With `--against DIR` (a checkout of another commit, e.g. `git worktree add
+/tmp/before <rev>`), a second daemon runs that tauopt on a copy of the same
+data and the runs alternate between the two, so both see the same machine
+load: `against.load_to_drawn_ms` is its page's time to its own "drawn" mark.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -65,6 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--observations", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--against", default=None, help="a checkout of another commit to time on the same data, alternating")
     args = parser.parse_args()
     from browser_support import CHROMIUM_ARGS, browser_skip_reason, chromium_path
     from playwright.sync_api import sync_playwright
@@ -76,43 +87,82 @@ def main() -> None:
         t0 = time.perf_counter()
         eid = anyio.run(fill, db, args.observations)
         fill_s = time.perf_counter() - t0
-        port = free_port()
-        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tauopt.cli", "serve", "--db", db, "--port", str(port), "--pool", "thread", "--log-level", "warning",
-             "--heavy-read-burst", "1000", "--heavy-read-rate", "1000"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-        )  # fmt: skip
+        other_db = str(Path(tmp) / "against.db")
+        if args.against:
+            shutil.copy(db, other_db)  # its own file: one daemon per database
+        procs = []
         try:
-            url = f"http://127.0.0.1:{port}"
-            for _ in range(300):
-                try:
-                    if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.05)
-            token = Path(db + ".token").read_text().strip()
-            times = measure(url, token, eid, args.runs, chromium_path(), CHROMIUM_ARGS, sync_playwright)
+            proc, url = serve(db, ROOT)
+            procs.append(proc)
+            token = Path(db + ".token").read_text().strip()  # the first token, made by serve
+            other_url = other_token = None
+            if args.against:
+                proc, other_url = serve(other_db, Path(args.against).resolve())
+                procs.append(proc)
+                other_token = Path(other_db + ".token").read_text().strip()
+            load_before = round(os.getloadavg()[0], 2)
+            times, other = [], []
+            for _ in range(args.runs if other_url else 1):  # alternate, so both see the same load
+                times += measure(url, token, eid, 1 if other_url else args.runs, chromium_path(), CHROMIUM_ARGS, sync_playwright)
+                if other_url:
+                    other += measure(other_url, other_token or "", eid, 1, chromium_path(), CHROMIUM_ARGS, sync_playwright, below_fold=False)
         finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+            for proc in procs:
+                proc.terminate()
+                proc.wait(timeout=30)
+    against = {"against": {"checkout": args.against, "load_to_drawn_ms": _stats(other)}} if other else {}
     print(json.dumps({
         "benchmark": "dashboard_load",
         "observations": args.observations,
         "runs": args.runs,
-        "load_to_drawn_ms": {"min": min(times), "median": statistics.median(times), "max": max(times)},
+        "load_to_drawn_ms": _stats(times),
+        "below_fold_draw_ms": _stats(below),
+        "payload_bytes": transfer,
+        "load_average_1m": {"before": load_before, "after": round(os.getloadavg()[0], 2)},
         "steps_median_ms": {k: round(statistics.median(v), 1) for k, v in steps.items()},
         "fill_seconds": round(fill_s, 1),
         "browser": "headless chromium (Debian), --disable-gpu",
         "cpus": os.cpu_count(),
+        **against,
     }, indent=2))  # fmt: skip
 
 
+def _stats(xs: list[float]) -> dict[str, float]:
+    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
+
+
+def serve(db: str, root: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`tauopt serve` of the checkout at `root` on `db`; its URL once it answers."""
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tauopt.cli", "serve", "--db", db, "--port", str(port), "--pool", "thread", "--log-level", "warning",
+         "--heavy-read-burst", "1000", "--heavy-read-rate", "1000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=root,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit(f"tauopt serve from {root} did not answer within 30 s")
+
+
 STEPS = "performance.getEntriesByType('measure').filter(m => m.name.startsWith('tauopt:')).map(m => [m.name.slice(7), m.duration])"
+RESOURCES = "performance.getEntriesByType('resource').filter(r => r.name.includes('/v1/')).map(r => [r.name.split('/v1/')[1].split('?')[0], r.encodedBodySize])"
+BELOW_FOLD = ["#plot-timeline", "#plot-parcoords", "#plot-slices", "#plot-contour", "#obs-table"]
 steps: dict[str, list[float]] = {}
+below: list[float] = []
+transfer: dict[str, int] = {}
 
 
-def measure(url: str, token: str, eid: str, runs: int, chromium: str | None, chromium_args: list[str], sync_playwright: object) -> list[float]:
+def measure(
+    url: str, token: str, eid: str, runs: int, chromium: str | None, chromium_args: list[str], sync_playwright: object,
+    below_fold: bool = True,
+) -> list[float]:
     """Per run: a new tab, signed in, loads the experiment page; ms from navigation start to drawn.
     One extra run first warms the HTTP cache (the hashed assets), as a returning user's browser is."""
     times: list[float] = []
@@ -130,10 +180,24 @@ def measure(url: str, token: str, eid: str, runs: int, chromium: str | None, chr
                 if time.monotonic() > deadline:
                     raise SystemExit("the page did not finish drawing within 60 s")
                 page.wait_for_timeout(20)
-            if run > 0:
+            if run > 0 and not below_fold:
                 times.append(round(page.evaluate("performance.getEntriesByName('tauopt:experiment-drawn')[0].startTime"), 1))
-                for name, ms in page.evaluate(STEPS):
+            elif run > 0:
+                times.append(round(page.evaluate("performance.getEntriesByName('tauopt:experiment-drawn')[0].startTime"), 1))
+                first_view = {name for name, _ in page.evaluate(STEPS)}
+                for selector in BELOW_FOLD:  # scroll each plot into view; it draws then
+                    page.locator(selector).scroll_into_view_if_needed()
+                    name = selector[1:].removeprefix("plot-")
+                    while name not in {n for n, _ in page.evaluate(STEPS)}:
+                        if time.monotonic() > deadline:
+                            raise SystemExit(f"{selector} was not drawn within 60 s of scrolling to it")
+                        page.wait_for_timeout(20)
+                drawn = page.evaluate(STEPS)
+                below.append(round(sum(ms for n, ms in drawn if n not in first_view), 1))
+                for name, ms in drawn:
                     steps.setdefault(name, []).append(ms)
+                for name, size in page.evaluate(RESOURCES):
+                    transfer.setdefault(name.split("/", 2)[-1], size)  # the first read of each: the full one
             page.close()
         browser.close()
     return times

@@ -261,15 +261,22 @@ class AsyncClient:
         with self._bounded(deadline_s):
             return await self._require().summary(experiment_id)
 
-    async def workers(self, experiment_id: str, after: int = 0, *, deadline_s: float | None = None) -> dict[str, Any]:
-        """Per-tag counts, open suggestions with their age, suggestions changed since the cursor `after`."""
+    async def workers(
+        self, experiment_id: str, after: int = 0, limit: int | None = None, *, deadline_s: float | None = None
+    ) -> dict[str, Any]:
+        """Per-tag counts, open suggestions with their age, suggestions changed since the cursor `after` (with `limit`, the latest `limit` of them)."""
         with self._bounded(deadline_s):
-            return await self._require().workers(experiment_id, after)
+            return await self._require().workers(experiment_id, after, limit)
 
     async def importance(self, experiment_id: str, *, deadline_s: float | None = None) -> dict[str, Any]:
         """Parameter importance over the observations, with the method named."""
         with self._bounded(deadline_s):
             return await self._require().importance(experiment_id)
+
+    async def report_log(self, experiment_id: str, after: int = 0, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """Every suggestion's intermediate reports since the cursor `after` (0: all), arrival order: {"cursor", "reports"}."""
+        with self._bounded(deadline_s):
+            return await self._require().report_log(experiment_id, after)
 
 
 def _start_portal() -> tuple[BlockingPortal, threading.Thread]:
@@ -475,10 +482,16 @@ class Client:
         """The experiment, its counts, best value, last activity and best-so-far line."""
         return self._run(self._client.summary, experiment_id, deadline_s=deadline_s)
 
-    def workers(self, experiment_id: str, after: int = 0, *, deadline_s: float | None = None) -> dict[str, Any]:
-        """Per-tag counts, open suggestions with their age, suggestions changed since the cursor `after`."""
-        return self._run(self._client.workers, experiment_id, after, deadline_s=deadline_s)
+    def workers(
+        self, experiment_id: str, after: int = 0, limit: int | None = None, *, deadline_s: float | None = None
+    ) -> dict[str, Any]:
+        """Per-tag counts, open suggestions with their age, suggestions changed since the cursor `after` (with `limit`, the latest `limit` of them)."""
+        return self._run(self._client.workers, experiment_id, after, limit, deadline_s=deadline_s)
 
     def importance(self, experiment_id: str, *, deadline_s: float | None = None) -> dict[str, Any]:
         """Parameter importance over the observations, with the method named."""
         return self._run(self._client.importance, experiment_id, deadline_s=deadline_s)
+
+    def report_log(self, experiment_id: str, after: int = 0, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """Every suggestion's intermediate reports since the cursor `after` (0: all), arrival order: {"cursor", "reports"}."""
+        return self._run(self._client.report_log, experiment_id, after, deadline_s=deadline_s)

@@ -156,12 +156,16 @@ class Operations(Protocol):
         """The experiment, its counts, best value, last activity and best-so-far line."""
         ...
 
-    async def workers(self, experiment_id: str, after: int = 0) -> dict[str, Any]:
-        """Per-tag counts, open suggestions with their age, suggestions changed since the cursor `after`."""
+    async def workers(self, experiment_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        """Per-tag counts, open suggestions with their age, suggestions changed since the cursor `after` (with `limit`, the latest `limit` of them)."""
         ...
 
     async def importance(self, experiment_id: str) -> dict[str, Any]:
         """Parameter importance over the observations, with the method named."""
+        ...
+
+    async def report_log(self, experiment_id: str, after: int = 0) -> dict[str, Any]:
+        """Every suggestion's intermediate reports since the cursor `after` (0: all), arrival order: {"cursor", "reports"}."""
         ...
 
 

@@ -33,7 +33,7 @@ from prometheus_client import generate_latest
 
 from tauopt.models import Metric
 from tauopt.space import Space
-from tauopt.transport.http._metrics import Metrics, _engine_snapshot
+from tauopt.transport._metrics import Metrics, _engine_snapshot
 from tauopt.strategies import Strategy, StrategyJob, SuggestRequest, get, register, unregister
 
 pytestmark = pytest.mark.anyio

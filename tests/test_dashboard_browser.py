@@ -212,6 +212,8 @@ def test_every_plot_renders_with_the_right_number_of_points(world: World, page: 
     assert pg.evaluate(count, f"{traces}:nth-child(3) path.js-line") == 1  # the best-so-far line
     assert pg.evaluate(count, "#plot-importance .bars path") == len(PARAMS)
     assert "binned_variance" in pg.inner_text("#importance-note")
+    # below the fold, each plot is drawn once it scrolls into view
+    reveal(pg, "#plot-parcoords", "#plot-parcoords .pc-axis")
     # parallel coordinates: one axis per parameter plus the metric, one line per observation;
     # brushing a range on the metric's axis leaves only the lines inside it
     assert pg.evaluate(count, "#plot-parcoords .pc-axis") == len(PARAMS) + 1
@@ -231,12 +233,14 @@ def test_every_plot_renders_with_the_right_number_of_points(world: World, page: 
     assert 0 < kept < len(ok) and abs(kept - len(inside)) <= 2  # pixel rounding at the edge
     assert "selected" in pg.inner_text("#parcoords-note")
     # slices: one panel per parameter, every successful observation in each
+    reveal(pg, "#plot-slices", "#plot-slices .scatterlayer")
     per_panel = "[...document.querySelectorAll('#plot-slices .scatterlayer')].map(l => l.querySelectorAll('path.point').length)"
     assert pg.evaluate(per_panel) == [len(ok)] * len(PARAMS)
     # contour for the first numeric pair, with the points on top
-    pg.wait_for_selector("#plot-contour .contourlayer")
+    reveal(pg, "#plot-contour", "#plot-contour .contourlayer")
     assert pg.evaluate(count, "#plot-contour .scatterlayer .trace path.point") == len(ok)
     # switch the history to wall time and back
+    pg.locator("#plot-history").scroll_into_view_if_needed()
     pg.click('#history button[data-axis="time"]')
     wait_js(pg, "document.querySelector('#plot-history .xtitle').textContent === 'wall time'")
     assert pg.evaluate(count, f"{traces}:nth-child(1) path.point") == len(ok)
@@ -247,6 +251,7 @@ def test_every_plot_renders_with_the_right_number_of_points(world: World, page: 
     first = [tag_rows.nth(0).locator("td").nth(i).inner_text() for i in range(4)]
     assert first[0] == "node-0/rank-0" and int(first[2]) == tags["node-0/rank-0"]["observed"]
     assert pg.locator("#open-table tbody tr[data-sid]").count() == 1
+    reveal(pg, "#plot-timeline", "#plot-timeline .scatterlayer .trace")
     legend = "[...document.querySelectorAll('#plot-timeline .legendtext')].map(t => t.textContent)"
     assert pg.evaluate(legend) == ["observed", "failed", "open"]  # none closed or expired here
     assert pg.evaluate(count, "#plot-timeline .scatterlayer .trace path.js-line") == OBSERVATIONS + 1  # a bar per suggestion
@@ -289,7 +294,7 @@ def test_closing_a_suggestion_from_the_page_frees_its_slot(world: World, page: A
     wait_js(pg, "document.querySelectorAll('#open-table tbody tr[data-sid]').length === 2")
     ages = pg.locator("#open-table .agebar")
     assert ages.count() == 2  # age against the TTL
-    wait_js(pg, "document.querySelector('#plot-timeline .scatterlayer .trace') !== null")
+    reveal(pg, "#plot-timeline", "#plot-timeline .scatterlayer .trace")
     pg.evaluate("window.scrollTo(0, 0)")
     screenshot(pg, tmp_path, "dashboard-workers.png", full_page=True, clip=_box(pg, "#workers"))
     sid = pg.locator("#open-table tbody tr[data-sid]").first.get_attribute("data-sid")
@@ -377,6 +382,12 @@ def test_a_refused_token_is_not_kept(world: World, page: Any) -> None:
     console.errors[:] = [e for e in console.errors if "401" not in e]
 
 
+def reveal(pg: Any, plot: str, drawn: str) -> None:
+    """Scroll a lazily drawn plot into view and wait until `drawn` is in the page."""
+    pg.locator(plot).scroll_into_view_if_needed()
+    wait_js(pg, f"document.querySelector({drawn!r}) !== null")
+
+
 def wait_js(pg: Any, expression: str, timeout_s: float = 20.0) -> None:
     """Poll `expression` until it is truthy. (Playwright's wait_for_function evaluates its
     predicate with eval, which the dashboard's CSP refuses, as it should; page.evaluate does not.)"""
@@ -390,3 +401,167 @@ def _box(pg: Any, selector: str) -> dict[str, float]:
     box = pg.locator(selector).bounding_box()
     assert box is not None
     return {"x": box["x"], "y": box["y"], "width": box["width"], "height": box["height"]}
+
+
+def test_a_page_draws_only_what_is_in_view_and_the_rest_when_scrolled_to(world: World, page: Any) -> None:
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    open_experiment(pg, world.search)
+    pg.evaluate("window.scrollTo(0, 0)")
+    assert pg.evaluate("document.querySelector('#plot-slices .main-svg') === null")  # far below the fold: not drawn yet
+    assert pg.evaluate("performance.getEntriesByName('tauopt:experiment-drawn').length") == 1
+    reveal(pg, "#plot-slices", "#plot-slices .main-svg")
+
+
+# -- several metrics: the Pareto front; intermediate reports: learning curves ------------
+
+MO_METRICS = [
+    {"name": "acc", "objective": "maximize"},
+    {"name": "latency_ms", "objective": "minimize"},
+    {"name": "mem_mb", "constraint": {"<=": 512}},
+]
+
+
+def _mo_values(i: int, objectives: int) -> dict[str, float]:
+    import math
+
+    t = (i * 0.618) % 1.0
+    v = {"acc": round(0.6 + 0.35 * t - 0.05 * ((i * 7) % 3), 4), "latency_ms": round(10 + 60 * t ** 2 + 3 * ((i * 5) % 4), 3),
+         "mem_mb": float(300 + (i * 37) % 400)}  # fmt: skip
+    if objectives == 3:
+        v["size_mb"] = round(5 + 20 * math.cos(t) + (i % 5), 3)
+    return v
+
+
+def _mo_experiment(world: World, name: str, metrics: list[dict[str, Any]], n: int) -> str:
+    r = world.http.post("/v1/experiments", json={"name": name, "parameters": PARAMS[:2], "metrics": metrics, "strategy": "random"})
+    assert r.status_code == 201, r.text
+    eid = r.json()["id"]
+    k = sum(1 for m in metrics if "objective" in m)
+    for i in range(n):
+        a = {"learning_rate": 10 ** (-4 + 3 * ((i * 0.37) % 1.0)), "dropout": (i * 0.21) % 0.6}
+        body: dict[str, Any] = {"assignments": a, "values": _mo_values(i, k)}
+        if i % 11 == 4:
+            body = {"assignments": a, "failed": True}
+        r = world.http.post(f"/v1/experiments/{eid}/observations", json=body)
+        assert r.status_code == 201, r.text
+    return eid
+
+
+def test_two_objectives_show_the_front_on_a_scatter_with_infeasible_points_marked(world: World, page: Any, tmp_path: Path) -> None:
+    pg, _ = page
+    eid = _mo_experiment(world, "latency-vs-accuracy", MO_METRICS, 60)
+    front = world.http.get(f"/v1/experiments/{eid}/pareto_front").json()
+    obs = world.http.get(f"/v1/experiments/{eid}/observations").json()
+    done = [o for o in obs if not o["failed"]]
+    infeasible = [o for o in done if o["metrics"]["mem_mb"] > 512]
+    assert front and infeasible
+    sign_in(pg, world.url, world.token)
+    pg.click(f'#exp-table tr[data-id="{eid}"] a')
+    reveal(pg, "#plot-pareto", "#plot-pareto .scatterlayer .trace")
+    count = "(sel) => document.querySelectorAll(sel).length"
+    traces = "#plot-pareto .scatterlayer .trace"
+    assert pg.evaluate(count, f"{traces}:nth-child(1) path.point") == len(done) - len(infeasible) - len(front)  # feasible, off the front
+    assert pg.evaluate(count, f"{traces}:nth-child(2) path.point") == len(infeasible)
+    assert pg.evaluate(count, f"{traces}:nth-child(3) path.point") == len(front)
+    legend = "[...document.querySelectorAll('#plot-pareto .legendtext')].map(t => t.textContent)"
+    assert pg.evaluate(legend) == ["feasible", "infeasible", "Pareto front"]
+    note = pg.inner_text("#pareto-note")
+    assert f"{len(front)} on the front" in note and f"{len(infeasible)} infeasible" in note
+    assert "mem_mb <= 512" in pg.inner_text("#pareto-help")
+    assert pg.evaluate("document.querySelector('#plot-pareto .xtitle').textContent") == "acc ↑"
+    # the CSV has every metric by name, feasibility and front membership
+    with pg.expect_download() as info:
+        pg.click("#download-csv")
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(Path(info.value.path()).read_text()))}
+    front_ids = {o["id"] for o in front}
+    for o in obs:
+        r = rows[o["id"]]
+        if o["failed"]:
+            assert r["metric:acc"] == r["metric:mem_mb"] == "" and r["feasible"] == "false"
+            continue
+        assert float(r["metric:acc"]) == o["value"] and float(r["metric:latency_ms"]) == o["metrics"]["latency_ms"]
+        assert float(r["metric:mem_mb"]) == o["metrics"]["mem_mb"]
+        assert (r["feasible"] == "true") == (o["metrics"]["mem_mb"] <= 512)
+        assert (r["pareto_front"] == "true") == (o["id"] in front_ids)
+    pg.locator("#pareto").scroll_into_view_if_needed()
+    screenshot(pg, tmp_path, "dashboard-pareto.png", clip=_box(pg, "#pareto"))
+
+
+def test_three_objectives_show_the_front_in_parallel_coordinates(world: World, page: Any) -> None:
+    pg, _ = page
+    metrics = [{"name": "acc", "objective": "maximize"}, {"name": "latency_ms", "objective": "minimize"},
+               {"name": "size_mb", "objective": "minimize"}, {"name": "mem_mb", "constraint": {"<=": 512}}]  # fmt: skip
+    eid = _mo_experiment(world, "three-objectives", metrics, 40)
+    front = world.http.get(f"/v1/experiments/{eid}/pareto_front").json()
+    obs = world.http.get(f"/v1/experiments/{eid}/observations").json()
+    infeasible = [o for o in obs if not o["failed"] and o["metrics"]["mem_mb"] > 512]
+    sign_in(pg, world.url, world.token)
+    pg.click(f'#exp-table tr[data-id="{eid}"] a')
+    reveal(pg, "#plot-pareto", "#plot-pareto .pc-axis")
+    count = "(sel) => document.querySelectorAll(sel).length"
+    assert pg.evaluate(count, "#plot-pareto .pc-axis") == 3
+    assert pg.evaluate(count, "#plot-pareto path.pareto-front") == len(front) > 0
+    assert pg.evaluate(count, "#plot-pareto path.pareto-bad") == len(infeasible) > 0
+    ids = pg.evaluate("[...document.querySelectorAll('#plot-pareto path.pareto-front')].map(p => p.dataset.id).sort()")
+    assert ids == sorted(o["id"] for o in front)
+
+
+def test_learning_curves_show_each_suggestions_reports_and_mark_stopped_trials(world: World, page: Any, tmp_path: Path) -> None:
+    pg, _ = page
+    r = world.http.post("/v1/experiments", json={"name": "early-stopping-demo", "parameters": PARAMS[:2], "metric": METRIC,
+                                                 "strategy": "random", "parallel_bandwidth": 8})  # fmt: skip
+    eid = r.json()["id"]
+    sids = [world.http.post(f"/v1/experiments/{eid}/suggestions", json={"tag": f"w{i}"}).json()["id"] for i in range(6)]
+    stopped = set(sids[1:3])
+    for i, sid in enumerate(sids):
+        last = 3 if sid in stopped else 8
+        for step in range(1, last + 1):
+            value = 0.3 + 0.1 * i + 1.0 / step
+            assert world.http.post(f"/v1/experiments/{eid}/suggestions/{sid}/reports", json={"step": step, "value": value}).status_code == 200
+        if i < 5:  # the last one is still running
+            body = {"suggestion_id": sid, "value": value, "stopped": sid in stopped}
+            assert world.http.post(f"/v1/experiments/{eid}/observations", json=body).status_code == 201
+    sign_in(pg, world.url, world.token)
+    pg.click(f'#exp-table tr[data-id="{eid}"] a')
+    reveal(pg, "#plot-curves", "#plot-curves .scatterlayer .trace")
+    count = "(sel) => document.querySelectorAll(sel).length"
+    curves = "#plot-curves .scatterlayer .trace"
+    assert pg.evaluate(count, f"{curves} path.js-line") == len(sids)  # a curve per suggestion that reported
+    assert pg.evaluate(count, f"{curves}:last-child path.point") == len(stopped)  # × where a trial was stopped
+    assert "6 suggestions reported · 2 stopped early" in pg.inner_text("#curves-note")
+    # a new report arrives live, without a reload
+    world.http.post(f"/v1/experiments/{eid}/suggestions/{sids[5]}/reports", json={"step": 9, "value": 0.2})
+    wait_js(pg, "[...document.querySelectorAll('#plot-curves .scatterlayer .trace path.js-line')].some(p => (p.getAttribute('d') || '').split('L').length === 9)")
+    pg.locator("#curves").scroll_into_view_if_needed()
+    screenshot(pg, tmp_path, "dashboard-curves.png", clip=_box(pg, "#curves"))
+    # an experiment without reports shows no curves card
+    pg.goto(f"{world.url}/#/e/{world.search}")
+    pg.wait_for_selector("#plot-history .main-svg", state="attached")
+    assert pg.evaluate("document.getElementById('curves').classList.contains('hidden')")
+
+
+def test_a_gp_experiment_ranks_importance_by_fitted_length_scales_and_says_so(world: World, page: Any) -> None:
+    from tauopt.strategies import get
+
+    if not get("gp").available():
+        pytest.skip("the gp extra (torch, gpytorch) is not installed")
+    import numpy as np
+
+    params = [{"name": "noise", "type": "double", "bounds": [0.0, 1.0]}, {"name": "x", "type": "double", "bounds": [0.0, 1.0]},
+              {"name": "other", "type": "double", "bounds": [0.0, 1.0]}]  # fmt: skip
+    r = world.http.post("/v1/experiments", json={"name": "gp-importance", "parameters": params, "metric": METRIC, "strategy": "gp"})
+    eid = r.json()["id"]
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        a = {"noise": float(rng.random()), "x": float(rng.random()), "other": float(rng.random())}
+        value = float(np.sin(6.0 * a["x"]) + 3.0 * a["x"] ** 2)  # only x matters
+        assert world.http.post(f"/v1/experiments/{eid}/observations", json={"assignments": a, "value": value}).status_code == 201
+    sign_in(pg := page[0], world.url, world.token)
+    pg.click(f'#exp-table tr[data-id="{eid}"] a')
+    wait_js(pg, "(document.querySelector('#importance-note') || {}).textContent?.includes('method')", timeout_s=180)  # a GP fit in the daemon
+    assert "method: gp_lengthscales" in pg.inner_text("#importance-note")
+    assert pg.evaluate("document.querySelector('#plot-importance .xtitle').textContent") == "inverse length-scale (share of the sum)"
+    # bars are drawn bottom-up, so the top bar (the most important) is the last label
+    labels = pg.evaluate("[...document.querySelectorAll('#plot-importance .ytick text')].map(t => t.textContent)")
+    assert labels[-1] == "x"

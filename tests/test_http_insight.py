@@ -175,10 +175,43 @@ def test_importance_names_its_method_and_ranks_the_parameter_that_matters(served
         assert all(0.0 <= p["importance"] <= 1.0 for p in imp["parameters"])
 
 
+def test_the_report_log_lists_every_curve_and_then_only_what_is_new(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        a, b = ask(http, eid, "w1"), ask(http, eid, "w2")
+        for sid, step, value in ((a["id"], 1, 0.9), (b["id"], 1, 0.8), (a["id"], 2, 0.7)):
+            r = http.post(f"/v1/experiments/{eid}/suggestions/{sid}/reports", json={"step": step, "value": value})
+            assert r.status_code == 200, r.text
+        log = http.get(f"/v1/experiments/{eid}/reports").json()
+        assert log["cursor"] == 3
+        assert [(r["suggestion_id"], r["step"], r["value"]) for r in log["reports"]] == [(a["id"], 1, 0.9), (b["id"], 1, 0.8), (a["id"], 2, 0.7)]
+        assert http.get(f"/v1/experiments/{eid}/reports", params={"after": 3}).json() == {"cursor": 3, "reports": []}
+        http.post(f"/v1/experiments/{eid}/suggestions/{b['id']}/reports", json={"step": 5, "value": 0.5})
+        new = http.get(f"/v1/experiments/{eid}/reports", params={"after": log["cursor"]}).json()
+        assert new["cursor"] == 4 and [(r["suggestion_id"], r["step"]) for r in new["reports"]] == [(b["id"], 5)]
+        bad = http.get(f"/v1/experiments/{eid}/reports", params={"after": -1})
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
+
+
+def test_workers_with_a_limit_lists_only_the_latest_changed_suggestions(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        sids = [ask(http, eid, f"w{i % 2}")["id"] for i in range(6)]
+        tell(http, eid, sids[0], 1.0)  # the oldest suggestion changed last
+        full = http.get(f"/v1/experiments/{eid}/workers").json()
+        assert [r["id"] for r in full["changes"]] == sids[1:] + sids[:1]  # in order of their latest change
+        some = http.get(f"/v1/experiments/{eid}/workers", params={"limit": 2}).json()
+        assert [r["id"] for r in some["changes"]] == [sids[5], sids[0]]
+        assert some["cursor"] == full["cursor"] and some["tags"] == full["tags"]
+        bad = http.get(f"/v1/experiments/{eid}/workers", params={"limit": 0})
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
+        http.delete(f"/v1/experiments/{eid}/suggestions")  # leave no open ones: the module's /metrics test ranks by them
+
+
 def test_insight_endpoints_follow_ownership(served: Served) -> None:
     with served.http("alice") as alice, served.http("bob") as bob:
         eid = create(alice)["id"]
-        for path in ("summary", "workers", "importance", "observations?after=0"):
+        for path in ("summary", "workers", "importance", "observations?after=0", "reports?after=0"):
             r = bob.get(f"/v1/experiments/{eid}/{path}")
             assert r.status_code == 404 and r.json()["error"]["type"] == "not_found", path
         with served.http(None) as anon:
@@ -188,7 +221,7 @@ def test_insight_endpoints_follow_ownership(served: Served) -> None:
 def test_openapi_documents_the_new_endpoints(served: Served) -> None:
     with served.http(None) as http:
         paths = http.get("/openapi.json").json()["paths"]
-    for p in ("/v1/experiments/{id}/summary", "/v1/experiments/{id}/workers", "/v1/experiments/{id}/importance"):
+    for p in ("/v1/experiments/{id}/summary", "/v1/experiments/{id}/workers", "/v1/experiments/{id}/importance", "/v1/experiments/{id}/reports"):
         assert "get" in paths[p]
     params = {p["name"] for p in paths["/v1/experiments/{id}/observations"]["get"]["parameters"]}
     assert "after" in params
@@ -288,3 +321,29 @@ def test_dashboard_is_served_with_a_strict_csp_and_hashed_cacheable_assets(serve
         stale = http.get("/ui/000000000000/app.js")
         assert stale.status_code == 404 and stale.json()["error"]["type"] == "not_found"
         assert http.get(assets[0].rsplit("/", 1)[0] + "/secrets.txt").status_code == 404
+
+
+def test_the_columnar_listing_carries_exactly_what_the_row_listing_does(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        for i in range(12):
+            s = ask(http, eid)
+            body: dict[str, Any] = {"suggestion_id": s["id"], "value": float(i), "metrics": {"aux": i * 2.0} if i % 3 else {}}
+            if i == 5:
+                body = {"suggestion_id": s["id"], "failed": True}
+            assert http.post(f"/v1/experiments/{eid}/observations", json=body).status_code == 201
+        for after in (0, 7):
+            rows = http.get(f"/v1/experiments/{eid}/observations", params={"after": after}).json()
+            cols = http.get(f"/v1/experiments/{eid}/observations/columns", params={"after": after}).json()
+            assert cols["count"] == len(rows) and cols["id"] == [r["id"] for r in rows]
+            rebuilt = [
+                {"id": cols["id"][i], "experiment_id": eid, "suggestion_id": cols["suggestion_id"][i],
+                 "assignments": {k: v[i] for k, v in cols["assignments"].items() if v[i] is not None},
+                 "value": cols["value"][i], "failed": cols["failed"][i], "created_at": cols["created_at"][i],
+                 "metrics": {k: v[i] for k, v in cols["metrics"].items() if v[i] is not None},
+                 "stopped_at_step": cols["stopped_at_step"][i]}
+                for i in range(cols["count"])
+            ]  # fmt: skip
+            assert rebuilt == rows
+        with served.http("bob") as bob:
+            assert bob.get(f"/v1/experiments/{eid}/observations/columns").status_code == 404

@@ -37,12 +37,13 @@ def _without_last(fn: Any, n: int) -> Any:
     return shim
 
 
-def test_the_protocol_lists_the_nineteen_operations() -> None:
-    # thirteen, plus report/reports (issue 19), pareto_front (issue 18), summary/workers/importance (issue 14)
+def test_the_protocol_lists_the_twenty_operations() -> None:
+    # thirteen, plus report/reports (issue 19), pareto_front (issue 18), summary/workers/importance (issue 14),
+    # report_log (issue 14's learning curves)
     assert OPERATIONS == (
         "create_experiment", "experiment", "experiments", "update_experiment", "archive_experiment", "suggest",
         "observe", "report", "reports", "suggestions", "suggestion", "close_suggestion", "close_all_suggestions",
-        "observations", "best", "pareto_front", "summary", "workers", "importance",
+        "observations", "best", "pareto_front", "summary", "workers", "importance", "report_log",
     )  # fmt: skip
 
 

@@ -97,9 +97,13 @@ class Activity:
             "best_so_far": [[n, v] for n, v in _thin(self.improvements, self.observations)],
         }
 
-    def workers(self, after: int, suggestions: dict[str, Suggestion], now: float, ttl: float | None) -> dict[str, Any]:
+    def workers(
+        self, after: int, suggestions: dict[str, Suggestion], now: float, ttl: float | None, limit: int | None = None
+    ) -> dict[str, Any]:
         after = min(max(0, after), len(self.log))
-        changed = dict.fromkeys(self.log[after:])  # once each, in order of their latest change
+        changed = list(dict.fromkeys(reversed(self.log[after:])))[::-1]  # once each, in order of their latest change
+        if limit is not None:
+            changed = changed[-limit:]  # a page's first read wants the recent timeline, not all of it
         rows = [_timeline_row(suggestions[sid], self.ended.get(sid)) for sid in changed if sid in suggestions]
         return {
             "now": now,

@@ -61,6 +61,7 @@ from ._messages import (
     Suggest,
     Summary,
     UpdateExperiment,
+    ReportLog,
     Workers,
 )
 from ._activity import observations_after
@@ -228,6 +229,8 @@ class ExperimentActor:
                 self._commit(request, [], dict(ledger.activity.summary(), experiment=self._header()))
             case Workers():
                 self._on_workers(request, msg)
+            case ReportLog():
+                self._commit(request, [], self._curves.log_after(msg.after))
             case Best():
                 self._on_best(request)
             case ParetoFront():
@@ -243,7 +246,7 @@ class ExperimentActor:
 
     def _on_workers(self, request: Request[Any], msg: Workers) -> None:
         ledger, now = self._ledger, self._clock()
-        out = ledger.activity.workers(msg.after, ledger.suggestions, now, self._exp.suggestion_ttl_s)
+        out = ledger.activity.workers(msg.after, ledger.suggestions, now, self._exp.suggestion_ttl_s, msg.limit)
         out["open"] = [dict(s.to_dict(), age_s=now - s.created_at) for s in ledger.open.values()]
         self._commit(request, [], out)
 

@@ -70,6 +70,12 @@ class Curves:
         self.stats.complete(suggestion_id, stopped=stopped)
         return last if stopped else None
 
+    def log_after(self, after: int) -> dict[str, Any]:
+        """The reports from cursor `after` on, and the cursor to pass next time:
+        a page polling the curves reads what is new, not the whole log."""
+        after = min(max(0, after), len(self.reports))
+        return {"cursor": len(self.reports), "reports": self.reports[after:]}
+
     def listing(self, suggestion_id: str | None) -> list[Report]:
         if suggestion_id is None:
             return list(self.reports)

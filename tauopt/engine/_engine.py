@@ -30,6 +30,7 @@ from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
 from ._curves import check_early_stopping
+from ._importance import ImportanceCache
 from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
@@ -73,6 +74,7 @@ class Engine:
         self._actors: dict[str, ActorRef] = {}
         self._starting: dict[str, anyio.Event] = {}
         self._warmed: dict[Callable[[], None], anyio.Event] = {}
+        self._importance = ImportanceCache()
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
 
@@ -359,6 +361,14 @@ class Engine:
         sid = None if suggestion_id is None else str(suggestion_id)
         return await self._ask(experiment_id, m.ListReports(owner, sid))
 
+    async def report_log(self, experiment_id: str, after: int = 0, owner: str | None = None) -> dict[str, Any]:
+        """Every suggestion's intermediate reports from cursor `after` on (0 = all), in
+        arrival order, with the cursor to pass next: {"cursor": int, "reports": [Report]}."""
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise invalid(f"after: give a non-negative integer (the cursor of a previous answer), not {after!r}")
+        out: dict[str, Any] = await self._ask(experiment_id, m.ReportLog(owner, after))
+        return out
+
     async def suggestions(
         self,
         experiment_id: str,
@@ -415,21 +425,25 @@ class Engine:
         out: dict[str, Any] = await self._ask(experiment_id, m.Summary(owner))
         return out
 
-    async def workers(self, experiment_id: str, after: int = 0, owner: str | None = None) -> dict[str, Any]:
+    async def workers(
+        self, experiment_id: str, after: int = 0, limit: int | None = None, owner: str | None = None
+    ) -> dict[str, Any]:
         """Per-tag suggestion counts, open suggestions with their age, and the suggestions
-        that changed since `after` (a cursor from a previous answer; 0 = all)."""
+        that changed since `after` (a cursor from a previous answer; 0 = all), at most the
+        latest `limit` of them when given."""
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise invalid(f"after: give a non-negative integer (the cursor of a previous answer), not {after!r}")
-        out: dict[str, Any] = await self._ask(experiment_id, m.Workers(owner, after))
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise invalid(f"limit: give a positive integer (how many changed suggestions at most), not {limit!r}")
+        out: dict[str, Any] = await self._ask(experiment_id, m.Workers(owner, after, limit))
         return out
 
     async def importance(self, experiment_id: str, owner: str | None = None) -> dict[str, Any]:
-        """Parameter importance, computed outside the actor (see _importance.py for the method)."""
-        from ._importance import importance
-
+        """Parameter importance, computed outside the actor and kept until the history
+        changes (see _importance.py for the methods: GP length-scales, binned variance)."""
         exp = await self.experiment(experiment_id, owner=owner)
         found = await self.observations(experiment_id, owner=owner)
-        return await anyio.to_thread.run_sync(importance, exp.parameters, found)
+        return await self._importance.get(exp, found)
 
     async def best(self, experiment_id: str, owner: str | None = None) -> Observation | None:
         """The best feasible observation by the (first) objective; None while none is feasible.

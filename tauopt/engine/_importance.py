@@ -11,20 +11,37 @@ explain some variance by chance alone, so the estimate is bias-corrected
 (epsilon squared: (SS_between - (k-1) MS_within) / SS_total, floored at 0),
 which puts a parameter that does nothing near 0. It ignores interactions, and
 with few observations it is noisy: `observations` is returned so a reader can judge.
+
+Method `gp_lengthscales`, for an experiment whose suggestions come from the GP
+(strategy `gp`, or `auto` past its initial design, torch installed): the GP's
+fitted length-scales, one fit on the history (`strategies/_gp_importance.py`).
+Should that fit fail, the answer is `binned_variance` (the method says which).
+
+`ImportanceCache` keeps one answer per experiment until its history changes, so
+open tabs polling the page do not refit the GP.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
+import logging
+from collections import OrderedDict
+
+import anyio
 import numpy as np
 
-from ..models import Observation, Parameter
+from ..models import Experiment, Observation, Parameter
+from ..space import Space
+from ..strategies import get as get_strategy
+from ..strategies import lengthscale_importance, resolve_for
 
-__all__ = ["importance", "METHOD"]
+__all__ = ["importance", "experiment_importance", "ImportanceCache", "METHOD", "GP_METHOD"]
+
+log = logging.getLogger("tauopt.engine")
 
 METHOD = "binned_variance"
+GP_METHOD = "gp_lengthscales"
 _BINS = 10
 _INACTIVE = "\0inactive"
 
@@ -46,31 +63,76 @@ def importance(parameters: Sequence[Parameter], observations: Sequence[Observati
     return {"method": METHOD, "observations": len(done), "parameters": rows}
 
 
-def _bin_labels(p: Parameter, values: list[Any]) -> list[Any]:
-    if p.type not in ("double", "int"):
-        return [repr(v) for v in values]
-    numeric = [v for v in values if v is not _INACTIVE and v != _INACTIVE]
-    if not numeric:
-        return ["inactive"] * len(values)
-    log = p.scale in ("log", "reverse_log") and min(numeric) > 0
-    xs = np.array([math.log(v) if log else float(v) for v in numeric])
-    edges = np.unique(np.quantile(xs, np.linspace(0, 1, _BINS + 1)[1:-1]))
-    out: list[Any] = []
-    for v in values:
-        if v is _INACTIVE or v == _INACTIVE:
-            out.append("inactive")
+def experiment_importance(exp: Experiment, observations: Sequence[Observation]) -> dict[str, Any]:
+    """The importance the experiment's strategy affords: GP length-scales for a GP
+    experiment, binned_variance otherwise (and when the GP fit fails)."""
+    if _models_with_gp(exp, len(observations)):
+        try:
+            shares = lengthscale_importance(Space(exp.parameters), exp.metric, observations, seed=exp.strategy_options.seed or 0)
+        except Exception as exc:  # noqa: BLE001 - an estimate, never an error: fall back and say which
+            log.info("importance of %s: GP length-scales unavailable (%s); binned_variance instead", exp.id, exc)
         else:
-            out.append(int(np.searchsorted(edges, math.log(v) if log else float(v), side="right")))
+            rows = sorted(({"name": k, "importance": v} for k, v in shares.items()), key=lambda r: -r["importance"])
+            done = sum(1 for o in observations if not o.failed and o.value is not None)
+            return {"method": GP_METHOD, "observations": done, "parameters": rows}
+    return importance(exp.parameters, observations)
+
+
+def _models_with_gp(exp: Experiment, seen: int) -> bool:
+    try:
+        gp_ok = get_strategy("gp").available()
+    except Exception:  # noqa: BLE001 - gp unregistered
+        return False
+    if not gp_ok or exp.strategy not in ("gp", "auto"):
+        return False
+    return resolve_for(exp.strategy, Space(exp.parameters), seen, exp.strategy_options) == "gp"
+
+
+class ImportanceCache:
+    """One answer per experiment, reused while its history is unchanged; computed on a
+    worker thread (a GP fit takes a second or so and must not hold the event loop)."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._held: OrderedDict[str, tuple[tuple[Any, ...], dict[str, Any]]] = OrderedDict()
+
+    async def get(self, exp: Experiment, observations: Sequence[Observation]) -> dict[str, Any]:
+        key = (len(observations), observations[-1].id if observations else None, exp.strategy)
+        held = self._held.get(exp.id)
+        if held is not None and held[0] == key:
+            self._held.move_to_end(exp.id)
+            return held[1]
+        out = await anyio.to_thread.run_sync(experiment_importance, exp, observations)
+        self._held[exp.id] = (key, out)
+        self._held.move_to_end(exp.id)
+        while len(self._held) > self._size:
+            self._held.popitem(last=False)
+        return out
+
+
+def _bin_labels(p: Parameter, values: list[Any]) -> np.ndarray:
+    """A bin number per value (vectorized: a 10,000-observation page asks for this)."""
+    if p.type not in ("double", "int"):
+        _, codes = np.unique(np.array([repr(v) for v in values], dtype=object).astype(str), return_inverse=True)
+        return codes
+    active = np.array([v is not _INACTIVE and v != _INACTIVE for v in values], dtype=bool)
+    out = np.full(len(values), -1, dtype=np.int64)  # -1: the "inactive" bin
+    if not active.any():
+        return out
+    xs = np.array([float(v) for v, on in zip(values, active) if on])
+    if p.scale in ("log", "reverse_log") and xs.min() > 0:
+        xs = np.log(xs)
+    edges = np.unique(np.quantile(xs, np.linspace(0, 1, _BINS + 1)[1:-1]))
+    out[active] = np.searchsorted(edges, xs, side="right")
     return out
 
 
-def _eta_squared(labels: list[Any], y: np.ndarray, total: float) -> float:
-    groups: dict[Any, list[float]] = {}
-    for label, v in zip(labels, y):
-        groups.setdefault(label, []).append(float(v))
-    n, k = len(y), len(groups)
-    mean = float(y.mean())
+def _eta_squared(labels: np.ndarray, y: np.ndarray, total: float) -> float:
+    _, group = np.unique(labels, return_inverse=True)
+    n, k = len(y), int(group.max()) + 1
+    sizes = np.bincount(group, minlength=k)
+    means = np.bincount(group, weights=y, minlength=k) / sizes
     ss_total = total * n
-    ss_between = sum(len(vs) * (sum(vs) / len(vs) - mean) ** 2 for vs in groups.values())
+    ss_between = float(np.sum(sizes * (means - float(y.mean())) ** 2))
     ms_within = (ss_total - ss_between) / (n - k) if n > k else 0.0
     return float(min(1.0, max(0.0, (ss_between - (k - 1) * ms_within) / ss_total)))

@@ -113,7 +113,16 @@ class Summary(Msg):
 
 @dataclass(frozen=True)
 class Workers(Msg):
-    """Per-tag counts and the suggestions changed since cursor `after` (the workers' view)."""
+    """Per-tag counts and the suggestions changed since cursor `after` (the workers' view);
+    with `limit`, only the latest `limit` of those."""
+
+    after: int = 0
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class ReportLog(Msg):
+    """Every intermediate report from cursor `after` on (arrival order; the learning curves)."""
 
     after: int = 0
 

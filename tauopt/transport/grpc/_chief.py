@@ -88,6 +88,7 @@ async def serve_chief(
     import grpc
 
     from ...engine import Engine
+    from .._metrics import Metrics
     from ._generated import service_pb2_grpc as pb_grpc
     from ._servicer import MAX_MESSAGE_BYTES, OracleServicer
 
@@ -102,7 +103,9 @@ async def serve_chief(
                 ("grpc.so_reuseport", 0),
             ]
         )
-        pb_grpc.add_OracleServicer_to_server(OracleServicer(oracle), server)
+        # counted into the engine's metrics, which the HTTP door (--http-port) renders at /metrics
+        recorder = Metrics.for_engine(engine).record_rpc
+        pb_grpc.add_OracleServicer_to_server(OracleServicer(oracle, on_rpc=recorder), server)
         target = f"{options.ip}:{options.port}"
         try:
             bound = server.add_insecure_port(target)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any, Awaitable, Callable, TypeVar
 
 import grpc
@@ -63,22 +64,38 @@ def _trial_id(raw: str) -> str:
     return raw
 
 
+# Told of every answered RPC: (method, grpc status code name, outcome, seconds), where
+# outcome is "ok" or the error type. The CLI passes the engine's metrics recorder.
+OnRpc = Callable[[str, str, str, float], None]
+
+
 class OracleServicer(pb_grpc.OracleServicer):
-    def __init__(self, oracle: KerasTunerOracle) -> None:
+    def __init__(self, oracle: KerasTunerOracle, on_rpc: OnRpc | None = None) -> None:
         self.oracle = oracle
+        self.on_rpc = on_rpc
 
     async def _call(self, context: grpc.aio.ServicerContext, rpc: str, fn: Callable[[], Awaitable[T]]) -> T:
+        t0 = time.perf_counter()
+        code, outcome = "OK", "ok"
         try:
             return await fn()
         except ApiError as exc:
-            code = grpc.StatusCode[exc.kind.grpc_code]
-            log.info("%s: %s %s", rpc, code.name, exc.message)
-            await context.abort(code, f"{exc.error_type}: {exc.message}")
+            code, outcome = grpc.StatusCode[exc.kind.grpc_code].name, exc.error_type
+            log.info("%s: %s %s", rpc, code, exc.message)
+            await context.abort(grpc.StatusCode[code], f"{exc.error_type}: {exc.message}")
         except SearchFailed as exc:
+            code, outcome = "ABORTED", "search_failed"
             await context.abort(grpc.StatusCode.ABORTED, str(exc))
         except Exception as exc:  # a bug: say so rather than hang the worker
+            code, outcome = "INTERNAL", "internal"
             log.exception("%s failed", rpc)
             await context.abort(grpc.StatusCode.INTERNAL, f"internal: {exc!r}; see the chief's log")
+        except BaseException:  # cancelled: the caller went away
+            code, outcome = "CANCELLED", "cancelled"
+            raise
+        finally:
+            if self.on_rpc is not None:
+                self.on_rpc(rpc, code, outcome, time.perf_counter() - t0)
         raise AssertionError("unreachable")  # abort raises
 
     async def GetSpace(self, request: pb.GetSpaceRequest, context: Any) -> pb.GetSpaceResponse:

@@ -365,13 +365,19 @@ class HttpDriver:
         data = await self._request("GET", _exp(experiment_id) + "/summary")
         return dict(data, experiment=Experiment.from_dict(data["experiment"]))
 
-    async def workers(self, experiment_id: str, after: int = 0) -> dict[str, Any]:
-        data: dict[str, Any] = await self._request("GET", _exp(experiment_id) + "/workers", params={"after": after})
+    async def workers(self, experiment_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"after": after} if limit is None else {"after": after, "limit": limit}
+        data: dict[str, Any] = await self._request("GET", _exp(experiment_id) + "/workers", params=params)
         return data
 
     async def importance(self, experiment_id: str) -> dict[str, Any]:
         data: dict[str, Any] = await self._request("GET", _exp(experiment_id) + "/importance")
         return data
+
+    async def report_log(self, experiment_id: str, after: int = 0) -> dict[str, Any]:
+        data = await self._request("GET", _exp(experiment_id) + "/reports", params={"after": after})
+        reports = [Report(d["suggestion_id"], int(d["step"]), float(d["value"]), float(d["created_at"])) for d in data["reports"]]
+        return {"cursor": int(data["cursor"]), "reports": reports}
 
 
 class _NoCookies(http.cookiejar.CookieJar):

@@ -4,6 +4,10 @@
     GET /v1/experiments/{id}/workers      per-tag counts, open suggestions and their age,
                                           suggestions changed since ?after=<cursor>
     GET /v1/experiments/{id}/importance   parameter importance, with the method named
+    GET /v1/experiments/{id}/observations/columns   the observations (?after=<id>) as one
+                                          array per field: the dashboard's compact read
+    GET /v1/experiments/{id}/reports      every intermediate report since ?after=<cursor>
+                                          (the learning curves)
 
 Incremental observation reads are `GET /v1/experiments/{id}/observations?after=<id>`
 (in `_routes.py`). Summary and workers are answered from counters the experiment's
@@ -16,14 +20,17 @@ path), in this module's own list `INSIGHT`, which the app serves beside the rest
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from .._columns import observation_columns as to_columns
 from ._routes import Call, Operation, operation
 from ._schema import COMMON_ERRORS, NonNegative
 
 __all__ = ["INSIGHT"]
+
+Positive = Annotated[int, Field(ge=1)]  # a count in a query
 
 
 class SummaryOut(BaseModel):
@@ -61,6 +68,30 @@ class WorkersOut(BaseModel):
     changes: list[TimelineRowOut]
 
 
+class ReportLogItemOut(BaseModel):
+    suggestion_id: str
+    step: int
+    value: float
+    created_at: float
+
+
+class ReportLogOut(BaseModel):
+    cursor: int = Field(description="pass as ?after= next time to read only newer reports")
+    reports: list[ReportLogItemOut]
+
+
+class ObservationColumnsOut(BaseModel):
+    count: int
+    id: list[str]
+    suggestion_id: list[str | None]
+    value: list[float | None]
+    failed: list[bool]
+    created_at: list[float]
+    stopped_at_step: list[int | None]
+    assignments: dict[str, list[Any]] = Field(description="one array per parameter; null where inactive")
+    metrics: dict[str, list[float | None]] = Field(description="one array per metric; null where not carried")
+
+
 class ImportanceRowOut(BaseModel):
     name: str
     importance: float
@@ -83,12 +114,25 @@ async def summary(call: Call) -> Any:
     return dict(out, experiment=out["experiment"].to_dict())
 
 
-@operation("GET", _EXP + "/workers", into=INSIGHT, query={"after": NonNegative}, response=WorkersOut, errors=_ERRORS,
-           tag="insight")  # fmt: skip
+@operation("GET", _EXP + "/workers", into=INSIGHT, query={"after": NonNegative, "limit": Positive}, response=WorkersOut,
+           errors=_ERRORS, tag="insight")  # fmt: skip
 async def workers(call: Call) -> Any:
-    """`after`: the `cursor` of a previous answer; 0 or left out lists every suggestion."""
+    """`after`: the `cursor` of a previous answer; 0 or left out lists every suggestion.
+    `limit`: at most this many changed suggestions, the latest."""
     after = call.query["after"]
-    return await call.engine.workers(call.path["id"], after=0 if after is None else after, owner=call.owner)
+    return await call.engine.workers(
+        call.path["id"], after=0 if after is None else after, limit=call.query["limit"], owner=call.owner
+    )
+
+
+@operation("GET", _EXP + "/observations/columns", into=INSIGHT, query={"after": NonNegative}, response=ObservationColumnsOut,
+           errors=_ERRORS, tag="insight")  # fmt: skip
+async def observation_columns(call: Call) -> Any:
+    """The observations as one array per field (a third of the JSON at scale); `after`: only
+    observations with an id above this (the last you have)."""
+    if call.cred is not None:
+        call.gate.heavy_read(call.cred)  # as the row listing: it may read the whole history
+    return to_columns(await call.engine.observations(call.path["id"], after=call.query["after"], owner=call.owner))
 
 
 @operation("GET", _EXP + "/importance", into=INSIGHT, response=ImportanceOut, errors=_ERRORS, tag="insight")
@@ -96,3 +140,12 @@ async def importance(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)  # reads the whole history
     return await call.engine.importance(call.path["id"], owner=call.owner)
+
+
+@operation("GET", _EXP + "/reports", into=INSIGHT, query={"after": NonNegative}, response=ReportLogOut, errors=_ERRORS,
+           tag="insight")  # fmt: skip
+async def report_log(call: Call) -> Any:
+    """`after`: the `cursor` of a previous answer; 0 or left out lists every report."""
+    after = call.query["after"]
+    out = await call.engine.report_log(call.path["id"], after=0 if after is None else after, owner=call.owner)
+    return {"cursor": out["cursor"], "reports": [r.to_dict() for r in out["reports"]]}

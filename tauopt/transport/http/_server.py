@@ -125,7 +125,8 @@ def create_app(
     metrics_token: if set, GET /metrics needs `Authorization: Bearer <it>`.
     metrics_top_experiments: per-experiment gauges cover this many experiments (busiest first).
     """
-    metrics = Metrics(metrics_top_experiments)
+    # an engine other doors serve (the chief's --http-port): count into its one Metrics
+    metrics = Metrics(metrics_top_experiments) if engine is None else Metrics.for_engine(engine, metrics_top_experiments)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

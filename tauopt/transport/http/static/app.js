@@ -5,12 +5,19 @@
 const TOKEN_KEY = "tauopt.token";
 const POLL_MS = 2000;
 // SVG marks per plot; above these a plot is evenly thinned and says so on the chart
-// (the best-so-far line and the importance always use every observation). Sized so a
-// 10,000-observation page draws in about a second: see benchmarks/dashboard_load.py.
-const LIMITS = { history: 1500, parcoords: 1000, slices: 500, contour: 400, timeline: 500 };
+// (the best-so-far line, its improvements and the importance always use every
+// observation). Sized so a 10,000-observation page draws in under a second: see
+// benchmarks/dashboard_load.py and the README.
+const LIMITS = { history: 600, parcoords: 800, slices: 400, contour: 400, timeline: 300, pareto: 800, curves: 150 };
 const COLORS = { ok: "#2563eb", best: "#f59e0b", failed: "#dc2626", observed: "#16a34a", open: "#2563eb",
   closed: "#6b7280", expired: "#dc2626", grid: "#e5e7eb", text: "#1f2937", muted: "#6b7280" };
 const PLOT_CONFIG = { displayModeBar: false, responsive: true };
+// Plotly runs after this file (index.html orders them so the API reads start first);
+// every deferred script has run by DOMContentLoaded.
+const plotlyReady = new Promise((resolve) => {
+  if (document.readyState !== "loading" && window.Plotly) resolve();
+  else document.addEventListener("DOMContentLoaded", () => resolve(), { once: true });
+});
 
 // plotly.js (through d3) sets a few styles with setAttribute("style", ...), which the strict
 // CSP refuses (style-src-attr); the same declarations through the CSSOM are allowed.
@@ -219,28 +226,103 @@ function sparkline(points) {
 
 function experimentPage(view, id) {
   const st = { exp: null, obs: [], lastId: 0, cursor: 0, sugg: new Map(), workers: null, sort: { key: "id", desc: true },
-    filter: "", xAxis: "number", pair: [null, null], importanceAt: -1, drawnAt: -1 };
+    filter: "", xAxis: "number", pair: [null, null], importance: null, importanceAt: -1, drawnAt: -1,
+    seen: new Set(), pending: new Map(), front: [], curves: new Map(), reportCursor: 0 };
   crumbs({ text: "Experiments", href: "#/" }, { text: id });
   const root = el("div", { class: "experiment" });
   view.append(root);
   const parts = buildExperimentLayout(root, st, () => drawAll(st, true));
   st.parts = parts;
-  return poller(async () => {
-    const [summary, fresh, workers] = await Promise.all([
+  const lazy = lazyDrawing(st);
+  const polling = poller(async () => {
+    const first = st.drawnAt < 0;
+    const [summary, fresh, workers, importance, reports] = await Promise.all([
       api(`/v1/experiments/${id}/summary`),
-      api(`/v1/experiments/${id}/observations?after=${st.lastId}`),
-      api(`/v1/experiments/${id}/workers?after=${st.cursor}`),
+      api(`/v1/experiments/${id}/observations/columns?after=${st.lastId}`).then((c) => rowsOf(c, id)),
+      api(`/v1/experiments/${id}/workers?after=${st.cursor}&limit=${LIMITS.timeline}`),
+      first ? api(`/v1/experiments/${id}/importance`) : null, // in parallel: it is in the first view
+      api(`/v1/experiments/${id}/reports?after=${st.reportCursor}`),
     ]);
     st.exp = summary.experiment; st.summary = summary;
     for (const o of fresh) { st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
     for (const row of workers.changes) st.sugg.set(row.id, row);
+    if (st.sugg.size > 2 * LIMITS.timeline) { // the timeline shows the latest only: keep those
+      const keep = [...st.sugg.keys()].sort((a, b) => Number(a) - Number(b)).slice(-LIMITS.timeline);
+      st.sugg = new Map(keep.map((k) => [k, st.sugg.get(k)]));
+    }
     st.cursor = workers.cursor; st.workers = workers;
+    if (objectives(st).length > 1 && (fresh.length || first)) st.front = await api(`/v1/experiments/${id}/pareto_front`);
+    for (const r of reports.reports) { if (!st.curves.has(r.suggestion_id)) st.curves.set(r.suggestion_id, []); st.curves.get(r.suggestion_id).push(r); }
+    st.reportCursor = reports.cursor;
+    if (importance) { st.importance = importance; st.importanceAt = scored(st).length; }
+    else if (importanceStale(st)) { st.importanceAt = scored(st).length; st.importance = await api(`/v1/experiments/${id}/importance`); }
     crumbs({ text: "Experiments", href: "#/" }, { text: st.exp.name });
-    const first = st.drawnAt < 0;
-    await drawAll(st, fresh.length > 0 || first);
-    if (first) performance.mark("tauopt:experiment-drawn"); // read by benchmarks/dashboard_load.py
+    await plotlyReady;
+    show("pareto", objectives(st).length > 1); show("curves", st.curves.size > 0);
+    drawAll(st, fresh.length > 0 || first || importance !== null || reports.reports.length > 0);
+    if (!first) return;
+    performance.mark("tauopt:experiment-drawn"); // what is in view is drawn; read by benchmarks/dashboard_load.py
+    // watched from now on: before the first draw the empty page would put every plot in view
+    for (const [pid] of LAZY) if (!st.seen.has(pid)) lazy.observe(document.getElementById(pid));
   });
+  return { stop() { polling.stop(); lazy.disconnect(); } };
 }
+
+// Plots below the fold are drawn when they scroll into view (then kept up to date):
+// a 10,000-observation page draws only what the reader sees first.
+const LAZY = [["plot-history", drawHistory], ["plot-importance", drawImportance], ["plot-pareto", drawPareto], ["plot-curves", drawCurves],
+  ["plot-timeline", drawTimeline],
+  ["plot-parcoords", drawParcoords], ["plot-slices", drawSlices], ["plot-contour", (st) => { fillPairs(st); drawContour(st); }],
+  ["obs-table", drawTable]];
+
+function lazyDrawing(st) {
+  const observer = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      if (!e.isIntersecting) continue;
+      st.seen.add(e.target.id);
+      observer.unobserve(e.target);
+      const draw = st.pending.get(e.target.id);
+      st.pending.delete(e.target.id);
+      if (draw && st.exp) plotlyReady.then(() => timed(e.target.id.replace(/^plot-/, ""), () => draw(st)));
+    }
+  }, { rootMargin: `0px 0px -${LAZY_SHOWING}px 0px` });
+  return observer;
+}
+
+const LAZY_SHOWING = 60; // px of a plot in view before it is drawn (not for a sliver at the bottom edge)
+
+function inView(id) {
+  const r = document.getElementById(id).getBoundingClientRect();
+  return r.bottom > 0 && r.top < window.innerHeight - LAZY_SHOWING;
+}
+
+function drawLazy(st, id, draw) {
+  if (!st.seen.has(id) && inView(id)) st.seen.add(id); // the first tick runs before the observer's first report
+  if (st.seen.has(id)) { st.pending.delete(id); timed(id.replace(/^plot-/, ""), () => draw(st)); }
+  else st.pending.set(id, draw);
+}
+
+function importanceStale(st) {
+  // refresh as data grows, not per observation
+  const n = scored(st).length, at = st.importanceAt;
+  return n !== at && !(at > 0 && n - at < Math.max(5, at / 20));
+}
+
+// The compact listing (one array per field) back into the API's observation objects,
+// so the page, its downloads and the row listing agree field for field.
+function rowsOf(c, experimentId) {
+  const params = Object.entries(c.assignments), metrics = Object.entries(c.metrics), rows = new Array(c.count);
+  for (let i = 0; i < c.count; i++) {
+    const assignments = {}, m = {};
+    for (const [name, col] of params) if (col[i] !== null) assignments[name] = col[i];
+    for (const [name, col] of metrics) if (col[i] !== null) m[name] = col[i];
+    rows[i] = { id: c.id[i], experiment_id: experimentId, suggestion_id: c.suggestion_id[i], assignments, value: c.value[i],
+      failed: c.failed[i], created_at: c.created_at[i], metrics: m, stopped_at_step: c.stopped_at_step[i] };
+  }
+  return rows;
+}
+
+function hidden(node) { node.classList.add("hidden"); return node; } // shown once the data calls for it
 
 function section(title, id, ...body) {
   return el("div", { class: "card", id }, el("div", { class: "card-head" }, el("h2", {}, title), el("span", { class: "note muted", id: `${id}-note` })), ...body);
@@ -260,6 +342,9 @@ function buildExperimentLayout(root, st, redraw) {
     el("div", { class: "grid two" },
       section("Optimization history", "history", el("div", { class: "tools" }, axisButtons), el("div", { id: "plot-history", class: "plot" })),
       section("Parameter importance", "importance", el("div", { id: "plot-importance", class: "plot" }))),
+    hidden(section("Pareto front", "pareto", el("p", { class: "muted small", id: "pareto-help" }), el("div", { id: "plot-pareto", class: "plot tall" }))),
+    hidden(section("Learning curves", "curves", el("p", { class: "muted small" }, "Intermediate reports per suggestion; × marks a trial stopped early."),
+      el("div", { id: "plot-curves", class: "plot" }))),
     section("Workers", "workers",
       el("div", { class: "grid two tight" },
         el("div", {}, el("h3", {}, "By tag"), el("table", { id: "tag-table", class: "table compact" })),
@@ -279,18 +364,13 @@ function buildExperimentLayout(root, st, redraw) {
   return { pairX, pairY, redraw };
 }
 
-async function drawAll(st, dataChanged) {
+function drawAll(st, dataChanged) {
   timed("header", () => drawHeader(st));
   timed("workers", () => drawWorkers(st));
+  drawLazy(st, "plot-timeline", drawTimeline); // the workers' rows change on every tick
   if (!dataChanged) return;
   st.drawnAt = st.obs.length;
-  timed("history", () => drawHistory(st));
-  timed("table", () => drawTable(st));
-  timed("parcoords", () => drawParcoords(st));
-  timed("slices", () => drawSlices(st));
-  fillPairs(st);
-  timed("contour", () => drawContour(st));
-  await drawImportance(st);
+  for (const [id, draw] of LAZY) if (id !== "plot-timeline") drawLazy(st, id, draw);
 }
 
 function timed(name, draw) {
@@ -418,28 +498,28 @@ function drawHistory(st) {
     if (best === null || better(st, o.value, best)) { best = o.value; bestX.push(xs(o, i)); bestY.push(best); }
   });
   if (best !== null && st.obs.length) { bestX.push(xs(st.obs[st.obs.length - 1], st.obs.length - 1)); bestY.push(best); }
-  const shown = thin(ok, LIMITS.history);
-  noteFor("history", shown.length + fail.length, ok.length + fail.length);
-  const lo = Math.min(...ok.map((r) => r[1])), failY = ok.length ? lo : 0;
+  const shown = thin(ok, LIMITS.history), failShown = thin(fail, LIMITS.history / 5);
+  noteFor("history", shown.length + failShown.length, ok.length + fail.length);
+  let lo = Infinity;
+  for (const r of ok) lo = Math.min(lo, r[1]);
+  const failY = ok.length ? lo : 0;
   Plotly.react("plot-history", [
     { type: "scatter", mode: "markers", name: "observation", x: shown.map((r) => r[0]), y: shown.map((r) => r[1]), text: shown.map((r) => `#${r[2]}`),
       marker: { size: 5, color: COLORS.ok, opacity: 0.55 }, hovertemplate: "%{text}: %{y}<extra></extra>" },
-    { type: "scatter", mode: "markers", name: "failed", x: fail.map((r) => r[0]), y: fail.map(() => failY), text: fail.map((r) => `#${r[2]} failed`),
+    { type: "scatter", mode: "markers", name: "failed", x: failShown.map((r) => r[0]), y: failShown.map(() => failY), text: failShown.map((r) => `#${r[2]} failed`),
       marker: { size: 7, symbol: "x", color: COLORS.failed }, hovertemplate: "%{text}<extra></extra>" },
     { type: "scatter", mode: "lines", name: "best so far", x: bestX, y: bestY, line: { shape: "hv", color: COLORS.best, width: 2.5 }, hoverinfo: "skip" },
   ], baseLayout({ xaxis: axis(byTime ? "wall time" : "observation #"), yaxis: axis(st.exp.metric.name) }), PLOT_CONFIG);
 }
 
-async function drawImportance(st) {
-  const n = scored(st).length;
-  if (n === st.importanceAt || (st.importanceAt > 0 && n - st.importanceAt < Math.max(5, st.importanceAt / 20))) return; // refresh as data grows, not per observation
-  st.importanceAt = n;
-  const imp = await api(`/v1/experiments/${st.exp.id}/importance`);
+function drawImportance(st) {
+  const imp = st.importance;
+  if (!imp) return;
   const rows = imp.parameters.slice().reverse();
   document.getElementById("importance-note").textContent = `method: ${imp.method} · ${fmt(imp.observations)} observations`;
   Plotly.react("plot-importance", [{ type: "bar", orientation: "h", x: rows.map((r) => r.importance), y: rows.map((r) => r.name),
     marker: { color: COLORS.ok }, hovertemplate: "%{y}: %{x:.3f}<extra></extra>" }],
-  baseLayout({ margin: { l: 96, r: 16, t: 8, b: 44 }, xaxis: axis("share of variance explained (binned)", { rangemode: "tozero" }), yaxis: axis("") }), PLOT_CONFIG);
+  baseLayout({ margin: { l: 96, r: 16, t: 8, b: 44 }, xaxis: axis(imp.method === "gp_lengthscales" ? "inverse length-scale (share of the sum)" : "share of variance explained (binned)", { rangemode: "tozero" }), yaxis: axis("") }), PLOT_CONFIG);
 }
 
 function drawTable(st) {
@@ -611,6 +691,87 @@ function drawContour(st) {
   ], baseLayout({ xaxis: axis(isLog(st, a) ? `log10 ${a}` : a), yaxis: axis(isLog(st, b) ? `log10 ${b}` : b) }), PLOT_CONFIG);
 }
 
+// -- several metrics: the Pareto front ----------------------------------------------------
+
+function objectives(st) { return (st.exp.metrics || [st.exp.metric]).filter((m) => m.objective); }
+function constraintMetrics(st) { return (st.exp.metrics || []).filter((m) => m.constraint); }
+function metricOf(st, o, name) { return name === st.exp.metric.name ? o.value : (o.metrics || {})[name] ?? null; }
+
+function feasible(st, o) {
+  if (o.failed || o.value === null) return false;
+  for (const m of constraintMetrics(st)) {
+    const [op, bound] = Object.entries(m.constraint)[0], v = metricOf(st, o, m.name);
+    if (v === null || (op === "<=" ? v > bound : v < bound)) return false;
+  }
+  return true;
+}
+
+function metricLabel(m) { return `${m.name} ${m.objective === "minimize" ? "↓" : "↑"}`; }
+
+// 2 objectives: a scatter with the front drawn as a step line; 3 or 4: parallel
+// coordinates over the objectives. The front comes from GET .../pareto_front.
+function drawPareto(st) {
+  const objs = objectives(st);
+  if (objs.length < 2) return;
+  const front = new Set(st.front.map((o) => o.id)), done = st.obs.filter((o) => !o.failed && o.value !== null);
+  const infeasible = done.filter((o) => !feasible(st, o)), rest = done.filter((o) => feasible(st, o) && !front.has(o.id));
+  const shownRest = thin(rest, LIMITS.pareto), shownBad = thin(infeasible, LIMITS.pareto / 2);
+  const total = done.length, shown = shownRest.length + shownBad.length + front.size;
+  document.getElementById("pareto-note").textContent =
+    `${fmt(front.size)} on the front · ${fmt(infeasible.length)} infeasible${shown < total ? ` · showing ${fmt(shown)} of ${fmt(total)} points (evenly thinned; the front in full)` : ""}`;
+  const cons = constraintMetrics(st).map((m) => `${m.name} ${Object.keys(m.constraint)[0]} ${fmt(Object.values(m.constraint)[0])}`);
+  document.getElementById("pareto-help").textContent = cons.length ? `Feasible when ${cons.join(" and ")}.` : "No constraint metrics: every completed observation is feasible.";
+  if (objs.length > 2) { drawParetoParcoords(st, objs, st.front, shownRest, shownBad); return; }
+  const [a, b] = objs, xy = (rows) => ({ x: rows.map((o) => metricOf(st, o, a.name)), y: rows.map((o) => metricOf(st, o, b.name)), text: rows.map((o) => `#${o.id}`) });
+  const line = st.front.slice().sort((p, q) => metricOf(st, p, a.name) - metricOf(st, q, a.name));
+  const hover = `%{text}<br>${a.name}=%{x}<br>${b.name}=%{y}<extra></extra>`;
+  Plotly.react("plot-pareto", [
+    { type: "scatter", mode: "markers", name: "feasible", ...xy(shownRest), marker: { size: 5, color: COLORS.ok, opacity: 0.45 }, hovertemplate: hover },
+    { type: "scatter", mode: "markers", name: "infeasible", ...xy(shownBad), marker: { size: 6, symbol: "x", color: COLORS.closed, opacity: 0.7 }, hovertemplate: hover },
+    { type: "scatter", mode: "lines+markers", name: "Pareto front", ...xy(line), line: { shape: "hv", color: COLORS.best, width: 2 },
+      marker: { size: 8, color: COLORS.best, line: { color: "#92400e", width: 1 } }, hovertemplate: hover },
+  ], baseLayout({ showlegend: true, legend: { orientation: "h", y: 1.1 }, margin: { l: 56, r: 16, t: 28, b: 44 },
+    xaxis: axis(metricLabel(a)), yaxis: axis(metricLabel(b)) }), PLOT_CONFIG);
+}
+
+function drawParetoParcoords(st, objs, front, rest, bad) {
+  const box = document.getElementById("plot-pareto");
+  Plotly.purge(box);
+  const rows = [...bad, ...rest, ...front], kinds = [...bad.map(() => "bad"), ...rest.map(() => "rest"), ...front.map(() => "front")];
+  const dims = objs.map((m) => scaleDim(metricLabel(m), rows.map((o) => metricOf(st, o, m.name))));
+  const W = box.clientWidth || 900, H = box.clientHeight || 360, top = 30, bottom = 16, left = 90, right = 70;
+  const xAt = (i) => left + (i * (W - left - right)) / Math.max(1, dims.length - 1), yAt = (u) => top + (1 - u) * (H - top - bottom);
+  const svg = svgEl("svg", { width: W, height: H, class: "pc", viewBox: `0 0 ${W} ${H}` }), lines = svgEl("g", { class: "pc-lines" });
+  rows.forEach((o, r) => {
+    const d = dims.map((dim, i) => `${i ? "L" : "M"}${xAt(i).toFixed(1)} ${yAt(dim.unit[r]).toFixed(1)}`).join("");
+    lines.append(svgEl("path", { d, class: `pc-line pareto-${kinds[r]}`, "data-id": o.id }));
+  });
+  svg.append(lines);
+  dims.forEach((dim, i) => svg.append(parcoordsAxis(dim, xAt(i), yAt, top, H - bottom, () => {})));
+  box.replaceChildren(svg);
+}
+
+// -- learning curves (intermediate reports) ------------------------------------------------
+
+function drawCurves(st) {
+  if (!st.curves.size) return;
+  const stoppedAt = new Map(st.obs.filter((o) => o.suggestion_id && o.stopped_at_step !== null && o.stopped_at_step !== undefined).map((o) => [o.suggestion_id, o]));
+  const ids = [...st.curves.keys()], shownIds = ids.length > LIMITS.curves ? ids.slice(-LIMITS.curves) : ids;
+  const traces = [], sx = [], sy = [], st_text = [];
+  for (const sid of shownIds) {
+    const rs = st.curves.get(sid), stopped = stoppedAt.has(sid);
+    traces.push({ type: "scatter", mode: "lines", x: rs.map((r) => r.step), y: rs.map((r) => r.value), name: `#${sid}`,
+      line: { width: 1.3, color: stopped ? COLORS.failed : COLORS.ok }, opacity: stopped ? 0.55 : 0.7, hovertemplate: `#${sid} step %{x}: %{y}<extra></extra>` });
+    if (stopped) { const last = rs[rs.length - 1]; sx.push(last.step); sy.push(last.value); st_text.push(`#${sid} stopped at step ${last.step}`); }
+  }
+  traces.push({ type: "scatter", mode: "markers", name: "stopped", x: sx, y: sy, text: st_text, marker: { size: 9, symbol: "x", color: COLORS.failed },
+    hovertemplate: "%{text}<extra></extra>" });
+  const nStopped = ids.filter((sid) => stoppedAt.has(sid)).length;
+  document.getElementById("curves-note").textContent = `${fmt(ids.length)} suggestions reported · ${fmt(nStopped)} stopped early`
+    + (shownIds.length < ids.length ? ` · showing the latest ${fmt(shownIds.length)}` : "");
+  Plotly.react("plot-curves", traces, baseLayout({ xaxis: axis("step"), yaxis: axis(st.exp.metric.name) }), PLOT_CONFIG);
+}
+
 // -- workers --------------------------------------------------------------------------------
 
 function drawWorkers(st) {
@@ -628,7 +789,6 @@ function drawWorkers(st) {
       el("td", {}, ttl ? ageBar(s.age_s / ttl) : el("span", { class: "muted" }, "none")),
       el("td", {}, el("button", { type: "button", class: "small close-one", onclick: () => closeOne(st, s.id) }, "Close")))) :
       el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No open suggestions."))));
-  drawTimeline(st);
 }
 
 function ageBar(frac) {
@@ -654,8 +814,9 @@ function drawTimeline(st) {
   });
   const tags = new Set(rows.map((r) => r.tag ?? "(untagged)"));
   document.getElementById("plot-timeline").style.height = `${Math.max(200, 60 + tags.size * 28)}px`;
-  document.getElementById("workers-note").textContent = recent.length < rows.length
-    ? `timeline: the latest ${fmt(recent.length)} of ${fmt(rows.length)} suggestions` : `${fmt(rows.length)} suggestions`;
+  const total = st.workers.tags.reduce((n, t) => n + t.open + t.observed + t.closed + t.expired, 0);
+  document.getElementById("workers-note").textContent = recent.length < total
+    ? `timeline: the latest ${fmt(recent.length)} of ${fmt(total)} suggestions` : `${fmt(total)} suggestions`;
   Plotly.react("plot-timeline", traces, baseLayout({ showlegend: true, legend: { orientation: "h", y: 1.12 },
     margin: { l: 110, r: 16, t: 28, b: 40 }, xaxis: axis("wall time"), yaxis: axis("", { type: "category" }) }), PLOT_CONFIG);
 }
@@ -669,10 +830,17 @@ function csvCell(v) {
 }
 
 function observationsCsv(st) {
-  const names = st.exp.parameters.map((p) => p.name), metricKeys = [...new Set(st.obs.flatMap((o) => Object.keys(o.metrics || {})))].sort();
-  const lines = [["id", "suggestion_id", "created_at", "value", "failed", ...names, ...metricKeys.map((m) => `metric:${m}`)].map(csvCell).join(",")];
+  // every metric as its own column by name (the first objective too: it is also `value`),
+  // then any other metric an observation carried; feasibility and the front with several objectives
+  const names = st.exp.parameters.map((p) => p.name), declared = (st.exp.metrics || [st.exp.metric]).map((m) => m.name);
+  const metricKeys = [...declared, ...[...new Set(st.obs.flatMap((o) => Object.keys(o.metrics || {})))].filter((k) => !declared.includes(k)).sort()];
+  const multi = objectives(st).length > 1 || constraintMetrics(st).length > 0, front = new Set(st.front.map((o) => o.id));
+  const extra = multi ? ["feasible", "pareto_front"] : [];
+  const lines = [["id", "suggestion_id", "created_at", "value", "failed", "stopped_at_step", ...names, ...metricKeys.map((m) => `metric:${m}`), ...extra].map(csvCell).join(",")];
   for (const o of st.obs) {
-    lines.push([o.id, o.suggestion_id, o.created_at, o.value, o.failed, ...names.map((n) => o.assignments[n]), ...metricKeys.map((m) => (o.metrics || {})[m])].map(csvCell).join(","));
+    const flags = multi ? [feasible(st, o), front.has(o.id)] : [];
+    lines.push([o.id, o.suggestion_id, o.created_at, o.value, o.failed, o.stopped_at_step, ...names.map((n) => o.assignments[n]),
+      ...metricKeys.map((m) => metricOf(st, o, m)), ...flags].map(csvCell).join(","));
   }
   return lines.join("\n") + "\n";
 }

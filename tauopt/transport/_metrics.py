@@ -1,0 +1,166 @@
+"""The metrics every door records into, one registry per engine (prometheus_client).
+
+A door only counts; the HTTP door renders the registry at GET /metrics. Doors
+serving the same engine in one process (the KerasTuner chief with --http-port:
+gRPC for the workers, HTTP for people) share one `Metrics`, found with
+`Metrics.for_engine(engine)`, so a scrape of the HTTP door shows the gRPC door's
+requests too. Doors never import each other; both import this module.
+
+    tauopt_asks_total{door,outcome}            outcome: ok or the error_type
+    tauopt_observations_total{door,outcome}    (door: http, grpc)
+    tauopt_ask_seconds{door}                   histogram
+    tauopt_rejections_429_total{type}          bandwidth_full, rate_limited, ...
+    tauopt_grpc_requests_total{method,code}    the KerasTuner Oracle's RPCs by status code
+    tauopt_grpc_request_seconds{method}        histogram
+
+Read at scrape time from the engine (nothing kept per experiment here):
+
+    tauopt_experiments{state}
+    tauopt_experiment_open_suggestions{experiment}   top N experiments only
+    tauopt_experiment_observations{experiment}       (bounded label cardinality)
+    tauopt_gp_fits_total, tauopt_gp_fallbacks_total{reason}, tauopt_pool_queue_depth,
+    tauopt_dask_scheduler_lost_total, tauopt_dask_reconnects_total (with --pool dask)
+
+Fed by the store after each commit: tauopt_store_commit_seconds and
+tauopt_store_commit_batches (histograms).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Iterator
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+__all__ = ["Metrics", "TOP_EXPERIMENTS", "CONTENT_TYPE_LATEST", "RPC_METHODS"]
+
+TOP_EXPERIMENTS = 10
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# The KerasTuner Oracle service's methods: the only `method` label values (bounded).
+RPC_METHODS = frozenset({"GetSpace", "UpdateSpace", "CreateTrial", "UpdateTrial", "EndTrial", "GetBestTrials", "GetTrial"})
+_RPC_KIND = {"CreateTrial": "ask", "EndTrial": "observe"}
+_BY_ENGINE: "weakref.WeakKeyDictionary[Any, Metrics]" = weakref.WeakKeyDictionary()
+
+
+class Metrics:
+    """One engine's metrics; `bind(engine)` once the engine runs (the app's lifespan)."""
+
+    def __init__(self, top_experiments: int = TOP_EXPERIMENTS) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.top_experiments = top_experiments
+        r = self.registry
+        self.asks = Counter("tauopt_asks", "Asks for a suggestion, by door and outcome", ["door", "outcome"], registry=r)
+        self.observations = Counter("tauopt_observations", "Observations posted, by door and outcome", ["door", "outcome"], registry=r)
+        self.ask_seconds = Histogram("tauopt_ask_seconds", "Ask latency at the door", ["door"], buckets=_LATENCY_BUCKETS, registry=r)
+        self.rejections = Counter("tauopt_rejections_429", "429 answers, by error type", ["type"], registry=r)
+        self.commit_seconds = Histogram("tauopt_store_commit_seconds", "Store transaction time", buckets=_LATENCY_BUCKETS, registry=r)
+        self.commit_batches = Histogram("tauopt_store_commit_batches", "Batches per store transaction", buckets=_BATCH_BUCKETS, registry=r)
+        self.rpcs = Counter("tauopt_grpc_requests", "KerasTuner Oracle RPCs at the gRPC door, by method and status code", ["method", "code"], registry=r)
+        self.rpc_seconds = Histogram("tauopt_grpc_request_seconds", "KerasTuner Oracle RPC latency", ["method"], buckets=_LATENCY_BUCKETS, registry=r)
+        self._engine: Any = None
+        r.register(_EngineCollector(self))
+
+    @classmethod
+    def for_engine(cls, engine: Any, top_experiments: int = TOP_EXPERIMENTS) -> "Metrics":
+        """The one Metrics of `engine` (made and bound on first use): every door serving
+        that engine counts into it."""
+        found = _BY_ENGINE.get(engine)
+        if found is None:
+            found = _BY_ENGINE[engine] = cls(top_experiments)
+            found.bind(engine)
+        return found
+
+    def bind(self, engine: Any) -> None:
+        self._engine = engine
+        _BY_ENGINE.setdefault(engine, self)
+        if hasattr(engine.store, "on_commit"):
+            engine.store.on_commit = self._on_commit
+
+    def _on_commit(self, batches: int, seconds: float) -> None:
+        self.commit_seconds.observe(seconds)
+        self.commit_batches.observe(batches)
+
+    def record(self, kind: str, door: str, outcome: str, seconds: float) -> None:
+        if kind == "ask":
+            self.asks.labels(door, outcome).inc()
+            self.ask_seconds.labels(door).observe(seconds)
+        else:
+            self.observations.labels(door, outcome).inc()
+
+    def record_rpc(self, method: str, code: str, outcome: str, seconds: float) -> None:
+        """One Oracle RPC answered with status `code` (a grpc.StatusCode name); `outcome`
+        is ok or the error type, as the HTTP door counts asks (CreateTrial) and
+        observations (EndTrial). Labels stay bounded whatever a caller sends."""
+        method = method if method in RPC_METHODS else "other"
+        code = code if code.isupper() and code.replace("_", "").isalpha() and len(code) <= 24 else "UNKNOWN"
+        self.rpcs.labels(method, code).inc()
+        self.rpc_seconds.labels(method).observe(seconds)
+        kind = _RPC_KIND.get(method)
+        if kind is not None:
+            self.record(kind, "grpc", outcome if outcome.isidentifier() and len(outcome) <= 40 else "internal", seconds)
+
+    async def scrape(self) -> bytes:
+        """The registry in Prometheus' text format, the engine's gauges read now."""
+        if self._engine is not None:
+            self._snapshot = await _engine_snapshot(self._engine, self.top_experiments)
+        return generate_latest(self.registry)
+
+
+async def _engine_snapshot(engine: Any, top: int) -> dict[str, Any]:
+    found = await engine.experiments()
+    states: dict[str, int] = {"active": 0, "completed": 0, "archived": 0}
+    for e in found:
+        states[e.state] = states.get(e.state, 0) + 1
+    live = [e for e in found if e.state != "archived"]
+    live.sort(key=lambda e: (-e.open_suggestions, -e.observations, e.id))
+    pool = engine.pool
+    return {
+        "states": states,
+        "top": [(e.id, e.open_suggestions, e.observations) for e in live[:top]],
+        "fits": 0 if pool is None else pool.stats.jobs,
+        "fallbacks": {} if pool is None else dict(pool.stats.fallback_kinds),
+        "queue": 0 if pool is None else getattr(pool, "queue_depth", 0),
+        "cluster": _cluster_counts(pool),
+    }
+
+
+def _cluster_counts(pool: Any) -> dict[str, int]:
+    """A cluster executor's connection counters (the Dask pool's `lost`, `reconnects`)."""
+    stats = getattr(getattr(pool, "executor", None), "stats", None)
+    return {k: getattr(stats, k) for k in ("lost", "reconnects") if isinstance(getattr(stats, k, None), int)}
+
+
+class _EngineCollector:
+    """Gauges read from the snapshot `Metrics.render` took just before generating."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Any]:
+        snap: dict[str, Any] = getattr(self.metrics, "_snapshot", None) or {
+            "states": {}, "top": [], "fits": 0, "fallbacks": {}, "queue": 0, "cluster": {},
+        }  # fmt: skip
+        states = GaugeMetricFamily("tauopt_experiments", "Experiments by state", labels=["state"])
+        for state, n in sorted(snap["states"].items()):
+            states.add_metric([state], n)
+        yield states
+        top = self.metrics.top_experiments
+        open_ = GaugeMetricFamily("tauopt_experiment_open_suggestions", f"Open suggestions (top {top} experiments)", labels=["experiment"])
+        obs = GaugeMetricFamily("tauopt_experiment_observations", f"Observations (top {top} experiments)", labels=["experiment"])
+        for eid, n_open, n_obs in snap["top"]:
+            open_.add_metric([eid], n_open)
+            obs.add_metric([eid], n_obs)
+        yield open_
+        yield obs
+        yield CounterMetricFamily("tauopt_gp_fits", "GP proposals computed on the pool", value=snap["fits"])
+        fallbacks = CounterMetricFamily("tauopt_gp_fallbacks", "GP proposals answered by Sobol instead, by reason", labels=["reason"])
+        for reason, n in sorted(snap["fallbacks"].items()):
+            fallbacks.add_metric([reason], n)
+        yield fallbacks
+        cluster = snap.get("cluster", {})
+        if "lost" in cluster:
+            yield CounterMetricFamily("tauopt_dask_scheduler_lost", "Times the Dask scheduler was found gone", value=cluster["lost"])
+            yield CounterMetricFamily("tauopt_dask_reconnects", "Reconnections to the Dask scheduler after a loss", value=cluster["reconnects"])
+        yield GaugeMetricFamily("tauopt_pool_queue_depth", "pooled strategy jobs submitted and not yet answered (queued or running)", value=snap["queue"])
