@@ -27,8 +27,12 @@ from tauopt.strategies import propose, resolve
 from tauopt.strategies._request import SuggestRequest
 
 # name -> GPConfig switches; "gp" is the default model, the others turn opt-in refinements on
-GP_VARIANTS: dict[str, dict[str, bool]] = {
+# (or, gp_old and gp_lbfgs, the default's own changes off: what each bought)
+GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp": {},
+    "gp_old": {"fit_optimizer": "adam", "noise_prior": "lognormal"},  # the default before issue 17's second round
+    "gp_lbfgs": {"noise_prior": "lognormal"},  # L-BFGS-B fit, the old noise prior
+    "gp_iw": {"input_warp": True},
     "gp_grad": {"gradient": True},
     "gp_warp": {"output_warp": True},
     "gp_tr": {"trust_region": True},

@@ -83,6 +83,9 @@ class GPConfig:
     # TuRBO box when >= tr.MIN_DIM continuous coordinates (sphere, d=10, 50
     # evaluations, 8 workers, 1 seed: log10 regret 0.79 with, -0.03 without).
     trust_region: bool = False
+    input_warp: bool = False  # Kumaraswamy CDF per feature, fitted with the hyperparameters
+    fit_optimizer: str = "lbfgs"  # "lbfgs" (to convergence) or "adam" (60 steps, the fit before)
+    noise_prior: str = "gamma"  # "gamma" (Optuna's, lets a smooth function be near-noiseless) or "lognormal" (before)
 
 
 DEFAULT = GPConfig()
@@ -202,7 +205,8 @@ def _propose(
     keep = _subset(y, SUBSET_POSTERIOR, rng)
     x, y = x_all[keep], y[keep]
     fit_idx = _subset(y, SUBSET_FIT, rng)
-    hyper, iters = fit(x[fit_idx], y[fit_idx], warm, deadline)
+    hyper, iters = fit(x[fit_idx], y[fit_idx], warm, deadline, input_warp=config.input_warp,
+                       optimizer=config.fit_optimizer, noise_prior=config.noise_prior)
     state = GPState(enc.n_features, hyper, len(fit_idx))
     feas = _Feasibility.fit(t, x_all, deadline) if t.violations.shape[1] else None
     t_acq = time.monotonic()
