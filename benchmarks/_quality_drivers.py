@@ -34,6 +34,7 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp_old": {"fit_optimizer": "adam", "noise_prior": "lognormal"},  # the default before issue 17's second round
     "gp_lbfgs": {"noise_prior": "lognormal"},  # L-BFGS-B fit, the old noise prior
     "gp_iw": {"input_warp": True},
+    "gp_hr": {"half_rank": True},
     "gp_grad": {"gradient": True},
     "gp_warp": {"output_warp": True},
     "gp_tr": {"trust_region": True},
