@@ -371,3 +371,38 @@ def test_fit_stops_at_its_deadline() -> None:
     x, y = _bowl(30, 5, 0)
     with pytest.raises(FitTimeout):
         fit(x, y, deadline=time.monotonic() - 1.0)
+
+
+# -- half-rank output warp ---------------------------------------------------------------
+
+
+def test_half_rank_warp_is_monotone_and_invertible_everywhere_and_keeps_the_better_half_linear() -> None:
+    from tauopt.strategies._gp_warping import HalfRankWarp
+
+    rng = np.random.default_rng(0)
+    raw = np.concatenate([rng.random(12), 10 ** rng.uniform(0, 6, 12), [0.5, 0.5, 3.0, 3.0]])  # heavy tail, ties
+    w = HalfRankWarp.fit(raw)
+    v = np.linspace(-5.0, 3e6, 20001)
+    f = w.forward(v)
+    assert np.all(np.diff(f) > 0)  # strictly increasing beyond the data too
+    np.testing.assert_allclose(w.inverse(f), v, rtol=1e-9, atol=1e-6)
+    y = w.forward(raw)
+    assert list(np.argsort(y, kind="stable")) == list(np.argsort(raw, kind="stable"))  # same ranking
+    good = raw <= np.median(raw)
+    slope = np.polyfit(raw[good], y[good], 1)[0]
+    np.testing.assert_allclose(y[good], np.polyval(np.polyfit(raw[good], y[good], 1), raw[good]), atol=1e-9)
+    assert slope > 0
+    # the tail is tamed: the worst value sits a few standard deviations out, not 1e6 of them
+    assert y.max() < 4.0 and abs(y.mean()) < 1e-9 and abs(y.std() - 1.0) < 1e-9
+
+
+def test_half_rank_targets_reach_the_gp_when_switched_on() -> None:
+    space = Space.parse([{"name": f"x{i}", "type": "double", "bounds": [0, 1]} for i in range(2)])
+    rng = np.random.default_rng(3)
+    hist = []
+    for i in range(12):
+        u = rng.random(2)
+        hist.append(Observation(str(i), "e", None, space.from_unit(u), float(10 ** (6 * u[0]) + u[1])))
+    req = SuggestRequest(space, Metric("y"), tuple(hist))
+    r = propose_gp(req, np.random.default_rng(0), config=GPConfig(half_rank=True))
+    assert r.info.fallback_reason is None and len(r.candidates) == 1
