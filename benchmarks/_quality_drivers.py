@@ -31,10 +31,10 @@ from tauopt.strategies._request import SuggestRequest
 # (or, gp_old and gp_lbfgs, the default's own changes off: what each bought)
 GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp": {},
-    "gp_old": {"fit_optimizer": "adam", "noise_prior": "lognormal", "half_rank": False},  # the default before
-    "gp_lbfgs": {"noise_prior": "lognormal", "half_rank": False},  # L-BFGS-B fit, the old noise prior
+    "gp_old": {"fit_optimizer": "adam", "noise_prior": "lognormal"},  # the default before
+    "gp_lbfgs": {"noise_prior": "lognormal"},  # L-BFGS-B fit, the old noise prior
     "gp_iw": {"input_warp": True},
-    "gp_nohr": {"half_rank": False},  # standardized outputs only
+    "gp_hr": {"half_rank": True, "min_separation": 0.02},  # half-rank output warp, separated batches
     "gp_grad": {"gradient": True},
     "gp_warp": {"output_warp": True},
     "gp_tr": {"trust_region": True},

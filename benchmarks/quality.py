@@ -217,7 +217,38 @@ def merge(paths: list[str], out: str) -> int:
             rows.append({**r, "method": new} if old and r["method"] == old else r)
     print(json.dumps({"rows": rows, "gp_vs": compare(rows)}, indent=1))
     print(markdown(rows), file=sys.stderr)
+    if out:
+        plot_medians(rows, out)
     return 0
+
+
+def plot_medians(rows: list[dict[str, Any]], out: str) -> None:
+    """Merged runs carry no curves: one panel per worker count, the final
+    median log10 regret (and quartiles) of each method per cell."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    key = max((k for k in rows[0] if k.startswith("log10_regret@")), key=lambda k: int(k[13:-1]))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    workers = sorted({r["workers"] for r in rows})
+    fig, axes = plt.subplots(len(workers), 1, figsize=(11, 3.0 * len(workers)), squeeze=False)
+    for ax, w in zip(axes[:, 0], workers):
+        cells = list(dict.fromkeys((r["function"], r["d"]) for r in rows if r["workers"] == w))
+        by = {(r["function"], r["d"], r["method"]): r[key] for r in rows if r["workers"] == w}
+        for i, m in enumerate(methods):
+            xs = [c for c, cell in enumerate(cells) if (*cell, m) in by]
+            q = np.array([by[(*cells[c], m)] for c in xs]).reshape(-1, 3)
+            if len(xs):
+                off = (i - len(methods) / 2) * 0.07
+                ax.errorbar(np.array(xs) + off, q[:, 1], yerr=[q[:, 1] - q[:, 0], q[:, 2] - q[:, 1]], fmt="o", ms=3, lw=0.8, label=m)
+        ax.set_xticks(range(len(cells)), [f"{f[:6]} {d}" for f, d in cells], fontsize=7, rotation=30)
+        ax.set_title(f"final log10 regret, median [quartiles], W={w}", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=6, ncol=len(methods))
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="benchmarks/quality.png", help="PNG of regret curves ('' to skip)")
     args = ap.parse_args(argv)
     if args.merge:
-        return merge(args.merge, args.out)
+        return merge(args.merge, args.out if args.out != "benchmarks/quality.png" else "")
     base = QUICK if args.quick else FULL
     for key, default in base.items():
         if getattr(args, key) is None:

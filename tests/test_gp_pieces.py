@@ -406,3 +406,31 @@ def test_half_rank_targets_reach_the_gp_when_switched_on() -> None:
     req = SuggestRequest(space, Metric("y"), tuple(hist))
     r = propose_gp(req, np.random.default_rng(0), config=GPConfig(half_rank=True))
     assert r.info.fallback_reason is None and len(r.candidates) == 1
+
+
+def test_min_separation_keeps_half_rank_batches_of_pending_points_apart() -> None:
+    from tauopt.strategies._gp_encode import Encoder as _Enc
+
+    space = Space.parse([{"name": "x1", "type": "double", "bounds": [-5, 10]}, {"name": "x2", "type": "double", "bounds": [0, 15]}])
+
+    def branin(a: dict) -> float:
+        x1, x2 = a["x1"], a["x2"]
+        return (x2 - 5.1 / (4 * math.pi**2) * x1**2 + 5 / math.pi * x1 - 6) ** 2 + 10 * (1 - 1 / (8 * math.pi)) * math.cos(x1) + 10
+
+    rng = np.random.default_rng(0)
+    hist = []
+    for i in range(12):
+        a = space.from_unit(rng.random(2))
+        hist.append(Observation(str(i), "e", None, a, branin(a)))
+
+    def min_gap(config: GPConfig) -> float:
+        pending: tuple = ()
+        for _ in range(8):
+            r = propose_gp(SuggestRequest(space, Metric("y"), tuple(hist), pending), np.random.default_rng(len(pending)), config=config)
+            pending = pending + (r.candidates[0],)
+        z = _Enc(space).latent(list(pending))
+        d = np.sqrt(((z[:, None] - z[None]) ** 2).sum(-1))
+        return float(d[np.triu_indices(8, 1)].min())
+
+    assert min_gap(GPConfig(half_rank=True)) < 0.02  # the sharper model alone clusters the batch here
+    assert min_gap(GPConfig(half_rank=True, min_separation=0.02)) >= 0.02

@@ -1,4 +1,4 @@
-"""The Gaussian-process strategy: pending-aware log-EI over a gpytorch exact GP.
+"""The Gaussian-process strategy: pending-aware log-EI over an exact GP (torch).
 
     propose(request, rng) -> candidates                  (the pure strategy interface)
     propose_gp(request, rng, warm, deadline_s) -> GPResult  (warm start in and out)
@@ -6,9 +6,12 @@
 Choices (see the README `gp` section):
 - Encoding: `_gp_encode` (unit cube, log scales in log space, integers relaxed
   then rounded, categoricals one-hot, inactive conditionals at a neutral value).
+- Model: `_gp_model` (Matern-5/2 ARD), hyperparameters by L-BFGS-B on the
+  marginal likelihood plus priors (`_gp_mll`); opt-in Kumaraswamy input
+  warping (GPConfig(input_warp=True), `_gp_input_warp`).
 - Outputs: value * metric.sign (so smaller is better), standardized; opt-in
-  (GPConfig(output_warp=True)): a Box-Cox / Yeo-Johnson warp fitted to the data
-  (`_gp_warping`).
+  (GPConfig(output_warp=True)): a Box-Cox / Yeo-Johnson warp fitted to the data,
+  or (GPConfig(half_rank=True)) the half-rank warp (`_gp_warping`).
 - Failed observations are kept, imputed with the worst finite value seen, so
   the model steers away from regions that crash; never a crash here.
 - Pending points (open suggestions, and points already chosen in this call)
@@ -60,11 +63,6 @@ __all__ = ["available", "propose", "propose_gp", "run", "sobol_fallback", "GPRes
 SUBSET_FIT = 300
 SUBSET_POSTERIOR = 1000
 PENDING_NOISE = 1e-6  # in standardized units: a pending point is "known" to the model
-# A new point keeps this far (unit-cube distance, scaled by the search box's mean
-# side) from pending points when the acquisition offers one that does: with the
-# half-rank warp the model is sharp enough near the incumbent that the kriging
-# believer alone let 8 pending points of Branin come within 0.008 of each other.
-MIN_SEPARATION = 0.02
 _TOP_K = 5
 _ROUNDS = (0.1, 0.03, 0.01, 0.003, 0.001)
 _PER_ROUND = 32
@@ -77,18 +75,29 @@ _BATCH_STARTS, _BATCH_MAXITER = 2, 15
 
 @dataclass(frozen=True)
 class GPConfig:
-    """Which of issue 17's refinements are on. All are opt-in: on the cells there
-    was time to measure (README, "What each refinement bought") none improved the
-    default -- the gradient ascent tied, the output warp helped the ellipsoid by
-    0.6 orders of regret but cost the sphere 2.3, the trust region lost its one
-    run. benchmarks/quality.py measures each switch in one run (gp_grad, ...)."""
+    """Which of issue 17's refinements are on, chosen by measurement (README,
+    "What each direction bought"; benchmarks/quality.py runs each switch as a
+    variant: gp_old, gp_lbfgs, gp_hr, gp_iw, gp_grad, gp_warp, gp_tr). On by
+    default: the L-BFGS-B fit and the Gamma noise prior (sphere d=2: log10
+    regret -4.64 against -2.58 with the Adam fit and log-normal prior). Off:
+    the gradient ascent (tied), the power output warp (cost the sphere 2
+    orders), input warping (tied with 1 worker, worse with 8), the half-rank
+    warp (the largest gains, Rosenbrock d=5 by 1.8 orders, but mixed overall
+    and it clusters batches unless min_separation is set), the trust region."""
 
     gradient: bool = False  # L-BFGS-B on log EI; off: random hill-climb of the best candidates
     output_warp: bool = False  # Box-Cox / Yeo-Johnson on the outputs; off: standardize only
     # TuRBO box when >= tr.MIN_DIM continuous coordinates (sphere, d=10, 50
     # evaluations, 8 workers, 1 seed: log10 regret 0.79 with, -0.03 without).
     trust_region: bool = False
-    half_rank: bool = True  # the worse half of the outputs warped by rank (_gp_warping.HalfRankWarp)
+    half_rank: bool = False  # the worse half of the outputs warped by rank (_gp_warping.HalfRankWarp)
+    # A new point keeps this far (unit-cube distance, times the search box's mean side)
+    # from pending points when the acquisition offers one that does. 0: off (the
+    # kriging believer alone spreads the default model's batches). With half_rank the
+    # model is sharp enough near the incumbent that 8 believer picks on Branin came
+    # within 0.008 of each other; 0.02 keeps them apart but cost sphere d=5 with 8
+    # workers 0.85 orders of regret (README).
+    min_separation: float = 0.0
     input_warp: bool = False  # Kumaraswamy CDF per feature, fitted with the hyperparameters
     fit_optimizer: str = "lbfgs"  # "lbfgs" (to convergence) or "adam" (60 steps, the fit before)
     noise_prior: str = "gamma"  # "gamma" (Optuna's, lets a smooth function be near-noiseless) or "lognormal" (before)
@@ -290,7 +299,7 @@ def _select(  # type: ignore[no-untyped-def]
             s_proj = np.where(np.isfinite(s_proj), s_proj, -np.inf)
             if not np.any(np.isfinite(s_proj)):
                 raise FloatingPointError("acquisition is not finite anywhere")
-        pick = _pick(request, enc, z_all, s_proj, used, near, np.mean(hi - lo) * MIN_SEPARATION)
+        pick = _pick(request, enc, z_all, s_proj, used, near, np.mean(hi - lo) * config.min_separation)
         if pick is None:
             break  # every candidate is used: the engine answers from what it has
         j, a, k = pick
