@@ -14,9 +14,10 @@ and the seconds spent choosing points.
 from __future__ import annotations
 
 import collections
+import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -27,14 +28,45 @@ from tauopt.strategies import propose, resolve
 from tauopt.strategies._request import SuggestRequest
 
 # name -> GPConfig switches; "gp" is the default model, the others turn opt-in refinements on
-GP_VARIANTS: dict[str, dict[str, bool]] = {
+# (or, gp_old and gp_lbfgs, the default's own changes off: what each bought)
+GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp": {},
+    "gp_old": {"fit_optimizer": "adam", "noise_prior": "lognormal"},  # the default before
+    "gp_lbfgs": {"noise_prior": "lognormal"},  # L-BFGS-B fit, the old noise prior
+    "gp_iw": {"input_warp": True},
+    "gp_hr": {"half_rank": True, "min_separation": 0.02},  # half-rank output warp, separated batches
     "gp_grad": {"gradient": True},
     "gp_warp": {"output_warp": True},
     "gp_tr": {"trust_region": True},
     "gp_grad_warp": {"gradient": True, "output_warp": True},
     "gp_all": {"gradient": True, "output_warp": True, "trust_region": True},
 }
+
+
+# Compute-ahead policies of the engine's actor (tauopt/engine/_ahead.py), set for a
+# measurement by patching its two module-level knobs: how many points a job computes
+# ahead (MAX_AHEAD), and how many observations a point may be behind when served
+# (stale_bound; past it an ask waits for the fit in flight, bounded by the fit deadline).
+#   ahead8  the engine's default: up to min(W, 8) ahead, served while <= max(2, W) behind
+#   ahead1  one point ahead, same staleness
+#   fresh   never serve a point computed before the latest observation: every ask
+#           that finds none waits for a fresh proposal (the "short bounded wait")
+POLICIES: dict[str, tuple[int, int | None]] = {"ahead8": (8, None), "ahead1": (1, None), "fresh": (1, 0)}
+
+
+@contextlib.contextmanager
+def ahead_policy(name: str) -> Iterator[None]:
+    from tauopt.engine import _ahead
+
+    ahead, stale = POLICIES[name]
+    saved = _ahead.MAX_AHEAD, _ahead.ComputeAhead.__dict__["stale_bound"]
+    _ahead.MAX_AHEAD = ahead
+    if stale is not None:
+        _ahead.ComputeAhead.stale_bound = staticmethod(lambda bandwidth: stale)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        _ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound = saved  # type: ignore[method-assign]
 
 
 @dataclass

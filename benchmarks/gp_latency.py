@@ -15,6 +15,8 @@ Parts (6-D Hartmann objective, 8 suggestions open at a time):
           p50/p99 as the worker sees it, and the pool's fit
           seconds per suggestion. With 1 s evaluations the point is computed
           ahead while workers evaluate, so the ask itself should be ~1 ms.
+          --policies: the compute-ahead policy (ahead8 = default, ahead1, fresh;
+          benchmarks/_quality_drivers.py), with the fraction of stale points served.
 Prints JSON.
 """
 
@@ -63,13 +65,13 @@ def part_fit(n: int, repeats: int) -> dict[str, Any]:
     torch.set_num_threads(1)
     pts, vals = history(n + repeats + 8)
     obs = [Observation(str(i), "e", None, a, v) for i, (a, v) in enumerate(zip(pts, vals))]
-    warm, times, acq, cold = None, [], [], None
+    warm, times, acq, fits, cpu, cold = None, [], [], [], [], None
     propose_gp(SuggestRequest(SPACE, Metric("y"), tuple(obs[:10])), np.random.default_rng(0))  # imports, first call
     for r in range(repeats + 1):
         req = SuggestRequest(SPACE, Metric("y"), tuple(obs[: n + r]), tuple(pts[n + r : n + r + 8]), 1, 0, n + r)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         res = propose_gp(req, np.random.default_rng(r), warm)
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         assert res.info.fallback_reason is None, res.info.fallback_reason
         warm = res.state
         if r == 0:
@@ -77,8 +79,13 @@ def part_fit(n: int, repeats: int) -> dict[str, Any]:
         else:
             times.append(dt)
             acq.append(res.info.acq_seconds)
-    # warm_s is the whole call; acq_s its acquisition share (the rest is the fit)
-    return {"part": "fit", "n": n, "cold_s": round(cold or 0.0, 4), "warm_s": pct(times), "acq_s": pct(acq)}
+            fits.append(dt - res.info.acq_seconds)
+            cpu.append(dc)
+    # warm_s is the whole call; fit_s its hyperparameter fit, acq_s its acquisition
+    # (8 pending points, one suggestion: the cost per suggestion when asked one at a time);
+    # cpu_s the call's CPU seconds (one thread): what it costs whatever else runs on the machine
+    return {"part": "fit", "n": n, "cold_s": round(cold or 0.0, 4), "warm_s": pct(times), "fit_s": pct(fits),
+            "acq_s": pct(acq), "cpu_s": pct(cpu)}
 
 
 def part_optuna(n: int, repeats: int) -> dict[str, Any]:
@@ -104,8 +111,10 @@ def part_optuna(n: int, repeats: int) -> dict[str, Any]:
     return {"part": "optuna_gp_ask", "n": n, "ask_s": pct(times)}
 
 
-async def part_engine(n: int, eval_s: float, asks: int, workers: int, pool: str) -> dict[str, Any]:
+async def part_engine(n: int, eval_s: float, asks: int, workers: int, pool: str, policy: str = "ahead8") -> dict[str, Any]:
     import anyio
+
+    from _quality_drivers import ahead_policy
 
     from tauopt.engine import Engine
 
@@ -134,10 +143,13 @@ async def part_engine(n: int, eval_s: float, asks: int, workers: int, pool: str)
                 await anyio.sleep(eval_s)
                 await engine.observe(exp.id, s.id, value=objective(s.assignments))
 
-        async with anyio.create_task_group() as tg:
-            for i in range(workers):
-                tg.start_soon(worker, i)
-        out: dict[str, Any] = {"part": "engine", "n": n, "eval_s": eval_s, "pool": pool, "ask_s": pct(lat)}
+        with ahead_policy(policy):
+            async with anyio.create_task_group() as tg:
+                for i in range(workers):
+                    tg.start_soon(worker, i)
+            served = await engine.inspect(exp.id)
+        out: dict[str, Any] = {"part": "engine", "n": n, "eval_s": eval_s, "pool": pool, "policy": policy, "ask_s": pct(lat)}
+        out["stale_frac"] = round(served.get("served_stale", 0) / max(served.get("served_pooled", 0), 1), 3)
         if stats:
             out["fit_s_per_suggestion"] = round((stats.fit_seconds - fit0) / max(stats.candidates - c0, 1), 4)
             out["fit_jobs"] = stats.jobs - jobs0
@@ -162,8 +174,9 @@ def _one_size(n: int, parts: list[str], evals: list[float], args: Any, rows: lis
         import anyio
 
         for e in evals:
-            rows.append(anyio.run(part_engine, n, e, args.asks, args.workers, args.pool))
-            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+            for pol in args.policies.split(","):
+                rows.append(anyio.run(part_engine, n, e, args.asks, args.workers, args.pool, pol))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
             step(f"engine n={n} eval={e:g}")
 
 
@@ -176,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval", default="0,1", help="simulated evaluation seconds (engine)")
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--pool", default="process", choices=["process", "thread"])
+    ap.add_argument("--policies", default="ahead8", help="engine compute-ahead policies (benchmarks/_quality_drivers.py POLICIES)")
     args = ap.parse_args(argv)
     parts = args.parts.split(",")
     rows: list[dict[str, Any]] = []

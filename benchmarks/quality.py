@@ -20,6 +20,9 @@ read at 10*d and 20*d (--budgets). Methods (benchmarks/_quality_drivers.py):
   optuna_cmaes                CmaEsSampler (d >= 5 only), through ask/tell
   engine@E                    gp through AsyncClient (local engine, process pool)
                               with W worker tasks and E-second evaluations (--engine)
+  engine@E/P                  the same under compute-ahead policy P (--policies:
+                              ahead8 = the engine's default, ahead1, fresh; see
+                              _quality_drivers.POLICIES)
 
 W workers: W suggestions open at all times (strategy/optuna runs: the oldest is
 observed next; engine runs: real concurrent tasks). Regret = best so far minus
@@ -47,7 +50,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import _suite  # noqa: E402
-from _quality_drivers import GP_VARIANTS, Run, run_engine, run_optuna, run_strategy  # noqa: E402
+from _quality_drivers import GP_VARIANTS, POLICIES, Run, ahead_policy, run_engine, run_optuna, run_strategy  # noqa: E402
 
 QUICK = {
     "functions": "sphere,ellipsoid,rosenbrock",
@@ -116,12 +119,15 @@ def _engine_all(args: argparse.Namespace, mults: list[int], curves: dict[tuple, 
             for fname, d in _cells(args):
                 for w in (int(x) for x in args.engine_workers.split(",")):
                     for e in (float(x) for x in args.engine.split(",")):
-                        t0 = time.monotonic()
-                        runs = [
-                            await run_engine(client, _suite.make(fname, d, s), max(mults) * d, w, s, e)
-                            for s in range(args.seeds)
-                        ]
-                        out.append(_row(fname, d, w, f"engine@{e:g}s", runs, mults, curves, time.monotonic() - t0))
+                        for pol in args.policies.split(","):
+                            t0 = time.monotonic()
+                            with ahead_policy(pol):
+                                runs = [
+                                    await run_engine(client, _suite.make(fname, d, s), max(mults) * d, w, s, e)
+                                    for s in range(args.seeds)
+                                ]
+                            name = f"engine@{e:g}s" + ("" if pol == "ahead8" else f"/{pol}")
+                            out.append(_row(fname, d, w, name, runs, mults, curves, time.monotonic() - t0))
         return out
 
     return anyio.run(go)
@@ -163,13 +169,99 @@ def compare(rows: list[dict[str, Any]], ours: str = "gp") -> dict[str, dict[str,
     return out
 
 
+def markdown(rows: list[dict[str, Any]], ours: str = "gp") -> str:
+    """The README's tables: median [quartiles] of the final log10 regret per cell
+    and method (bold: lowest median), then gp's win/tie/loss against each method."""
+    key = max((k for k in rows[0] if k.startswith("log10_regret@")), key=lambda k: int(k[13:-1]))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    cells = list(dict.fromkeys((r["function"], r["d"], r["workers"]) for r in rows))
+    by = {(r["function"], r["d"], r["workers"], r["method"]): r[key] for r in rows}
+    out = ["| function | d | W | " + " | ".join(methods) + " |", "|---|---|---|" + "---|" * len(methods)]
+    for f, d, w in cells:
+        meds = {m: by[(f, d, w, m)][1] for m in methods if (f, d, w, m) in by}
+        best = min(meds.values())
+        vals = []
+        for m in methods:
+            q = by.get((f, d, w, m))
+            txt = "–" if q is None else f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
+            vals.append(f"**{txt}**" if q is not None and q[1] == best else txt)
+        out.append(f"| {f} | {d} | {w} | " + " | ".join(vals) + " |")
+    out += ["", f"| {ours} vs | W | win | tie | loss | lower median |", "|---|---|---|---|---|---|"]
+    for w in sorted({c[2] for c in cells}):
+        sub = [r for r in rows if r["workers"] == w]
+        for m, t in compare(sub, ours).items():
+            out.append(f"| {m} | {w} | {t['win']} | {t['tie']} | {t['loss']} | {t['lower_median']} of {t['cells']} |")
+    return "\n".join(out)
+
+
+def _read_rows(path: str) -> list[dict[str, Any]]:
+    """Rows of a JSON report (stdout), or of a run's stderr log (one row a line,
+    printed as each cell finishes: usable while the run is still going)."""
+    text = open(path).read()
+    try:
+        return list(json.loads(text)["rows"])
+    except (ValueError, KeyError):
+        return [json.loads(line) for line in text.splitlines() if line.startswith('{"function"')]
+
+
+def merge(paths: list[str], out: str) -> int:
+    """Merge the JSON reports of runs split across processes (--functions ...)
+    into one: rows, gp_vs and the markdown tables. A path `file:old=new` renames
+    a method of that file (e.g. a run of the previous commit's gp as gp_old).
+    Reports, or the stderr logs of runs still going."""
+    rows: list[dict[str, Any]] = []
+    for spec in paths:
+        path, _, ren = spec.partition(":")
+        old, _, new = ren.partition("=")
+        for r in _read_rows(path):
+            rows.append({**r, "method": new} if old and r["method"] == old else r)
+    print(json.dumps({"rows": rows, "gp_vs": compare(rows)}, indent=1))
+    print(markdown(rows), file=sys.stderr)
+    if out:
+        plot_medians(rows, out)
+    return 0
+
+
+def plot_medians(rows: list[dict[str, Any]], out: str) -> None:
+    """Merged runs carry no curves: one panel per worker count, the final
+    median log10 regret (and quartiles) of each method per cell."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    key = max((k for k in rows[0] if k.startswith("log10_regret@")), key=lambda k: int(k[13:-1]))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    workers = sorted({r["workers"] for r in rows})
+    fig, axes = plt.subplots(len(workers), 1, figsize=(11, 3.0 * len(workers)), squeeze=False)
+    for ax, w in zip(axes[:, 0], workers):
+        cells = list(dict.fromkeys((r["function"], r["d"]) for r in rows if r["workers"] == w))
+        by = {(r["function"], r["d"], r["method"]): r[key] for r in rows if r["workers"] == w}
+        for i, m in enumerate(methods):
+            xs = [c for c, cell in enumerate(cells) if (*cell, m) in by]
+            q = np.array([by[(*cells[c], m)] for c in xs]).reshape(-1, 3)
+            if len(xs):
+                off = (i - len(methods) / 2) * 0.07
+                ax.errorbar(np.array(xs) + off, q[:, 1], yerr=[q[:, 1] - q[:, 0], q[:, 2] - q[:, 1]], fmt="o", ms=3, lw=0.8, label=m)
+        ax.set_xticks(range(len(cells)), [f"{f[:6]} {d}" for f, d in cells], fontsize=7, rotation=30)
+        ax.set_title(f"final log10 regret, median [quartiles], W={w}", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=6, ncol=len(methods))
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--merge", nargs="+", metavar="REPORT", help="merge JSON reports (file[:old=new]) and print the tables")
     ap.add_argument("--quick", action="store_true", help="the README's subset (defaults below are the full run)")
     for key, default in FULL.items():
         ap.add_argument("--" + key.replace("_", "-"), type=type(default), default=None, help=f"full run: {default!r}")
+    ap.add_argument("--policies", default="ahead8", help=f"engine compute-ahead policies, of {sorted(POLICIES)}")
     ap.add_argument("--out", default="benchmarks/quality.png", help="PNG of regret curves ('' to skip)")
     args = ap.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.out if args.out != "benchmarks/quality.png" else "")
     base = QUICK if args.quick else FULL
     for key, default in base.items():
         if getattr(args, key) is None:
@@ -185,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, curves = run_all(args)
     report = {"settings": vars(args), "seconds": round(time.monotonic() - t0, 1), "rows": rows, "gp_vs": compare(rows)}
     print(json.dumps(report, indent=1))
+    print(markdown(rows), file=sys.stderr)
     if args.out:
         plot(curves, args.out)
     return 0

@@ -259,3 +259,178 @@ def test_the_gradient_ascent_ends_no_lower_than_the_candidate_search_on_the_same
     up = gp._ascend(enc, post, best, z, s, lo, hi)
     mu2, sd2 = post.predict(enc.features(up, project=False))
     assert float(log_ei(mu2, sd2, best).max()) >= float(s.max()) - 1e-12
+
+
+# -- input warping (Kumaraswamy) -------------------------------------------------------
+
+
+def test_input_warp_is_monotone_and_invertible_for_every_shape_in_its_bounds() -> None:
+    from tauopt.strategies._gp_input_warp import BOUNDS, unwarp, warp
+
+    x = np.linspace(0.0, 1.0, 2001)
+    for a in (BOUNDS[0], 0.5, 1.0, 2.0, BOUNDS[1]):
+        for b in (BOUNDS[0], 0.7, 1.0, 3.0, BOUNDS[1]):
+            u = warp(x, a, b)
+            assert np.all(np.diff(u) >= 0), (a, b)  # never decreasing, even where float64 saturates
+            inner = (u > 1e-12) & (u < 1.0 - 1e-12)  # strictly increasing and invertible wherever float64 resolves it
+            assert inner.mean() > 0.97, (a, b)
+            assert np.all(np.diff(u[inner]) > 0), (a, b)
+            assert u[0] >= 0.0 and u[-1] <= 1.0
+            np.testing.assert_allclose(unwarp(u[inner], a, b), x[inner], atol=1e-4)
+    np.testing.assert_allclose(warp(x, 1.0, 1.0), x, atol=3e-6)  # a = b = 1: the identity
+
+
+def test_input_warp_in_torch_matches_numpy_and_has_finite_gradients_at_the_edges() -> None:
+    import torch
+
+    from tauopt.strategies._gp_input_warp import warp, warp_torch
+
+    x = torch.tensor([[0.0, 1.0], [0.3, 0.999999], [1.0, 0.0]], dtype=torch.float64, requires_grad=True)
+    a = torch.tensor([0.2, 5.0], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([5.0, 0.2], dtype=torch.float64, requires_grad=True)
+    u = warp_torch(x, a, b)
+    np.testing.assert_allclose(u.detach().numpy(), warp(x.detach().numpy(), a.detach().numpy(), b.detach().numpy()))
+    u.sum().backward()
+    for g in (x.grad, a.grad, b.grad):
+        assert torch.isfinite(g).all()  # type: ignore[union-attr]
+
+
+def test_fitted_input_warp_stretches_the_coordinate_where_the_function_moves_fast_and_leaves_a_linear_one() -> None:
+    from tauopt.strategies._gp_model import fit
+
+    rng = np.random.default_rng(1)
+    x = rng.random((40, 2))
+    y = np.sin(1.0 / (x[:, 0] + 0.08)) + 0.3 * x[:, 1]  # fast near x0 = 0, linear in x1
+    y = (y - y.mean()) / y.std()
+    h, _ = fit(x, y, input_warp=True, max_iters=200)
+    assert h.warp_a is not None and h.warp_b is not None
+    assert h.warp_a[0] < 0.5  # a < 1: a steep warp near 0 gives that end more room
+    assert abs(math.log(h.warp_a[1])) < 0.1 and abs(math.log(h.warp_b[1])) < 0.1
+    plain, _ = fit(x, y, max_iters=200)
+    assert plain.warp_a is None
+
+
+def test_posterior_with_input_warp_interpolates_its_training_points() -> None:
+    from tauopt.strategies._gp_model import Hyper, Posterior
+
+    rng = np.random.default_rng(2)
+    x = rng.random((12, 3))
+    y = rng.normal(size=12)
+    h = Hyper(np.full(3, 0.3), 1.0, 1e-6, 0.0, np.array([0.3, 1.0, 3.0]), np.array([2.0, 1.0, 0.5]))
+    mu, sd = Posterior(x, y, np.full(12, h.noise), h).predict(x)
+    np.testing.assert_allclose(mu, y, atol=1e-3)
+    assert np.all(sd < 1e-2)
+
+
+# -- the hyperparameter fit ------------------------------------------------------------
+
+
+def _bowl(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, d))
+    y = ((x - 0.3) ** 2).sum(1)
+    return x, (y - y.mean()) / y.std()
+
+
+def test_lbfgs_fit_converges_to_a_lower_loss_than_the_adam_steps_it_replaced() -> None:
+    import torch
+
+    from tauopt.strategies import _gp_mll
+    from tauopt.strategies._gp_model import fit
+
+    x, y = _bowl(30, 5, 0)
+
+    def loss_of(h) -> float:  # type: ignore[no-untyped-def]
+        theta = _gp_mll.initial(5, h, False)
+        return float(_gp_mll.loss(torch.as_tensor(theta), torch.as_tensor(x), torch.as_tensor(y), False, "lognormal"))
+
+    lb, _ = fit(x, y, optimizer="lbfgs", noise_prior="lognormal", max_iters=500)
+    ad, _ = fit(x, y, optimizer="adam", noise_prior="lognormal")
+    assert loss_of(lb) < loss_of(ad) - 1e-3
+    theta = torch.as_tensor(_gp_mll.initial(5, lb, False)).requires_grad_(True)
+    _gp_mll.loss(theta, torch.as_tensor(x), torch.as_tensor(y), False, "lognormal").backward()
+    assert float(theta.grad.abs().max()) < 1e-3  # type: ignore[union-attr]  # a stationary point
+
+
+def test_noise_prior_lets_a_noiseless_smooth_function_be_fitted_nearly_noiseless() -> None:
+    from tauopt.strategies._gp_model import fit
+
+    x, y = _bowl(30, 5, 0)
+    gamma, _ = fit(x, y, noise_prior="gamma")
+    lognormal, _ = fit(x, y, noise_prior="lognormal")
+    # the old prior held the noise at ~2e-3 of unit variance: blur near the optimum
+    assert lognormal.noise > 1e-3
+    assert gamma.noise < 3e-4
+
+
+def test_fit_stops_at_its_deadline() -> None:
+    import time
+
+    from tauopt.strategies._gp_model import FitTimeout, fit
+
+    x, y = _bowl(30, 5, 0)
+    with pytest.raises(FitTimeout):
+        fit(x, y, deadline=time.monotonic() - 1.0)
+
+
+# -- half-rank output warp ---------------------------------------------------------------
+
+
+def test_half_rank_warp_is_monotone_and_invertible_everywhere_and_keeps_the_better_half_linear() -> None:
+    from tauopt.strategies._gp_warping import HalfRankWarp
+
+    rng = np.random.default_rng(0)
+    raw = np.concatenate([rng.random(12), 10 ** rng.uniform(0, 6, 12), [0.5, 0.5, 3.0, 3.0]])  # heavy tail, ties
+    w = HalfRankWarp.fit(raw)
+    v = np.linspace(-5.0, 3e6, 20001)
+    f = w.forward(v)
+    assert np.all(np.diff(f) > 0)  # strictly increasing beyond the data too
+    np.testing.assert_allclose(w.inverse(f), v, rtol=1e-9, atol=1e-6)
+    y = w.forward(raw)
+    assert list(np.argsort(y, kind="stable")) == list(np.argsort(raw, kind="stable"))  # same ranking
+    good = raw <= np.median(raw)
+    slope = np.polyfit(raw[good], y[good], 1)[0]
+    np.testing.assert_allclose(y[good], np.polyval(np.polyfit(raw[good], y[good], 1), raw[good]), atol=1e-9)
+    assert slope > 0
+    # the tail is tamed: the worst value sits a few standard deviations out, not 1e6 of them
+    assert y.max() < 4.0 and abs(y.mean()) < 1e-9 and abs(y.std() - 1.0) < 1e-9
+
+
+def test_half_rank_targets_reach_the_gp_when_switched_on() -> None:
+    space = Space.parse([{"name": f"x{i}", "type": "double", "bounds": [0, 1]} for i in range(2)])
+    rng = np.random.default_rng(3)
+    hist = []
+    for i in range(12):
+        u = rng.random(2)
+        hist.append(Observation(str(i), "e", None, space.from_unit(u), float(10 ** (6 * u[0]) + u[1])))
+    req = SuggestRequest(space, Metric("y"), tuple(hist))
+    r = propose_gp(req, np.random.default_rng(0), config=GPConfig(half_rank=True))
+    assert r.info.fallback_reason is None and len(r.candidates) == 1
+
+
+def test_min_separation_keeps_half_rank_batches_of_pending_points_apart() -> None:
+    from tauopt.strategies._gp_encode import Encoder as _Enc
+
+    space = Space.parse([{"name": "x1", "type": "double", "bounds": [-5, 10]}, {"name": "x2", "type": "double", "bounds": [0, 15]}])
+
+    def branin(a: dict) -> float:
+        x1, x2 = a["x1"], a["x2"]
+        return (x2 - 5.1 / (4 * math.pi**2) * x1**2 + 5 / math.pi * x1 - 6) ** 2 + 10 * (1 - 1 / (8 * math.pi)) * math.cos(x1) + 10
+
+    rng = np.random.default_rng(0)
+    hist = []
+    for i in range(12):
+        a = space.from_unit(rng.random(2))
+        hist.append(Observation(str(i), "e", None, a, branin(a)))
+
+    def min_gap(config: GPConfig) -> float:
+        pending: tuple = ()
+        for _ in range(8):
+            r = propose_gp(SuggestRequest(space, Metric("y"), tuple(hist), pending), np.random.default_rng(len(pending)), config=config)
+            pending = pending + (r.candidates[0],)
+        z = _Enc(space).latent(list(pending))
+        d = np.sqrt(((z[:, None] - z[None]) ** 2).sum(-1))
+        return float(d[np.triu_indices(8, 1)].min())
+
+    assert min_gap(GPConfig(half_rank=True)) < 0.02  # the sharper model alone clusters the batch here
+    assert min_gap(GPConfig(half_rank=True, min_separation=0.02)) >= 0.02

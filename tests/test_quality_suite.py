@@ -56,13 +56,37 @@ def test_a_tiny_quality_run_prints_json_with_every_method_and_the_comparison(tmp
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "quality.py"), "--functions", "sphere", "--dims", "2",
          "--seeds", "1", "--workers", "2", "--budgets", "5", "--methods", "gp,sobol,optuna_tpe", "--engine", "0",
-         "--engine-workers", "2", "--out", ""],
+         "--engine-workers", "2", "--policies", "ahead8,fresh", "--out", ""],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     methods = {r["method"] for r in report["rows"]}
-    assert methods == {"gp", "sobol", "optuna_tpe", "engine@0s"}
+    assert methods == {"gp", "sobol", "optuna_tpe", "engine@0s", "engine@0s/fresh"}
     engine = next(r for r in report["rows"] if r["method"] == "engine@0s")
     assert 0.0 <= engine["fallback_frac"] <= 1.0 and 0.0 <= engine["stale_frac"] <= 1.0
-    assert set(report["gp_vs"]) == {"sobol", "optuna_tpe", "engine@0s"}
+    assert set(report["gp_vs"]) == {"sobol", "optuna_tpe", "engine@0s", "engine@0s/fresh"}
+    assert "| sphere | 2 | 2 |" in proc.stderr and "| gp vs | W |" in proc.stderr  # the README's tables
+
+    # reports of runs split across processes merge into one; a method can be renamed
+    (tmp_path / "a.json").write_text(proc.stdout)
+    merged = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "quality.py"), "--merge", "a.json:sobol=sobol_old"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    assert {r["method"] for r in json.loads(merged.stdout)["rows"]} == methods - {"sobol"} | {"sobol_old"}
+    assert "sobol_old" in merged.stderr
+
+
+def test_compute_ahead_policy_patches_the_engine_knobs_and_restores_them() -> None:
+    from _quality_drivers import ahead_policy
+
+    from tauopt.engine import _ahead
+
+    before = (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8))
+    with ahead_policy("fresh"):
+        assert _ahead.MAX_AHEAD == 1 and _ahead.ComputeAhead.stale_bound(8) == 0
+    with ahead_policy("ahead1"):
+        assert _ahead.MAX_AHEAD == 1 and _ahead.ComputeAhead.stale_bound(8) == before[1]
+    assert (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8)) == before

@@ -1,11 +1,11 @@
-"""GP model: hyperparameters fitted with gpytorch, predictions from a cached
+"""GP model: hyperparameters fitted by `_gp_mll`, predictions from a cached
 Cholesky factorization in numpy, and log expected improvement.
 
 Why not gpytorch's predictive call: at n=50 it costs 100-145 ms per batch of
 2,000 candidates here, while one Cholesky of the training covariance, reused for
 every candidate batch and every pending point, costs a few ms.
 
-torch and gpytorch are imported inside `fit` only.
+torch is imported inside functions only; the fit itself is `_gp_mll`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,18 @@ class Hyper:
     outputscale: float
     noise: float
     mean: float
+    warp_a: np.ndarray | None = None  # Kumaraswamy input warp per feature (None: not warped)
+    warp_b: np.ndarray | None = None
+
+    def warp_inputs(self, x):  # type: ignore[no-untyped-def]
+        """Features (torch) as the kernel sees them."""
+        if self.warp_a is None or self.warp_b is None:
+            return x
+        import torch
+
+        from ._gp_input_warp import warp_torch
+
+        return warp_torch(x, torch.as_tensor(self.warp_a), torch.as_tensor(self.warp_b))
 
 
 @dataclass(frozen=True)
@@ -60,103 +72,49 @@ def fit(
     warm: GPState | None = None,
     deadline: float | None = None,
     max_iters: int | None = None,
+    input_warp: bool = False,
+    optimizer: str = "lbfgs",
+    noise_prior: str = "gamma",
 ) -> tuple[Hyper, int]:
-    """Fit an exact GP (Matern-5/2, ARD) by maximizing the marginal likelihood
-    plus priors with Adam. Bounded: at most COLD_ITERS (or WARM_ITERS when warm
-    started) steps, and FitTimeout past `deadline` (time.monotonic()).
-    Returns the hyperparameters and the number of steps taken."""
-    import gpytorch
-    import torch
-    from gpytorch.constraints import GreaterThan, Interval
-    from gpytorch.priors import GammaPrior, LogNormalPrior
+    """Fit an exact GP (Matern-5/2, ARD, constant mean; optionally Kumaraswamy
+    input warping, `_gp_input_warp`) by maximizing the marginal likelihood plus
+    priors (`_gp_mll`). optimizer "lbfgs": L-BFGS-B to convergence, at most
+    COLD_ITERS (WARM_ITERS when warm-started) iterations, as Optuna's GPSampler
+    and BoTorch fit; "adam": that many Adam steps (the fit before issue 17's
+    second round). FitTimeout past `deadline` (time.monotonic()).
+    Returns the hyperparameters and the number of iterations taken."""
+    from . import _gp_mll
 
     d = x.shape[1]
-    tx = torch.as_tensor(x, dtype=torch.float64)
-    ty = torch.as_tensor(y, dtype=torch.float64)
-    loc, scale = _lengthscale_prior_loc(d), math.sqrt(3.0)
-
-    likelihood = gpytorch.likelihoods.GaussianLikelihood(
-        noise_prior=LogNormalPrior(-4.0, 1.0), noise_constraint=GreaterThan(1e-6)
-    )
-
-    class _Exact(gpytorch.models.ExactGP):
-        def __init__(self) -> None:
-            super().__init__(tx, ty, likelihood)
-            self.mean_module = gpytorch.means.ConstantMean()
-            self.covar_module = gpytorch.kernels.ScaleKernel(
-                gpytorch.kernels.MaternKernel(
-                    nu=2.5,
-                    ard_num_dims=d,
-                    lengthscale_prior=LogNormalPrior(loc, scale),
-                    lengthscale_constraint=Interval(1e-3, 1e3),
-                ),
-                outputscale_prior=GammaPrior(2.0, 0.15),
-                outputscale_constraint=Interval(1e-3, 1e2),
-            )
-
-        def forward(self, inp):  # type: ignore[no-untyped-def]
-            return gpytorch.distributions.MultivariateNormal(self.mean_module(inp), self.covar_module(inp))
-
-    model = _Exact().to(torch.float64)
-    if warm is not None and warm.n_features == d:
-        h = warm.hyper
-        model.covar_module.base_kernel.lengthscale = torch.as_tensor(np.clip(h.lengthscale, 2e-3, 5e2)).view(1, d)
-        model.covar_module.outputscale = float(np.clip(h.outputscale, 2e-3, 50.0))
-        likelihood.noise = max(h.noise, 2e-6)
-        model.mean_module.constant.data.fill_(h.mean)
-        iters = WARM_ITERS
+    theta = _gp_mll.initial(d, warm.hyper if warm is not None and warm.n_features == d else None, input_warp)
+    iters = (WARM_ITERS if warm is not None and warm.n_features == d else COLD_ITERS) if max_iters is None else max_iters
+    if optimizer == "adam":
+        theta, steps = _gp_mll.adam(x, y, theta, iters, deadline, _LR, noise_prior)
     else:
-        # Start at the lengthscale prior's mode, a small noise and unit signal.
-        model.covar_module.base_kernel.lengthscale = math.exp(loc - scale**2)
-        model.covar_module.outputscale = 1.0
-        likelihood.noise = 1e-3
-        iters = COLD_ITERS
-    if max_iters is not None:
-        iters = max_iters
-
-    mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, model)
-    model.train()
-    likelihood.train()
-    opt = torch.optim.Adam(model.parameters(), lr=_LR)
-    steps = 0
-    # Force Cholesky (no CG/Lanczos): exact and, at our sizes (<= SUBSET_FIT), faster.
-    with gpytorch.settings.max_cholesky_size(100_000), gpytorch.settings.fast_computations(
-        covar_root_decomposition=False, log_prob=False, solves=False
-    ):
-        for _ in range(iters):
-            if deadline is not None and time.monotonic() > deadline:
-                raise FitTimeout(f"hyperparameter fit passed its deadline after {steps} steps")
-            opt.zero_grad()
-            loss = -mll(model(tx), ty)
-            if not torch.isfinite(loss):
-                raise FloatingPointError("marginal likelihood is not finite")
-            loss.backward()
-            opt.step()
-            steps += 1
-    with torch.no_grad():
-        hyper = Hyper(
-            lengthscale=model.covar_module.base_kernel.lengthscale.detach().view(-1).numpy().copy(),
-            outputscale=float(model.covar_module.outputscale),
-            noise=float(likelihood.noise),
-            mean=float(model.mean_module.constant),
-        )
+        theta, steps = _gp_mll.lbfgs(x, y, theta, iters, deadline, noise_prior)
+    hyper = _gp_mll.to_hyper(theta, d, input_warp)
     if not (np.all(np.isfinite(hyper.lengthscale)) and math.isfinite(hyper.outputscale) and math.isfinite(hyper.noise)):
         raise FloatingPointError("fitted hyperparameters are not finite")
     return hyper, steps
 
 
 def matern52(a, b, h: Hyper):  # type: ignore[no-untyped-def]
-    """Matern-5/2 covariance between torch float64 matrices (rows are points)."""
+    """Matern-5/2 covariance between torch float64 matrices of (warped) features."""
     import torch
 
     ls = torch.as_tensor(h.lengthscale, dtype=torch.float64)
-    a = a / ls
-    b = b / ls
+    return h.outputscale * matern52_raw(a / ls, b / ls)
+
+
+def matern52_raw(a, b):  # type: ignore[no-untyped-def]
+    """Unit-scale Matern-5/2 between rows already divided by their lengthscales."""
+    import torch
+
     sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
     # sqrt has an infinite derivative at 0 (a candidate on a training point):
     # a floor keeps the gradient finite; 1e-30 moves the covariance by ~1e-15.
     r = (sq.clamp_min(0.0) + 1e-30).sqrt()
-    return h.outputscale * (1.0 + _SQRT5 * r + (5.0 / 3.0) * r * r) * torch.exp(-_SQRT5 * r)
+    return (1.0 + _SQRT5 * r + (5.0 / 3.0) * r * r) * torch.exp(-_SQRT5 * r)
 
 
 class Posterior:
@@ -174,7 +132,7 @@ class Posterior:
         import torch
 
         self.x, self.y, self.noise, self.h = x, y, noise, h
-        self._tx = torch.as_tensor(x, dtype=torch.float64)
+        self._tx = h.warp_inputs(torch.as_tensor(x, dtype=torch.float64))
         k = matern52(self._tx, self._tx, h)
         k.diagonal().add_(torch.as_tensor(noise, dtype=torch.float64))
         jitter = 0.0
@@ -202,7 +160,7 @@ class Posterior:
         (the gradient-based acquisition optimizer needs d/dx)."""
         import torch
 
-        ks = matern52(xc, self._tx, self.h)
+        ks = matern52(self.h.warp_inputs(xc), self._tx, self.h)
         mu = self.h.mean + ks @ self._alpha
         v = torch.linalg.solve_triangular(self._chol, ks.T, upper=False)
         var = (self.h.outputscale - (v * v).sum(0)).clamp_min(1e-12)

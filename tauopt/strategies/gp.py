@@ -1,4 +1,4 @@
-"""The Gaussian-process strategy: pending-aware log-EI over a gpytorch exact GP.
+"""The Gaussian-process strategy: pending-aware log-EI over an exact GP (torch).
 
     propose(request, rng) -> candidates                  (the pure strategy interface)
     propose_gp(request, rng, warm, deadline_s) -> GPResult  (warm start in and out)
@@ -6,9 +6,12 @@
 Choices (see the README `gp` section):
 - Encoding: `_gp_encode` (unit cube, log scales in log space, integers relaxed
   then rounded, categoricals one-hot, inactive conditionals at a neutral value).
+- Model: `_gp_model` (Matern-5/2 ARD), hyperparameters by L-BFGS-B on the
+  marginal likelihood plus priors (`_gp_mll`); opt-in Kumaraswamy input
+  warping (GPConfig(input_warp=True), `_gp_input_warp`).
 - Outputs: value * metric.sign (so smaller is better), standardized; opt-in
-  (GPConfig(output_warp=True)): a Box-Cox / Yeo-Johnson warp fitted to the data
-  (`_gp_warping`).
+  (GPConfig(output_warp=True)): a Box-Cox / Yeo-Johnson warp fitted to the data,
+  or (GPConfig(half_rank=True)) the half-rank warp (`_gp_warping`).
 - Failed observations are kept, imputed with the worst finite value seen, so
   the model steers away from regions that crash; never a crash here.
 - Pending points (open suggestions, and points already chosen in this call)
@@ -50,7 +53,7 @@ from . import _gp_trust_region as tr
 from ._gp_acquisition import log_ei_torch, maximize
 from ._gp_encode import Encoder
 from ._gp_model import GPState, Hyper, Posterior, fit, log_ei
-from ._gp_warping import OutputWarp
+from ._gp_warping import HalfRankWarp, OutputWarp
 from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
 from ._scalarize import Targets, chebyshev, draw_weights, targets
@@ -72,17 +75,32 @@ _BATCH_STARTS, _BATCH_MAXITER = 2, 15
 
 @dataclass(frozen=True)
 class GPConfig:
-    """Which of issue 17's refinements are on. All are opt-in: on the cells there
-    was time to measure (README, "What each refinement bought") none improved the
-    default -- the gradient ascent tied, the output warp helped the ellipsoid by
-    0.6 orders of regret but cost the sphere 2.3, the trust region lost its one
-    run. benchmarks/quality.py measures each switch in one run (gp_grad, ...)."""
+    """Which of issue 17's refinements are on, chosen by measurement (README,
+    "What each direction bought"; benchmarks/quality.py runs each switch as a
+    variant: gp_old, gp_lbfgs, gp_hr, gp_iw, gp_grad, gp_warp, gp_tr). On by
+    default: the L-BFGS-B fit and the Gamma noise prior (sphere d=2: log10
+    regret -4.64 against -2.58 with the Adam fit and log-normal prior). Off:
+    the gradient ascent (tied), the power output warp (cost the sphere 2
+    orders), input warping (tied with 1 worker, worse with 8), the half-rank
+    warp (the largest gains, Rosenbrock d=5 by 1.8 orders, but mixed overall
+    and it clusters batches unless min_separation is set), the trust region."""
 
     gradient: bool = False  # L-BFGS-B on log EI; off: random hill-climb of the best candidates
     output_warp: bool = False  # Box-Cox / Yeo-Johnson on the outputs; off: standardize only
     # TuRBO box when >= tr.MIN_DIM continuous coordinates (sphere, d=10, 50
     # evaluations, 8 workers, 1 seed: log10 regret 0.79 with, -0.03 without).
     trust_region: bool = False
+    half_rank: bool = False  # the worse half of the outputs warped by rank (_gp_warping.HalfRankWarp)
+    # A new point keeps this far (unit-cube distance, times the search box's mean side)
+    # from pending points when the acquisition offers one that does. 0: off (the
+    # kriging believer alone spreads the default model's batches). With half_rank the
+    # model is sharp enough near the incumbent that 8 believer picks on Branin came
+    # within 0.008 of each other; 0.02 keeps them apart but cost sphere d=5 with 8
+    # workers 0.85 orders of regret (README).
+    min_separation: float = 0.0
+    input_warp: bool = False  # Kumaraswamy CDF per feature, fitted with the hyperparameters
+    fit_optimizer: str = "lbfgs"  # "lbfgs" (to convergence) or "adam" (60 steps, the fit before)
+    noise_prior: str = "gamma"  # "gamma" (Optuna's, lets a smooth function be near-noiseless) or "lognormal" (before)
 
 
 DEFAULT = GPConfig()
@@ -173,7 +191,7 @@ def _sobol_unit(d: int, n: int, rng: np.random.Generator) -> np.ndarray:
     return np.asarray(engine.random_base2(max(0, (n - 1).bit_length()))[:n], dtype=float)
 
 
-def _targets(request: SuggestRequest, warp: bool, t: Targets, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _targets(request: SuggestRequest, config: GPConfig, t: Targets, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(raw, y): values to minimize with failures imputed as the worst seen, and
     the GP's targets (standardized, warped when `warp`). Several objectives: a
     fresh ParEGO scalarization (see _scalarize) on every call."""
@@ -182,7 +200,9 @@ def _targets(request: SuggestRequest, warp: bool, t: Targets, rng: np.random.Gen
     raw[~np.isfinite(raw)] = np.nanmax(raw)  # failures: the worst value seen
     if not (math.isfinite(float(raw.mean())) and math.isfinite(float(raw.std()))):
         raise FloatingPointError("observed values overflow when standardized")
-    return raw, OutputWarp.fit(raw, warp=warp).forward(raw)
+    if config.half_rank and not config.output_warp:  # an explicit power warp wins
+        return raw, HalfRankWarp.fit(raw).forward(raw)
+    return raw, OutputWarp.fit(raw, warp=config.output_warp).forward(raw)
 
 
 def _propose(
@@ -197,12 +217,13 @@ def _propose(
         raise _NoModel("no successful observation yet")
     points = [o.assignments for o in request.history]
     t = targets(request.all_metrics, request.history)
-    raw, y = _targets(request, config.output_warp, t, rng)
+    raw, y = _targets(request, config, t, rng)
     x_all = enc.features(enc.latent(points))
     keep = _subset(y, SUBSET_POSTERIOR, rng)
     x, y = x_all[keep], y[keep]
     fit_idx = _subset(y, SUBSET_FIT, rng)
-    hyper, iters = fit(x[fit_idx], y[fit_idx], warm, deadline)
+    hyper, iters = fit(x[fit_idx], y[fit_idx], warm, deadline, input_warp=config.input_warp,
+                       optimizer=config.fit_optimizer, noise_prior=config.noise_prior)
     state = GPState(enc.n_features, hyper, len(fit_idx))
     feas = _Feasibility.fit(t, x_all, deadline) if t.violations.shape[1] else None
     t_acq = time.monotonic()
@@ -222,7 +243,7 @@ def _propose(
                 break
             out += picked
             if len(out) < request.n:
-                _, y_next = _targets(request, config.output_warp, t, rng)
+                _, y_next = _targets(request, config, t, rng)
                 mine = enc.features(enc.latent(out))
                 believed = mine if believed is None else np.vstack([believed, mine])
                 post, best = _posterior(x, y_next[keep], feasible, hyper, believed)
@@ -252,6 +273,7 @@ def _select(  # type: ignore[no-untyped-def]
     """Pick request.n points one at a time; each pick joins the posterior as a
     pending point (kriging believer) before the next is chosen."""
     out: list[dict[str, Value]] = []
+    near = enc.latent(list(request.pending)) if request.pending else np.zeros((0, len(enc.dims)))
     for i in range(request.n):
         if deadline is not None and time.monotonic() > deadline:
             if out:
@@ -277,24 +299,38 @@ def _select(  # type: ignore[no-untyped-def]
             s_proj = np.where(np.isfinite(s_proj), s_proj, -np.inf)
             if not np.any(np.isfinite(s_proj)):
                 raise FloatingPointError("acquisition is not finite anywhere")
-        pick = None
-        for j in np.argsort(-s_proj, kind="stable"):
-            a = enc.assignments(z_all[j : j + 1])[0]
-            k = request.space.key(a)
-            if k not in used:
-                pick = (j, a, k)
-                break
+        pick = _pick(request, enc, z_all, s_proj, used, near, np.mean(hi - lo) * config.min_separation)
         if pick is None:
             break  # every candidate is used: the engine answers from what it has
         j, a, k = pick
         out.append(a)
         used.add(k)
+        near = np.vstack([near, enc.latent([a])])
         if len(out) < request.n:
             xj = enc.features(z_all[j : j + 1])
             mu_j, _ = post.predict(xj)
             post = post.with_points(xj, mu_j, PENDING_NOISE)
             best = None if best is None else min(best, float(mu_j[0]))
     return out
+
+
+def _pick(  # type: ignore[no-untyped-def]
+    request: SuggestRequest, enc: Encoder, z_all: np.ndarray, s: np.ndarray, used: set, near: np.ndarray, radius: float
+):
+    """The best-scored candidate not already used, preferring one at least
+    `radius` (unit-cube distance) from every pending point: two open
+    suggestions closer than that evaluate nearly the same point and waste a
+    worker. When every unused candidate is that close, the best unused one."""
+    fallback = None
+    for j in np.argsort(-s, kind="stable"):
+        a = enc.assignments(z_all[j : j + 1])[0]
+        k = request.space.key(a)
+        if k in used:
+            continue
+        if len(near) == 0 or np.sqrt(((near - enc.latent([a])[0]) ** 2).sum(1)).min() >= radius:
+            return j, a, k
+        fallback = fallback or (j, a, k)
+    return fallback
 
 
 class _Feasibility:
