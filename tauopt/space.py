@@ -221,8 +221,15 @@ class Space:
 
     # -- sampling --------------------------------------------------------
 
+    @cached_property
+    def _unconditional(self) -> bool:
+        return not any(p.conditions for p in self.parameters)
+
     def from_unit(self, u: Sequence[float]) -> dict[str, Value]:
         """Map a point of [0, 1)^len(dims) to an assignment (inactive parameters left out)."""
+        if self._unconditional:  # every parameter active, declaration order: one pass (inline asks)
+            coords = iter(u)
+            return {p.name: value_at(p, 0.0 if p.type == "fixed" else float(next(coords, 0.0))) for p in self.parameters}
         coord = {p.name: float(x) for p, x in zip(self.dims, u)}
         out: dict[str, Value] = {}
         for p in self.order:

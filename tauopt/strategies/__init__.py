@@ -15,11 +15,12 @@ import numpy as np
 
 from ..models import Value
 from . import _builtin  # noqa: F401  (registers random, sobol, grid, gp)
-from ._job import StrategyJob, StrategyOutcome, request_rng, rng_for, run_job
+from ._job import Draws, StrategyJob, StrategyOutcome, request_rng, rng_for, run_job
 from ._registry import AUTO, Strategy, get, names, register, resolve, resolve_for, unregister, uses_pool, warm_up_for
 from ._request import SuggestRequest
 
 __all__ = [
+    "Draws",
     "SuggestRequest",
     "Strategy",
     "StrategyJob",
