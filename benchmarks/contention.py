@@ -44,7 +44,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_doors import Config, close_servers, run_config  # noqa: E402
-from _bench_report import markdown, plot_cdfs, ratios  # noqa: E402
+from _bench_report import floor_shares, markdown, plot_cdfs, ratios, targets  # noqa: E402
 from _progress import progress  # noqa: E402
 
 Job = tuple[str, Callable[[Path], dict[str, Any]]]
@@ -56,6 +56,18 @@ def _optuna_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def head_to_head(d: float) -> list[Config]:
+    """tauopt in memory on two floats, random sampling: 1, 8 and 64 workers (issue 16's goals)."""
+    return [Config("inproc", "memory", "random", w, duration_s=d, space="float2") for w in (1, 8, 64)]
+
+
+def optuna_head_to_head(d: float) -> list[Any]:
+    """Optuna in memory on the same two floats: 1, 8 and 32 threads."""
+    from _bench_optuna import OptunaConfig
+
+    return [OptunaConfig("memory", t, duration_s=d, space="float2") for t in (1, 8, 32)]
 
 
 def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) -> list[Job]:
@@ -88,14 +100,18 @@ def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) 
             Config("http", "sqlite", "random", 64, procs=4, duration_s=d, client="httpx-per-worker"),
             Config("http", "sqlite", "random", 64, procs=4, duration_s=d, client="raw"),
             Config("kerastuner", "sqlite", "random", 8, procs=2, duration_s=d),
+            *head_to_head(d),
         ]
         optuna = [
             OptunaConfig("memory", 1, duration_s=d),
             OptunaConfig("memory", 64, duration_s=d),
             OptunaConfig("sqlite", 4, duration_s=d),
             OptunaConfig("journal", 4, duration_s=d),
+            *optuna_head_to_head(d),
         ]
         extra = [
+            ("floor/mailbox/w1", lambda wd: run_mailbox_floor(1, d)),
+            ("floor/mailbox/w8", lambda wd: run_mailbox_floor(8, d)),
             ("floor/mailbox/w64", lambda wd: run_mailbox_floor(64, d)),
             ("floor/http/w64/p4", lambda wd: run_http_floor(64, 4, d, "httpx", wd)),
             ("floor/http/w64/p4/raw", lambda wd: run_http_floor(64, 4, d, "raw", wd)),
@@ -120,12 +136,15 @@ def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) 
             Config("http", "sqlite", "random", 64, procs=4, experiments=100, duration_s=d, client="raw"),
         ]
         configs += [Config("kerastuner", "sqlite", "random", w, procs=p, duration_s=d) for w, p in ((1, 1), (8, 2), (64, 4))]
+        configs += head_to_head(d)
         optuna = [OptunaConfig("memory", w, duration_s=d) for w in (1, 8, 64)]
         optuna += [OptunaConfig("memory", 8, "sobol", duration_s=d)]
+        optuna += optuna_head_to_head(d)
         optuna += [OptunaConfig(s, 4, duration_s=d) for s in ("sqlite", "journal")]
         optuna += [OptunaConfig(s, 1, duration_s=d) for s in ("sqlite", "journal")]
         extra = [
             ("floor/mailbox/w1", lambda wd: run_mailbox_floor(1, d)),
+            ("floor/mailbox/w8", lambda wd: run_mailbox_floor(8, d)),
             ("floor/mailbox/w64", lambda wd: run_mailbox_floor(64, d)),
             ("floor/http/w1/p1", lambda wd: run_http_floor(1, 1, d, "httpx", wd)),
             ("floor/http/w64/p4", lambda wd: run_http_floor(64, 4, d, "httpx", wd)),
@@ -216,7 +235,11 @@ def main(argv: list[str] | None = None) -> int:
                 step(name)
         close_servers()
     rs = ratios(results)
-    for r in rs:
+    shares = [
+        {"kind": "share", "name": name, "floor": floor, "share": round(share, 3)}
+        for name, (share, floor) in floor_shares(results).items()
+    ]
+    for r in [*rs, *shares, *targets(results, rs)]:
         print(json.dumps(r), flush=True)
 
     command = "benchmarks/contention.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -225,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "contention.md").write_text(report)
     with open(args.out / "contention.jsonl", "w") as f:
-        for r in [info, *results, *rs]:
+        for r in [info, *results, *rs, *shares, *targets(results, rs)]:
             f.write(json.dumps(r) + "\n")
     if not args.no_plot:
         plot_cdfs(results, ask_s, args.out / "contention-cdf.png")

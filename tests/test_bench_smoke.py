@@ -48,6 +48,11 @@ def test_tiny_contention_run_prints_json_lines_with_invariants_holding(tmp_path:
         assert by_kind["ratio"][0]["throughput_ratio"] > 0
     report = (out / "contention.md").read_text()
     assert "| inproc/memory/random/w8/e1 |" in report
+    # each door row's share of the floor measured in its shape, in the table and as JSON
+    assert "% of mailbox/w8 |" in report
+    shares = {r["name"]: r for r in by_kind["share"]}
+    assert shares["inproc/memory/random/w8/e1"]["floor"] == "floor/mailbox/w8"
+    assert shares["inproc/memory/random/w8/e1"]["share"] > 0
     assert len((out / "contention.jsonl").read_text().splitlines()) == len(lines)
 
 
