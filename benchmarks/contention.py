@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/contention.py --quick     # `make bench`: every door + Optuna, < 3 min on 2 cores
     .venv/bin/python benchmarks/contention.py             # the full matrix (longer)
     .venv/bin/python benchmarks/contention.py --eval-s 0,0.05 --only inproc/
+    .venv/bin/python benchmarks/contention.py --quick --only inproc/,optuna/memory,floor/mailbox   # issue 16's in-process goals
     .venv/bin/python benchmarks/contention.py --tiny --out /tmp/b   # the smoke test's run
 
 Every worker loops: ask (suggest) -> evaluate (sleep --eval-s; 0 = pure
@@ -203,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--tiny", action="store_true", help="the smallest run (the smoke test)")
     parser.add_argument("--duration", type=float, default=None, help="seconds per configuration (default 3; 2 with --quick; 0.5 with --tiny)")
     parser.add_argument("--eval-s", default="0", help="comma-separated evaluation times; each > 0 adds configurations")
-    parser.add_argument("--only", default=None, help="run only configurations whose name contains this")
+    parser.add_argument(
+        "--only", default=None, help="run only configurations whose name contains this (comma-separated: any of these)"
+    )
     parser.add_argument("--no-optuna", action="store_true", help="skip the Optuna side")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--out", type=Path, default=Path("bench-out"), help="where the table, JSONL and PNG go (default bench-out/)")
@@ -213,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     duration = args.duration or {"tiny": 0.5, "quick": 2.0, "full": 3.0}[mode]
     eval_list = [float(x) for x in args.eval_s.split(",") if x.strip()]
     with_optuna = not args.no_optuna and _optuna_available()
-    jobs = [j for j in plan(mode, duration, eval_list, with_optuna) if args.only is None or args.only in j[0]]
+    only = None if args.only is None else [x for x in args.only.split(",") if x]
+    jobs = [j for j in plan(mode, duration, eval_list, with_optuna) if only is None or any(x in j[0] for x in only)]
 
     info = machine()
     print(json.dumps(info), flush=True)

@@ -86,3 +86,17 @@ def test_tiny_report_latency_run_prints_one_line_per_rule() -> None:
     assert none["stopped"] == 0 and none["reports"] == none["trials"] * 5 > 0
     for r in lines.values():
         assert r["report_ms"]["p50"] <= r["report_ms"]["p99"] <= r["report_ms"]["max"]
+
+
+def test_tiny_engine_profile_counts_the_engine_above_its_floor() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "engine_profile.py"), "--workers", "2", "--pairs", "3", "--top", "5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    head = json.loads(proc.stdout.splitlines()[0])
+    assert head["pairs"] == 6
+    assert head["engine_bytecodes_per_pair"] > head["floor_bytecodes_per_pair"] > 0
+    assert "| **total** |" in proc.stdout

@@ -410,6 +410,8 @@ class ExperimentActor:
 
     def _retry_slot_waiters(self) -> None:
         """A slot may have returned: answer parked asks in arrival order while there is room."""
+        if not self._slot_waiters:
+            return  # the usual case: nobody waits (no generator to build per observe)
         for request, msg in self._slot_waiters.ready(self._has_room):
             self._on_suggest(request, msg)
 

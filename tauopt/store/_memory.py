@@ -63,13 +63,12 @@ class MemoryStore(Store):
         }
 
     def submit(self, writes: Sequence[Write], done: Done) -> None:
-        apply, credentials = self._apply, False
-        for w in writes:  # check the whole batch first: nothing applied unless all of it is
-            if type(w) not in apply:
-                done(StoreError(f"not a store write: {w!r}"))
-                return
-            credentials = credentials or type(w) is PutCredential
-        if credentials:
+        apply = self._apply
+        kinds = set(map(type, writes))
+        if not kinds <= apply.keys():  # check the whole batch first: nothing applied unless all of it is
+            done(StoreError(f"not a store write: {[w for w in writes if type(w) not in apply]!r}"))
+            return
+        if PutCredential in kinds:
             try:
                 self._check_credentials(writes)
             except StoreError as exc:
