@@ -100,11 +100,29 @@ async def _mailbox(workers: int, pairs: int, counts: Counts) -> None:
         send.close()
 
 
+def _optuna(pairs: int, counts: Counts) -> None:
+    """Optuna's ask/tell on the same two floats, in memory, random sampling, one thread."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    study.tell(study.ask(), 1.0)  # the same warm start as the engine's
+    sys.settrace(_tracer(counts))
+    try:
+        for _ in range(pairs):
+            trial = study.ask()
+            a = {"x": trial.suggest_float("x", 0.0, 1.0), "y": trial.suggest_float("y", 0.0, 1.0)}
+            study.tell(trial, objective(a))
+    finally:
+        sys.settrace(None)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--pairs", type=int, default=50, help="ask + observe pairs per worker")
     parser.add_argument("--top", type=int, default=30, help="rows of the table (largest differences)")
+    parser.add_argument("--optuna", action="store_true", help="also count Optuna's ask/tell (1 thread, same space)")
     args = parser.parse_args(argv)
     n = args.workers * args.pairs
     engine: Counts = collections.Counter()
@@ -112,10 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     anyio.run(_engine, args.workers, args.pairs, engine)
     anyio.run(_mailbox, args.workers, args.pairs, floor)
     e, f = sum(engine.values()) / n, sum(floor.values()) / n
-    print(json.dumps({
+    head: dict[str, Any] = {
         "benchmark": "engine_profile", "workers": args.workers, "pairs": n,
         "engine_bytecodes_per_pair": round(e), "floor_bytecodes_per_pair": round(f), "floor_over_engine": round(f / e, 3),
-    }))  # fmt: skip
+    }  # fmt: skip
+    if args.optuna:
+        theirs: Counts = collections.Counter()
+        _optuna(n, theirs)
+        head["optuna_bytecodes_per_pair"] = round(sum(theirs.values()) / n)
+    print(json.dumps(head))
     print(f"\n| function | engine | floor | engine - floor |  (bytecodes per pair; {args.workers} workers)\n|---|---:|---:|---:|")
     diff = sorted(set(engine) | set(floor), key=lambda k: floor[k] - engine[k])
     for k in diff[: args.top]:
