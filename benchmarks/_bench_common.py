@@ -23,10 +23,19 @@ PARAMETERS: list[dict[str, Any]] = [
     {"name": "act", "type": "categorical", "values": ["relu", "tanh", "gelu"]},
 ]
 METRIC = {"name": "loss", "objective": "minimize"}
+# Two floats: the shape of the head-to-head with Optuna in memory (issue 16), where
+# per-pair cost is all there is, so both sides sample the simplest space.
+FLOAT2: list[dict[str, Any]] = [
+    {"name": "x", "type": "double", "bounds": [0.0, 1.0]},
+    {"name": "y", "type": "double", "bounds": [0.0, 1.0]},
+]
+SPACES: dict[str, list[dict[str, Any]]] = {"mixed3": PARAMETERS, "float2": FLOAT2}
 
 
 def objective(a: Mapping[str, Any]) -> float:
     """A cheap deterministic loss; its value does not matter for coordination."""
+    if "x" in a:  # FLOAT2
+        return (float(a["x"]) - 0.3) ** 2 + (float(a["y"]) - 0.6) ** 2
     lr = float(a.get("lr", 0.01))
     return (math.log10(lr) + 2.5) ** 2 + 0.1 * int(a.get("layers", 1)) + (0.3 if a.get("act") == "tanh" else 0.0)
 

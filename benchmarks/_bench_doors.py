@@ -22,6 +22,7 @@ import anyio
 from _bench_common import (
     METRIC,
     PARAMETERS,
+    SPACES,
     Recorder,
     api_ask_tell,
     free_port,
@@ -49,6 +50,7 @@ class Config:
     duration_s: float = 3.0
     client: str = "httpx"  # http: httpx (one AsyncClient per process) | httpx-per-worker | raw
     pool: str | None = "thread"  # inproc Engine pool
+    space: str = "mixed3"  # inproc: a key of SPACES (the other doors run mixed3)
 
     @property
     def name(self) -> str:
@@ -60,6 +62,8 @@ class Config:
             parts.append(self.client)
         if self.eval_s:
             parts.append(f"eval{self.eval_s:g}")
+        if self.space != "mixed3":
+            parts.append(self.space)
         return "/".join(parts)
 
     def describe(self) -> dict[str, Any]:
@@ -74,6 +78,7 @@ class Config:
             "experiments": self.experiments,
             "eval_s": self.eval_s,
             "duration_s": self.duration_s,
+            "space": self.space,
             **({"client": self.client} if self.door == "http" else {}),
         }
 
@@ -107,7 +112,7 @@ async def run_inproc(cfg: Config, workdir: Path) -> dict[str, Any]:
         ids = [
             (
                 await client.create_experiment(
-                    f"bench-{i}", PARAMETERS, METRIC, parallel_bandwidth=cfg.workers, strategy=cfg.strategy
+                    f"bench-{i}", SPACES[cfg.space], METRIC, parallel_bandwidth=cfg.workers, strategy=cfg.strategy
                 )
             ).id
             for i in range(cfg.experiments)

@@ -8,7 +8,7 @@
 The sampler is RandomSampler for `random` and QMCSampler(sobol) for `sobol`,
 so both sides do the same (trivial) amount of sampling work, and GPSampler
 for `gp` (the GP row: Optuna's GP against tauopt's); an ask is
-`study.ask()` plus the three `suggest_*` calls (Optuna samples there), an
+`study.ask()` plus one `suggest_*` call per parameter (Optuna samples there), an
 observe is `study.tell(trial, value)`.
 """
 
@@ -31,11 +31,12 @@ class OptunaConfig:
     strategy: str = "random"
     duration_s: float = 3.0
     eval_s: float = 0.0
+    space: str = "mixed3"  # mixed3 (lr, layers, act) | float2 (x, y): _bench_common.SPACES
 
     @property
     def name(self) -> str:
         unit = "threads" if self.storage == "memory" else "procs"
-        return f"optuna/{self.storage}/{self.strategy}/{unit}{self.workers}"
+        return f"optuna/{self.storage}/{self.strategy}/{unit}{self.workers}" + ("" if self.space == "mixed3" else f"/{self.space}")
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -49,6 +50,7 @@ class OptunaConfig:
             "experiments": 1,
             "eval_s": self.eval_s,
             "duration_s": self.duration_s,
+            "space": self.space,
         }
 
 
@@ -78,17 +80,24 @@ def _storage(optuna: Any, storage: str, url: str) -> Any:
     return JournalStorage(JournalFileBackend(url))
 
 
-def _loop(study: Any, rec: Recorder, stop_at: float, eval_s: float, lock: threading.Lock) -> None:
+def _suggest(trial: Any, space: str) -> dict[str, Any]:
+    """The benchmark's space (_bench_common.SPACES) through Optuna's suggest_* calls."""
+    if space == "float2":
+        return {"x": trial.suggest_float("x", 0.0, 1.0), "y": trial.suggest_float("y", 0.0, 1.0)}
+    return {
+        "lr": trial.suggest_float("lr", 1e-5, 1.0, log=True),
+        "layers": trial.suggest_int("layers", 1, 8),
+        "act": trial.suggest_categorical("act", ["relu", "tanh", "gelu"]),
+    }
+
+
+def _loop(study: Any, rec: Recorder, stop_at: float, eval_s: float, lock: threading.Lock, space: str) -> None:
     ask_s, obs_s, n, errors = [], [], 0, {}
     while time.time() < stop_at:
         t0 = time.perf_counter()
         try:
             trial = study.ask()
-            a = {
-                "lr": trial.suggest_float("lr", 1e-5, 1.0, log=True),
-                "layers": trial.suggest_int("layers", 1, 8),
-                "act": trial.suggest_categorical("act", ["relu", "tanh", "gelu"]),
-            }
+            a = _suggest(trial, space)
         except Exception as exc:
             errors[error_type(exc)] = errors.get(error_type(exc), 0) + 1
             continue
@@ -122,7 +131,7 @@ def run_threads(cfg: OptunaConfig, url: str, start_at: float | None = None) -> R
     if start_at is not None:
         time.sleep(max(0.0, start_at - time.time()))
     rec.started = time.time()
-    ts = [threading.Thread(target=_loop, args=(study, rec, rec.started + cfg.duration_s, cfg.eval_s, lock)) for _ in range(threads)]
+    ts = [threading.Thread(target=_loop, args=(study, rec, rec.started + cfg.duration_s, cfg.eval_s, lock, cfg.space)) for _ in range(threads)]
     for t in ts:
         t.start()
     for t in ts:

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/contention.py --quick     # `make bench`: every door + Optuna, < 3 min on 2 cores
     .venv/bin/python benchmarks/contention.py             # the full matrix (longer)
     .venv/bin/python benchmarks/contention.py --eval-s 0,0.05 --only inproc/
+    .venv/bin/python benchmarks/contention.py --quick --only inproc/,optuna/memory,floor/mailbox   # issue 16's in-process goals
     .venv/bin/python benchmarks/contention.py --tiny --out /tmp/b   # the smoke test's run
 
 Every worker loops: ask (suggest) -> evaluate (sleep --eval-s; 0 = pure
@@ -44,7 +45,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_doors import Config, close_servers, run_config  # noqa: E402
-from _bench_report import markdown, plot_cdfs, ratios  # noqa: E402
+from _bench_report import floor_shares, markdown, plot_cdfs, ratios, targets  # noqa: E402
 from _progress import progress  # noqa: E402
 
 Job = tuple[str, Callable[[Path], dict[str, Any]]]
@@ -56,6 +57,18 @@ def _optuna_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def head_to_head(d: float) -> list[Config]:
+    """tauopt in memory on two floats, random sampling: 1, 8 and 64 workers (issue 16's goals)."""
+    return [Config("inproc", "memory", "random", w, duration_s=d, space="float2") for w in (1, 8, 64)]
+
+
+def optuna_head_to_head(d: float) -> list[Any]:
+    """Optuna in memory on the same two floats: 1, 8 and 32 threads."""
+    from _bench_optuna import OptunaConfig
+
+    return [OptunaConfig("memory", t, duration_s=d, space="float2") for t in (1, 8, 32)]
 
 
 def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) -> list[Job]:
@@ -88,6 +101,7 @@ def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) 
             Config("http", "sqlite", "random", 64, procs=4, duration_s=d, client="httpx-per-worker"),
             Config("http", "sqlite", "random", 64, procs=4, duration_s=d, client="raw"),
             Config("kerastuner", "sqlite", "random", 8, procs=2, duration_s=d),
+            *head_to_head(d),
         ]
         optuna = [
             OptunaConfig("memory", 1, duration_s=d),
@@ -95,8 +109,11 @@ def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) 
             OptunaConfig("memory", 8, "gp", duration_s=d),
             OptunaConfig("sqlite", 4, duration_s=d),
             OptunaConfig("journal", 4, duration_s=d),
+            *optuna_head_to_head(d),
         ]
         extra = [
+            ("floor/mailbox/w1", lambda wd: run_mailbox_floor(1, d)),
+            ("floor/mailbox/w8", lambda wd: run_mailbox_floor(8, d)),
             ("floor/mailbox/w64", lambda wd: run_mailbox_floor(64, d)),
             ("floor/http/w64/p4", lambda wd: run_http_floor(64, 4, d, "httpx", wd)),
             ("floor/http/w64/p4/raw", lambda wd: run_http_floor(64, 4, d, "raw", wd)),
@@ -121,12 +138,15 @@ def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) 
             Config("http", "sqlite", "random", 64, procs=4, experiments=100, duration_s=d, client="raw"),
         ]
         configs += [Config("kerastuner", "sqlite", "random", w, procs=p, duration_s=d) for w, p in ((1, 1), (8, 2), (64, 4))]
+        configs += head_to_head(d)
         optuna = [OptunaConfig("memory", w, duration_s=d) for w in (1, 8, 64)]
         optuna += [OptunaConfig("memory", 8, "sobol", duration_s=d), OptunaConfig("memory", 8, "gp", duration_s=d)]
+        optuna += optuna_head_to_head(d)
         optuna += [OptunaConfig(s, 4, duration_s=d) for s in ("sqlite", "journal")]
         optuna += [OptunaConfig(s, 1, duration_s=d) for s in ("sqlite", "journal")]
         extra = [
             ("floor/mailbox/w1", lambda wd: run_mailbox_floor(1, d)),
+            ("floor/mailbox/w8", lambda wd: run_mailbox_floor(8, d)),
             ("floor/mailbox/w64", lambda wd: run_mailbox_floor(64, d)),
             ("floor/http/w1/p1", lambda wd: run_http_floor(1, 1, d, "httpx", wd)),
             ("floor/http/w64/p4", lambda wd: run_http_floor(64, 4, d, "httpx", wd)),
@@ -185,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--tiny", action="store_true", help="the smallest run (the smoke test)")
     parser.add_argument("--duration", type=float, default=None, help="seconds per configuration (default 3; 2 with --quick; 0.5 with --tiny)")
     parser.add_argument("--eval-s", default="0", help="comma-separated evaluation times; each > 0 adds configurations")
-    parser.add_argument("--only", default=None, help="run only configurations whose name contains this")
+    parser.add_argument(
+        "--only", default=None, help="run only configurations whose name contains this (comma-separated: any of these)"
+    )
     parser.add_argument("--no-optuna", action="store_true", help="skip the Optuna side")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--out", type=Path, default=Path("bench-out"), help="where the table, JSONL and PNG go (default bench-out/)")
@@ -195,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     duration = args.duration or {"tiny": 0.5, "quick": 2.0, "full": 3.0}[mode]
     eval_list = [float(x) for x in args.eval_s.split(",") if x.strip()]
     with_optuna = not args.no_optuna and _optuna_available()
-    jobs = [j for j in plan(mode, duration, eval_list, with_optuna) if args.only is None or args.only in j[0]]
+    only = None if args.only is None else [x for x in args.only.split(",") if x]
+    jobs = [j for j in plan(mode, duration, eval_list, with_optuna) if only is None or any(x in j[0] for x in only)]
 
     info = machine()
     print(json.dumps(info), flush=True)
@@ -217,7 +240,11 @@ def main(argv: list[str] | None = None) -> int:
                 step(name)
         close_servers()
     rs = ratios(results)
-    for r in rs:
+    shares = [
+        {"kind": "share", "name": name, "floor": floor, "share": round(share, 3)}
+        for name, (share, floor) in floor_shares(results).items()
+    ]
+    for r in [*rs, *shares, *targets(results, rs)]:
         print(json.dumps(r), flush=True)
 
     command = "benchmarks/contention.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -226,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "contention.md").write_text(report)
     with open(args.out / "contention.jsonl", "w") as f:
-        for r in [info, *results, *rs]:
+        for r in [info, *results, *rs, *shares, *targets(results, rs)]:
             f.write(json.dumps(r) + "\n")
     if not args.no_plot:
         plot_cdfs(results, ask_s, args.out / "contention-cdf.png")

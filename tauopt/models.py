@@ -9,8 +9,9 @@ HTTP door and the store); `from_dict()` reads it back. Parsing user input
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Literal, Mapping, Union
+from dataclasses import dataclass, field, fields, replace
+from functools import cache
+from typing import Any, Iterable, Literal, Mapping, TypeVar, Union
 
 from .errors import invalid
 from .limits import (
@@ -499,7 +500,9 @@ class Experiment:
         )
 
     def evolve(self, **changes: Any) -> "Experiment":
-        return replace(self, **changes)
+        if "metric" in changes or "metrics" in changes:
+            return replace(self, **changes)  # __post_init__ derives metrics from metric
+        return _evolved(self, changes)
 
 
 @dataclass(frozen=True)
@@ -537,7 +540,7 @@ class Suggestion:
         )
 
     def evolve(self, **changes: Any) -> "Suggestion":
-        return replace(self, **changes)
+        return _evolved(self, changes)
 
 
 @dataclass(frozen=True)
@@ -616,3 +619,25 @@ def __getattr__(name: str) -> Any:
 
         return names()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_D = TypeVar("_D")
+
+
+@cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
+def _evolved(obj: _D, changes: Mapping[str, Any]) -> _D:
+    """A copy of a frozen dataclass with `changes` applied, like `dataclasses.replace`
+    but without re-running __init__ field by field: ~1 µs instead of ~20 µs on an
+    Experiment, and the engine evolves one on every commit. Only for fields that no
+    __post_init__ derives from (the callers above route those to `replace`)."""
+    unknown = changes.keys() - _field_names(type(obj))
+    if unknown:
+        raise TypeError(f"{type(obj).__name__} has no field(s) {sorted(unknown)}")
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__)
+    new.__dict__.update(changes)
+    return new

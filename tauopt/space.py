@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ._numbers import PASS_FLOAT, plain_number, shown
 from .errors import ApiError, invalid
@@ -47,6 +47,9 @@ def is_large_space(raw: Any) -> bool:
 def _token(v: Value) -> tuple[str, Any]:
     """Hashable and equal exactly when same_value is: 1 and 1.0 are one token, True is not.
     Ints stay ints, so 2**62 and 2**62 + 1 stay apart (a float would merge them)."""
+    t = type(v)
+    if t is float or t is int:  # the usual values, by exact type (bool is not int here)
+        return ("n", v)
     if isinstance(v, bool):
         return ("b", v)
     if isinstance(v, str):
@@ -221,8 +224,26 @@ class Space:
 
     # -- sampling --------------------------------------------------------
 
+    @cached_property
+    def _unconditional(self) -> bool:
+        return not any(p.conditions for p in self.parameters)
+
+    @cached_property
+    def _dim_samplers(self) -> tuple[tuple[str, Callable[[float], Value]], ...] | None:
+        """(name, value_at for that parameter) per dim, when every parameter is a dim
+        and active (no fixed, no conditions): the inline ask's from_unit in one pass."""
+        if not self._unconditional or len(self.dims) != len(self.parameters):
+            return None
+        return tuple((p.name, _sampler(p)) for p in self.parameters)
+
     def from_unit(self, u: Sequence[float]) -> dict[str, Value]:
         """Map a point of [0, 1)^len(dims) to an assignment (inactive parameters left out)."""
+        samplers = self._dim_samplers
+        if samplers is not None and len(u) == len(samplers):
+            return {name: f(float(x)) for (name, f), x in zip(samplers, u)}
+        if self._unconditional:  # every parameter active, declaration order: one pass
+            coords = iter(u)
+            return {p.name: value_at(p, 0.0 if p.type == "fixed" else float(next(coords, 0.0))) for p in self.parameters}
         coord = {p.name: float(x) for p, x in zip(self.dims, u)}
         out: dict[str, Value] = {}
         for p in self.order:
@@ -256,7 +277,7 @@ class Space:
         return {p.name: out[p.name] for p in self.parameters if p.name in out}
 
     def key(self, assignments: Mapping[str, Value]) -> Key:
-        return tuple(sorted((k, _token(v)) for k, v in assignments.items()))
+        return tuple(sorted(zip(assignments, map(_token, assignments.values()))))
 
     # -- finite spaces ---------------------------------------------------
 
@@ -405,6 +426,25 @@ def _scaled(p: Parameter, u: float) -> float:
     if p.scale == "reverse_log":
         return hi + lo - math.exp(math.log(lo) + (1.0 - u) * (math.log(hi) - math.log(lo)))
     return lo + u * (hi - lo)  # finite: Parameter.parse refuses ranges whose hi - lo overflows
+
+
+def _sampler(p: Parameter) -> Callable[[float], Value]:
+    """value_at(p, .) with what depends on p alone worked out once; the same arithmetic
+    in the same order, so the values are value_at's to the bit (a test compares them)."""
+    if p.type == "categorical" and p.values:
+        vals, n = p.values, len(p.values)
+        return lambda u: vals[min(int(min(max(u, 0.0), 1.0) * n), n - 1)]
+    if p.type == "double" and p.step is None and p.scale in ("linear", "log"):
+        lo, hi = p.bounds  # type: ignore[misc]
+        if p.scale == "log":
+            log_lo, log_span = math.log(lo), math.log(hi) - math.log(lo)
+            return lambda u: min(max(math.exp(log_lo + min(max(u, 0.0), 1.0) * log_span), lo), hi)
+        span = hi - lo
+        return lambda u: min(max(lo + min(max(u, 0.0), 1.0) * span, lo), hi)
+    if p.type == "int" and p.scale == "linear":
+        lo, kmax, step = p.bounds[0], _last_step(p), p.step if p.step is not None else 1  # type: ignore[index]
+        return lambda u: int(lo + min(int(min(max(u, 0.0), 1.0) * (kmax + 1)), kmax) * step)
+    return lambda u: value_at(p, u)
 
 
 def value_at(p: Parameter, u: float, closed: bool = False) -> Value:

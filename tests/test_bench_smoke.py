@@ -42,12 +42,17 @@ def test_tiny_contention_run_prints_json_lines_with_invariants_holding(tmp_path:
     assert by_kind["floor"][0]["pairs"] > 0
     bar = re.search(r"contention: +\d+%\|[^|]*\| \d+/(\d+) ", proc.stderr)
     assert bar is not None, f"a progress bar on stderr (issue 20): {proc.stderr[-500:]!r}"
-    assert int(bar.group(1)) == sum(1 for line in lines if line["kind"] not in ("machine", "ratio")), "one step per configuration run"
+    assert int(bar.group(1)) == sum(1 for line in lines if line["kind"] not in ("machine", "ratio", "share", "target")), "one step per configuration run"
     if "optuna" in by_kind:  # the bench extra is installed: the comparison and its ratio are printed
         assert by_kind["optuna"][0]["pairs"] > 0
         assert by_kind["ratio"][0]["throughput_ratio"] > 0
     report = (out / "contention.md").read_text()
     assert "| inproc/memory/random/w8/e1 |" in report
+    # each door row's share of the floor measured in its shape, in the table and as JSON
+    assert "% of mailbox/w8 |" in report
+    shares = {r["name"]: r for r in by_kind["share"]}
+    assert shares["inproc/memory/random/w8/e1"]["floor"] == "floor/mailbox/w8"
+    assert shares["inproc/memory/random/w8/e1"]["share"] > 0
     assert len((out / "contention.jsonl").read_text().splitlines()) == len(lines)
 
 
@@ -81,3 +86,17 @@ def test_tiny_report_latency_run_prints_one_line_per_rule() -> None:
     assert none["stopped"] == 0 and none["reports"] == none["trials"] * 5 > 0
     for r in lines.values():
         assert r["report_ms"]["p50"] <= r["report_ms"]["p99"] <= r["report_ms"]["max"]
+
+
+def test_tiny_engine_profile_counts_the_engine_above_its_floor() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "engine_profile.py"), "--workers", "2", "--pairs", "3", "--top", "5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    head = json.loads(proc.stdout.splitlines()[0])
+    assert head["pairs"] == 6
+    assert head["engine_bytecodes_per_pair"] > head["floor_bytecodes_per_pair"] > 0
+    assert "| **total** |" in proc.stdout

@@ -34,7 +34,7 @@ from ..models import Experiment, Parameter, Suggestion, Value
 from ..pareto import pareto_front
 from ..space import Space
 from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
-from ..strategies import Strategy, SuggestRequest, resolve_for, rng_for
+from ..strategies import Draws, Strategy, SuggestRequest, resolve_for
 from ..strategies import get as get_strategy
 from ._admin import best_observation
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
@@ -110,6 +110,7 @@ class ExperimentActor:
         # the experiment's seed: given, or derived from its id (neither can change)
         seed = exp.strategy_options.seed
         self._seed = seed if seed is not None else int.from_bytes(exp.id.encode()[-8:].rjust(8, b"\0"), "big") % (2**32)
+        self._draws = Draws(self._seed)
         self._ledger = Ledger(snapshot, self._space)
         self._curves = Curves(snapshot)
         self._replies = CommitThenReply(store, self.id, self._add_header)
@@ -169,9 +170,11 @@ class ExperimentActor:
     def _add_header(self, writes: list[Write]) -> None:
         """Every mutation carries the experiment's counters and `drawn`: just those
         (PutCounters), unless it rewrites the header anyway."""
-        if not any(isinstance(w, PutExperiment) for w in writes):
-            ledger = self._ledger
-            writes.append(PutCounters(self.id, len(ledger.open), len(ledger.observations), self._drawn))
+        for w in writes:
+            if isinstance(w, PutExperiment):
+                return
+        ledger = self._ledger
+        writes.append(PutCounters(self.id, len(ledger.open), len(ledger.observations), self._drawn))
 
     def _header(self) -> Experiment:
         return self._exp.evolve(open_suggestions=len(self._ledger.open), observations=len(self._ledger.observations))
@@ -386,7 +389,7 @@ class ExperimentActor:
 
     def _rng(self) -> np.random.Generator:
         """Reproducible from (seed, drawn), so a restarted experiment draws what it would have."""
-        return rng_for(self._seed, self._drawn)
+        return self._draws.at(self._drawn)
 
     def _leftover_point(self) -> dict[str, Value]:
         if self._finite_size() is not None:
@@ -410,6 +413,8 @@ class ExperimentActor:
 
     def _retry_slot_waiters(self) -> None:
         """A slot may have returned: answer parked asks in arrival order while there is room."""
+        if not self._slot_waiters:
+            return  # the usual case: nobody waits (no generator to build per observe)
         for request, msg in self._slot_waiters.ready(self._has_room):
             self._on_suggest(request, msg)
 

@@ -138,6 +138,12 @@ class Engine:
     # -- plumbing ----------------------------------------------------------------
 
     async def _ask(self, experiment_id: str, message: m.Msg) -> Any:
+        ref = self._actors.get(experiment_id) if isinstance(experiment_id, str) else None
+        if ref is not None:  # the usual case, a live actor: straight to its mailbox
+            try:
+                return await ref.ask(message)
+            except ActorGone:
+                pass  # passivated between lookup and send: start it again below
         if not isinstance(experiment_id, str) or not experiment_id:
             raise invalid(f"experiment id: give a non-empty string, got {experiment_id!r}")
         for _ in range(5):

@@ -29,6 +29,7 @@ class Ledger:
         self._observed_keys: set[Key] = set()
         self._open_keys: dict[Key, str] = {}
         self.released: deque[str] = deque()  # open, holder declared dead: the next asks get them, in order
+        self._last_key: tuple[dict[str, Value], Key] | None = None  # see _key
         for s in snapshot.suggestions:
             self.suggestions[s.id] = s
             if s.state == "open":
@@ -45,8 +46,21 @@ class Ledger:
 
     # -- dedup ------------------------------------------------------------------
 
-    def is_used(self, point: dict[str, Value]) -> bool:
+    def _key(self, point: dict[str, Value]) -> Key:
+        """space.key, remembered for the last point: an ask keys its point twice (is it
+        used? then open it) and an observe twice (leave open, then observe), always the
+        same dict object in a row. Points are never mutated once made (a suggestion's
+        assignments are shared by every evolved copy), and the memo holds the dict, so
+        its identity cannot be reused while it is remembered."""
+        last = self._last_key
+        if last is not None and last[0] is point:
+            return last[1]
         key = self.space.key(point)
+        self._last_key = (point, key)
+        return key
+
+    def is_used(self, point: dict[str, Value]) -> bool:
+        key = self._key(point)
         return key in self._observed_keys or key in self._open_keys
 
     def used_count(self) -> int:
@@ -67,7 +81,7 @@ class Ledger:
         s = Suggestion(sid, self.experiment_id, point, "open", tag, now)
         self.suggestions[sid] = s
         self.open[sid] = s
-        self._open_keys[self.space.key(point)] = sid
+        self._open_keys[self._key(point)] = sid
         self.activity.opened(s)
         return s
 
@@ -95,7 +109,7 @@ class Ledger:
         self.suggestions[s.id] = s
         del self.open[s.id]
         self.activity.left(s, now)
-        key = self.space.key(s.assignments)
+        key = self._key(s.assignments)
         if self._open_keys.get(key) == s.id:
             del self._open_keys[key]
         return s
@@ -115,6 +129,6 @@ class Ledger:
         obs = Observation(str(self._next_oid), self.experiment_id, sid, assignments, value, failed, now, metrics)
         self._next_oid += 1
         self.observations.append(obs)
-        self._observed_keys.add(self.space.key(assignments))
+        self._observed_keys.add(self._key(assignments))
         self.activity.observed(obs, None if sid is None else self.suggestions[sid].tag)
         return obs

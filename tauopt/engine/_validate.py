@@ -139,6 +139,9 @@ def check_observation(
     constraints). The first objective is stored as `value`, every other metric in
     `metrics` (so observations written before multi-objective read the same). A
     successful observation must report each declared metric; a failed one has none."""
+    if values is None and metrics is None and len(experiment.metrics) == 1:
+        value, failed, _ = check_value_and_metrics(value, failed, None)  # the usual observe: one value
+        return value, failed, {}
     primary = experiment.metric.name
     given = _numbers("values", values)
     if primary in given:

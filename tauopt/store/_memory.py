@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
@@ -27,11 +27,22 @@ __all__ = ["MemoryStore"]
 
 @dataclass
 class _Stored:
-    experiment: Experiment
+    """One experiment. `header` as last written whole; the counters of PutCounters
+    apart (what almost every mutation changes), joined into it when read."""
+
+    header: Experiment
     drawn: int = 0
+    counters: tuple[int, int] | None = None  # (open_suggestions, observations) newer than the header's
     suggestions: dict[str, Suggestion] = field(default_factory=dict)
     observations: list[Observation] = field(default_factory=list)
     reports: list[Report] = field(default_factory=list)
+
+    @property
+    def experiment(self) -> Experiment:
+        if self.counters is not None:
+            self.header = self.header.evolve(open_suggestions=self.counters[0], observations=self.counters[1])
+            self.counters = None
+        return self.header
 
 
 class MemoryStore(Store):
@@ -40,39 +51,60 @@ class MemoryStore(Store):
     def __init__(self) -> None:
         self._data: dict[str, _Stored] = {}
         self._credentials: dict[str, CredentialRecord] = {}
+        # one method per write type, looked up by exact type (every ask and observe comes here)
+        self._apply: dict[type, Callable[[Any], None]] = {
+            PutSuggestion: self._put_suggestion,
+            PutCounters: self._put_counters,
+            PutObservation: self._put_observation,
+            PutExperiment: self._put_experiment,
+            PutReport: self._put_report,
+            PutCredential: self._put_credential,
+            RevokeCredential: self._revoke_credential,
+        }
 
     def submit(self, writes: Sequence[Write], done: Done) -> None:
-        try:
-            self._check_credentials(writes)
-        except StoreError as exc:
-            done(exc)  # nothing of the batch applied, like a rolled-back transaction
+        apply = self._apply
+        kinds = set(map(type, writes))
+        if not kinds <= apply.keys():  # check the whole batch first: nothing applied unless all of it is
+            done(StoreError(f"not a store write: {[w for w in writes if type(w) not in apply]!r}"))
             return
+        if PutCredential in kinds:
+            try:
+                self._check_credentials(writes)
+            except StoreError as exc:
+                done(exc)  # nothing of the batch applied, like a rolled-back transaction
+                return
         for w in writes:
-            if isinstance(w, PutCredential):
-                self._credentials[w.credential.id] = w.credential
-                continue
-            if isinstance(w, RevokeCredential):
-                old = self._credentials.get(w.credential_id)
-                if old is not None:
-                    self._credentials[w.credential_id] = replace(old, revoked_at=w.revoked_at)
-                continue
-            if isinstance(w, PutExperiment):
-                rec = self._data.get(w.experiment.id)
-                if rec is None:
-                    self._data[w.experiment.id] = _Stored(w.experiment, w.drawn)
-                else:
-                    rec.experiment, rec.drawn = w.experiment, w.drawn
-            elif isinstance(w, PutCounters):
-                rec = self._data[w.experiment_id]
-                rec.experiment = rec.experiment.evolve(open_suggestions=w.open_suggestions, observations=w.observations)
-                rec.drawn = w.drawn
-            elif isinstance(w, PutSuggestion):
-                self._data[w.suggestion.experiment_id].suggestions[w.suggestion.id] = w.suggestion
-            elif isinstance(w, PutObservation):
-                self._data[w.observation.experiment_id].observations.append(w.observation)
-            elif isinstance(w, PutReport):
-                self._data[w.experiment_id].reports.append(w.report)
+            apply[type(w)](w)
         done(None)
+
+    def _put_suggestion(self, w: PutSuggestion) -> None:
+        self._data[w.suggestion.experiment_id].suggestions[w.suggestion.id] = w.suggestion
+
+    def _put_counters(self, w: PutCounters) -> None:
+        rec = self._data[w.experiment_id]
+        rec.counters, rec.drawn = (w.open_suggestions, w.observations), w.drawn
+
+    def _put_observation(self, w: PutObservation) -> None:
+        self._data[w.observation.experiment_id].observations.append(w.observation)
+
+    def _put_experiment(self, w: PutExperiment) -> None:
+        rec = self._data.get(w.experiment.id)
+        if rec is None:
+            self._data[w.experiment.id] = _Stored(w.experiment, w.drawn)
+        else:
+            rec.header, rec.drawn, rec.counters = w.experiment, w.drawn, None
+
+    def _put_report(self, w: PutReport) -> None:
+        self._data[w.experiment_id].reports.append(w.report)
+
+    def _put_credential(self, w: PutCredential) -> None:
+        self._credentials[w.credential.id] = w.credential
+
+    def _revoke_credential(self, w: RevokeCredential) -> None:
+        old = self._credentials.get(w.credential_id)
+        if old is not None:
+            self._credentials[w.credential_id] = replace(old, revoked_at=w.revoked_at)
 
     def _check_credentials(self, writes: Sequence[Write]) -> None:
         """token_hash is unique, as the SQLite schema enforces."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..models import Value
 from . import _builtin  # noqa: F401  (registers random, sobol, grid, gp)
-from ._job import StrategyJob, StrategyOutcome, request_rng, rng_for, run_job
+from ._job import Draws, StrategyJob, StrategyOutcome, request_rng, rng_for, run_job
 from ._registry import AUTO, Strategy, get, names, register, resolve, resolve_for, unregister, uses_pool, warm_up_for
 from ._request import SuggestRequest
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..space import Space
 
 __all__ = [
+    "Draws",
     "SuggestRequest",
     "Strategy",
     "StrategyJob",

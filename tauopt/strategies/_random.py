@@ -10,5 +10,5 @@ from ._request import SuggestRequest
 
 def propose(request: SuggestRequest, rng: np.random.Generator) -> list[dict[str, Value]]:
     space = request.space
-    u = rng.random((request.n, len(space.dims)))
+    u = rng.random((request.n, len(space.dims))).tolist()  # Python floats: cheaper per value than numpy's
     return [space.from_unit(row) for row in u]
