@@ -120,6 +120,14 @@ class Space:
         check_count("parameters", len(raw), MAX_PARAMETERS, "parameters")
         return cls(tuple(Parameter.parse(p, i) for i, p in enumerate(raw)))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the cached samplers (closures): a pooled strategy job sends
+        the space to another process, which rebuilds them on first use."""
+        return {k: v for k, v in self.__dict__.items() if k != "_dim_samplers"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     def __post_init__(self) -> None:
         names: dict[str, Parameter] = {}
         for i, p in enumerate(self.parameters):

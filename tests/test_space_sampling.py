@@ -41,3 +41,14 @@ def test_from_unit_in_one_pass_equals_the_general_mapping() -> None:
         assert fast == {k: v for k, v in slow.items() if k != "c"} and slow["c"] == 1
         assert list(fast) == [p.name for p in SPACE.parameters]
         assert all(type(fast[k]) is type(slow[k]) for k in fast)
+
+
+def test_a_space_that_has_sampled_still_pickles_for_the_process_pool() -> None:
+    # The pool sends the space to another process; the cached samplers are closures.
+    import pickle
+
+    SPACE.from_unit([0.5] * len(SPACE.dims))
+    assert "_dim_samplers" in SPACE.__dict__
+    copy = pickle.loads(pickle.dumps(SPACE))
+    assert copy == SPACE and "_dim_samplers" not in copy.__dict__
+    assert copy.from_unit([0.25] * len(SPACE.dims)) == SPACE.from_unit([0.25] * len(SPACE.dims))
