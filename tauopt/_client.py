@@ -273,10 +273,13 @@ class AsyncClient:
         with self._bounded(deadline_s):
             return await self._require().importance(experiment_id)
 
-    async def report_log(self, experiment_id: str, after: int = 0, *, deadline_s: float | None = None) -> dict[str, Any]:
-        """Every suggestion's intermediate reports since the cursor `after` (0: all), arrival order: {"cursor", "reports"}."""
+    async def report_log(
+        self, experiment_id: str, after: int = 0, limit: int | None = None, *, deadline_s: float | None = None
+    ) -> dict[str, Any]:
+        """Every suggestion's intermediate reports since the cursor `after` (0: all), arrival order,
+        at most `limit` (the oldest first): {"cursor", "reports", "more"}; pass `cursor` back while `more`."""
         with self._bounded(deadline_s):
-            return await self._require().report_log(experiment_id, after)
+            return await self._require().report_log(experiment_id, after, limit)
 
 
 def _start_portal() -> tuple[BlockingPortal, threading.Thread]:
@@ -492,6 +495,9 @@ class Client:
         """Parameter importance over the observations, with the method named."""
         return self._run(self._client.importance, experiment_id, deadline_s=deadline_s)
 
-    def report_log(self, experiment_id: str, after: int = 0, *, deadline_s: float | None = None) -> dict[str, Any]:
-        """Every suggestion's intermediate reports since the cursor `after` (0: all), arrival order: {"cursor", "reports"}."""
-        return self._run(self._client.report_log, experiment_id, after, deadline_s=deadline_s)
+    def report_log(
+        self, experiment_id: str, after: int = 0, limit: int | None = None, *, deadline_s: float | None = None
+    ) -> dict[str, Any]:
+        """Every suggestion's intermediate reports since the cursor `after` (0: all), arrival order,
+        at most `limit` (the oldest first): {"cursor", "reports", "more"}; pass `cursor` back while `more`."""
+        return self._run(self._client.report_log, experiment_id, after, limit, deadline_s=deadline_s)

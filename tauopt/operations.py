@@ -164,8 +164,9 @@ class Operations(Protocol):
         """Parameter importance over the observations, with the method named."""
         ...
 
-    async def report_log(self, experiment_id: str, after: int = 0) -> dict[str, Any]:
-        """Every suggestion's intermediate reports since the cursor `after` (0: all), arrival order: {"cursor", "reports"}."""
+    async def report_log(self, experiment_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        """Every suggestion's intermediate reports since the cursor `after` (0: all), arrival order,
+        at most `limit` (the oldest first): {"cursor", "reports", "more"}; pass `cursor` back while `more`."""
         ...
 
 

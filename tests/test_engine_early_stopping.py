@@ -155,6 +155,13 @@ async def test_reports_rules_and_stops_survive_a_restart_on_sqlite(tmp_path: Pat
         assert [(r.suggestion_id, r.step, r.value) for r in await engine.reports(exp.id)] == [
             (a.id, 1, 0.2), (a.id, 2, 0.15), (b.id, 1, 0.4), (c.id, 1, 0.1),
         ]
+        first = await engine.report_log(exp.id, after=0, limit=3)  # the log, paged, is the replayed one
+        rest = await engine.report_log(exp.id, after=first["cursor"], limit=3)
+        assert [(r.suggestion_id, r.step) for r in first["reports"] + rest["reports"]] == [
+            (a.id, 1), (a.id, 2), (b.id, 1), (c.id, 1),
+        ]
+        assert (first["cursor"], first["more"], rest["cursor"], rest["more"]) == (3, True, 4, False)
+        await raises(engine.report_log(exp.id, limit=0), 400, "invalid_request", "limit")
         (obs,) = await engine.observations(exp.id)
         assert obs.stopped_at_step == 1
         # Step order is kept across the restart, and rung 1 still holds 0.1, 0.2, 0.4:

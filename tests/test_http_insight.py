@@ -185,11 +185,32 @@ def test_the_report_log_lists_every_curve_and_then_only_what_is_new(served: Serv
         log = http.get(f"/v1/experiments/{eid}/reports").json()
         assert log["cursor"] == 3
         assert [(r["suggestion_id"], r["step"], r["value"]) for r in log["reports"]] == [(a["id"], 1, 0.9), (b["id"], 1, 0.8), (a["id"], 2, 0.7)]
-        assert http.get(f"/v1/experiments/{eid}/reports", params={"after": 3}).json() == {"cursor": 3, "reports": []}
+        assert http.get(f"/v1/experiments/{eid}/reports", params={"after": 3}).json() == {"cursor": 3, "reports": [], "more": False}
         http.post(f"/v1/experiments/{eid}/suggestions/{b['id']}/reports", json={"step": 5, "value": 0.5})
         new = http.get(f"/v1/experiments/{eid}/reports", params={"after": log["cursor"]}).json()
         assert new["cursor"] == 4 and [(r["suggestion_id"], r["step"]) for r in new["reports"]] == [(b["id"], 5)]
         bad = http.get(f"/v1/experiments/{eid}/reports", params={"after": -1})
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
+
+
+def test_the_report_log_is_read_in_pages_with_a_limit(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        sid = ask(http, eid, "w1")["id"]
+        for step in range(1, 8):
+            r = http.post(f"/v1/experiments/{eid}/suggestions/{sid}/reports", json={"step": step, "value": 1.0 / step})
+            assert r.status_code == 200, r.text
+        pages, after = [], 0
+        while True:
+            page = http.get(f"/v1/experiments/{eid}/reports", params={"after": after, "limit": 3}).json()
+            pages.append([r["step"] for r in page["reports"]])
+            after = page["cursor"]
+            if not page["more"]:
+                break
+        assert pages == [[1, 2, 3], [4, 5, 6], [7]] and after == 7
+        assert http.get(f"/v1/experiments/{eid}/reports", params={"after": 7, "limit": 3}).json() == {
+            "cursor": 7, "reports": [], "more": False}
+        bad = http.get(f"/v1/experiments/{eid}/reports", params={"limit": 0})
         assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
 
 

@@ -233,7 +233,7 @@ class ExperimentActor:
             case Workers():
                 self._on_workers(request, msg)
             case ReportLog():
-                self._commit(request, [], self._curves.log_after(msg.after))
+                self._commit(request, [], self._curves.log_after(msg.after, msg.limit))
             case Best():
                 self._on_best(request)
             case ParetoFront():

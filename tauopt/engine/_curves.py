@@ -70,11 +70,13 @@ class Curves:
         self.stats.complete(suggestion_id, stopped=stopped)
         return last if stopped else None
 
-    def log_after(self, after: int) -> dict[str, Any]:
-        """The reports from cursor `after` on, and the cursor to pass next time:
-        a page polling the curves reads what is new, not the whole log."""
+    def log_after(self, after: int, limit: int | None = None) -> dict[str, Any]:
+        """The reports from cursor `after` on (at most `limit` of them, the oldest first),
+        the cursor to pass next time, and whether more are waiting: a page polling the
+        curves reads what is new, and a long log is read in pages."""
         after = min(max(0, after), len(self.reports))
-        return {"cursor": len(self.reports), "reports": self.reports[after:]}
+        end = len(self.reports) if limit is None else min(len(self.reports), after + limit)
+        return {"cursor": end, "reports": self.reports[after:end], "more": end < len(self.reports)}
 
     def listing(self, suggestion_id: str | None) -> list[Report]:
         if suggestion_id is None:

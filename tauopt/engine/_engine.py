@@ -367,12 +367,17 @@ class Engine:
         sid = None if suggestion_id is None else str(suggestion_id)
         return await self._ask(experiment_id, m.ListReports(owner, sid))
 
-    async def report_log(self, experiment_id: str, after: int = 0, owner: str | None = None) -> dict[str, Any]:
+    async def report_log(
+        self, experiment_id: str, after: int = 0, limit: int | None = None, owner: str | None = None
+    ) -> dict[str, Any]:
         """Every suggestion's intermediate reports from cursor `after` on (0 = all), in
-        arrival order, with the cursor to pass next: {"cursor": int, "reports": [Report]}."""
+        arrival order, at most `limit` of them (the oldest first), with the cursor to pass
+        next and whether more are waiting: {"cursor": int, "reports": [Report], "more": bool}."""
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise invalid(f"after: give a non-negative integer (the cursor of a previous answer), not {after!r}")
-        out: dict[str, Any] = await self._ask(experiment_id, m.ReportLog(owner, after))
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise invalid(f"limit: give a positive integer (how many reports at most in this page), not {limit!r}")
+        out: dict[str, Any] = await self._ask(experiment_id, m.ReportLog(owner, after, limit))
         return out
 
     async def suggestions(

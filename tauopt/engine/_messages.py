@@ -122,9 +122,11 @@ class Workers(Msg):
 
 @dataclass(frozen=True)
 class ReportLog(Msg):
-    """Every intermediate report from cursor `after` on (arrival order; the learning curves)."""
+    """Every intermediate report from cursor `after` on (arrival order; the learning curves),
+    at most `limit` of them."""
 
     after: int = 0
+    limit: int | None = None
 
 
 @dataclass(frozen=True)

@@ -374,10 +374,11 @@ class HttpDriver:
         data: dict[str, Any] = await self._request("GET", _exp(experiment_id) + "/importance")
         return data
 
-    async def report_log(self, experiment_id: str, after: int = 0) -> dict[str, Any]:
-        data = await self._request("GET", _exp(experiment_id) + "/reports", params={"after": after})
+    async def report_log(self, experiment_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"after": after} if limit is None else {"after": after, "limit": limit}
+        data = await self._request("GET", _exp(experiment_id) + "/reports", params=params)
         reports = [Report(d["suggestion_id"], int(d["step"]), float(d["value"]), float(d["created_at"])) for d in data["reports"]]
-        return {"cursor": int(data["cursor"]), "reports": reports}
+        return {"cursor": int(data["cursor"]), "reports": reports, "more": bool(data["more"])}
 
 
 class _NoCookies(http.cookiejar.CookieJar):

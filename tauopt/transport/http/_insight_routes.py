@@ -76,8 +76,9 @@ class ReportLogItemOut(BaseModel):
 
 
 class ReportLogOut(BaseModel):
-    cursor: int = Field(description="pass as ?after= next time to read only newer reports")
+    cursor: int = Field(description="pass as ?after= next time to read only newer reports (or the next page)")
     reports: list[ReportLogItemOut]
+    more: bool = Field(description="true when `limit` cut this page short: ask again with ?after=cursor")
 
 
 class ObservationColumnsOut(BaseModel):
@@ -142,10 +143,13 @@ async def importance(call: Call) -> Any:
     return await call.engine.importance(call.path["id"], owner=call.owner)
 
 
-@operation("GET", _EXP + "/reports", into=INSIGHT, query={"after": NonNegative}, response=ReportLogOut, errors=_ERRORS,
-           tag="insight")  # fmt: skip
+@operation("GET", _EXP + "/reports", into=INSIGHT, query={"after": NonNegative, "limit": Positive}, response=ReportLogOut,
+           errors=_ERRORS, tag="insight")  # fmt: skip
 async def report_log(call: Call) -> Any:
-    """`after`: the `cursor` of a previous answer; 0 or left out lists every report."""
+    """`after`: the `cursor` of a previous answer; 0 or left out lists every report.
+    `limit`: at most this many reports (the oldest first); `more` says whether to ask again."""
     after = call.query["after"]
-    out = await call.engine.report_log(call.path["id"], after=0 if after is None else after, owner=call.owner)
-    return {"cursor": out["cursor"], "reports": [r.to_dict() for r in out["reports"]]}
+    out = await call.engine.report_log(
+        call.path["id"], after=0 if after is None else after, limit=call.query["limit"], owner=call.owner
+    )
+    return {"cursor": out["cursor"], "reports": [r.to_dict() for r in out["reports"]], "more": out["more"]}
