@@ -253,3 +253,28 @@ async def test_the_driver_calls_our_transport_directly_with_httpx_semantics() ->
         with pytest.raises(httpx.LocalProtocolError):
             await bad.suggest("e")
         await bad.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_silent_server_raises_httpx_read_timeout_after_each_reads_timeout() -> None:
+    """httpx's read timeout bounds each read (not the whole answer): an answer that
+    trickles in under the timeout is read whole; a server that stops answering
+    raises ReadTimeout once one read has waited `timeout` seconds."""
+    async def handler(stream: anyio.abc.SocketStream, n: int) -> None:
+        while (head := await srv.read_request(stream)) is not None:
+            if b"/v1/health" in head and len(srv.requests) == 1:  # three pieces, 0.25 s apart: 0.5 s in all
+                data = _ok({"status": "slow"})
+                for piece in (data[:10], data[10:40], data[40:]):
+                    await stream.send(piece)
+                    await anyio.sleep(0.25)
+            else:
+                await anyio.sleep(30)  # silent
+
+    srv = RawServer(handler)
+    async with srv as url, HttpDriver(url, "t0k", timeout=0.4) as d:
+        assert await d.health() == {"status": "slow"}  # 0.5 s in all, no read waited 0.4 s
+        start = anyio.current_time()
+        with pytest.raises(httpx.ReadTimeout):
+            await d.health()
+        assert 0.35 <= anyio.current_time() - start < 2.0
+        assert await anyio.sleep(0) is None  # the driver's task is not left cancelled

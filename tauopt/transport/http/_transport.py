@@ -24,6 +24,7 @@ does, so a request is never written to a connection we could know is dead.
 
 from __future__ import annotations
 
+import math
 import select
 import ssl
 import time
@@ -94,7 +95,12 @@ class H11Transport(httpx.AsyncBaseTransport):
         origin: Origin = (url.raw_scheme, url.raw_host, url.port or (443 if url.raw_scheme == b"https" else 80))
         timeouts = request.extensions.get("timeout", {})
         body = request.content if request.stream is not None else b""
-        async with self._slots:
+        slots = self._slots
+        try:  # a free slot is taken without a trip through the event loop (the request's I/O yields anyway)
+            slots.acquire_nowait()
+        except anyio.WouldBlock:
+            await slots.acquire()
+        try:
             conn = await self._take_idle(origin) or await self._connect(origin, request, timeouts.get("connect"))
             try:
                 response, keep = await self._roundtrip(conn, request, body, timeouts)
@@ -106,6 +112,8 @@ class H11Transport(httpx.AsyncBaseTransport):
                 self._idle.setdefault(origin, []).append(conn)
             else:
                 await anyio.aclose_forcefully(conn.stream)
+        finally:
+            slots.release()
         return response
 
     async def aclose(self) -> None:
@@ -158,24 +166,33 @@ class H11Transport(httpx.AsyncBaseTransport):
             data += c.send(h11.EndOfMessage())
         except h11.LocalProtocolError as exc:
             raise httpx.LocalProtocolError(str(exc), request=request) from exc
-        try:
-            with anyio.fail_after(timeouts.get("write")):
-                await conn.stream.send(data)
-        except TimeoutError as exc:
-            raise httpx.WriteTimeout("writing the request timed out", request=request) from exc
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            raise httpx.WriteError(f"writing the request failed: {exc}", request=request) from exc
+        # One cancel scope for the whole exchange, its deadline moved per step (the
+        # write, then each read): httpx's per-operation timeouts at the cost of one scope.
+        write_s, read_s = timeouts.get("write"), timeouts.get("read")
         head: h11.Response | None = None
         parts: list[bytes] = []
-        while True:
-            event = await self._next_event(conn, request, timeouts.get("read"))
-            if isinstance(event, h11.Response):
-                head = event
-            elif isinstance(event, h11.Data):
-                parts.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage):
-                break
-            # InformationalResponse (100 Continue, 103): the real answer follows
+        reading = False
+        with anyio.CancelScope() as scope:
+            if write_s is not None:
+                scope.deadline = anyio.current_time() + write_s
+            try:
+                await conn.stream.send(data)
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                raise httpx.WriteError(f"writing the request failed: {exc}", request=request) from exc
+            reading = True
+            while True:
+                event = await self._next_event(conn, request, scope, read_s)
+                if isinstance(event, h11.Response):
+                    head = event
+                elif isinstance(event, h11.Data):
+                    parts.append(bytes(event.data))
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                # InformationalResponse (100 Continue, 103): the real answer follows
+        if scope.cancelled_caught:
+            if reading:
+                raise httpx.ReadTimeout(f"no answer within {read_s} s", request=request)
+            raise httpx.WriteTimeout("writing the request timed out", request=request)
         assert head is not None
         keep = c.our_state is h11.DONE and c.their_state is h11.DONE
         if keep:
@@ -200,7 +217,9 @@ class H11Transport(httpx.AsyncBaseTransport):
             return event
         return h11.Request(method=request.method, target=request.url.raw_path, headers=head)
 
-    async def _next_event(self, conn: _Conn, request: httpx.Request, timeout: float | None) -> h11.Event:
+    async def _next_event(
+        self, conn: _Conn, request: httpx.Request, scope: anyio.CancelScope, read_s: float | None
+    ) -> h11.Event:
         c = conn.h11
         while True:
             try:
@@ -208,7 +227,8 @@ class H11Transport(httpx.AsyncBaseTransport):
             except h11.RemoteProtocolError as exc:
                 raise httpx.RemoteProtocolError(str(exc), request=request) from exc
             if event is h11.NEED_DATA:
-                c.receive_data(await self._receive(conn, request, timeout))
+                scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s  # per read, as httpx
+                c.receive_data(await self._receive(conn, request))
                 continue
             if isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
                 raise httpx.RemoteProtocolError(
@@ -216,13 +236,10 @@ class H11Transport(httpx.AsyncBaseTransport):
                 )
             return event
 
-    async def _receive(self, conn: _Conn, request: httpx.Request, timeout: float | None) -> bytes:
+    async def _receive(self, conn: _Conn, request: httpx.Request) -> bytes:
         try:
-            with anyio.fail_after(timeout):
-                return await conn.stream.receive(_RECV)
+            return await conn.stream.receive(_RECV)
         except anyio.EndOfStream:
             return b""  # h11 decides: the end of a read-to-close body, or a premature close
-        except TimeoutError as exc:
-            raise httpx.ReadTimeout(f"no answer within {timeout} s", request=request) from exc
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             raise httpx.ReadError(f"reading the answer failed: {exc}", request=request) from exc
