@@ -176,10 +176,13 @@ class AsyncClient:
         with self._bounded(deadline_s):
             return await self._require().archive_experiment(experiment_id)
 
-    async def suggest(self, experiment_id: str, tag: str | None = None, *, deadline_s: float | None = None) -> Suggestion:
-        """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open."""
+    async def suggest(
+        self, experiment_id: str, tag: str | None = None, wait_s: float | None = None, *, deadline_s: float | None = None
+    ) -> Suggestion:
+        """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open, or,
+        with `wait_s` (0-300 s), when none returned within that wait."""
         with self._bounded(deadline_s):
-            return await self._require().suggest(experiment_id, tag)
+            return await self._require().suggest(experiment_id, tag, wait_s)
 
     async def observe(
         self,
@@ -415,9 +418,12 @@ class Client:
         """Archive: no more asks or observations; open suggestions close."""
         return self._run(self._client.archive_experiment, experiment_id, deadline_s=deadline_s)
 
-    def suggest(self, experiment_id: str, tag: str | None = None, *, deadline_s: float | None = None) -> Suggestion:
-        """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open."""
-        return self._run(self._client.suggest, experiment_id, tag, deadline_s=deadline_s)
+    def suggest(
+        self, experiment_id: str, tag: str | None = None, wait_s: float | None = None, *, deadline_s: float | None = None
+    ) -> Suggestion:
+        """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open, or,
+        with `wait_s` (0-300 s), when none returned within that wait."""
+        return self._run(self._client.suggest, experiment_id, tag, wait_s, deadline_s=deadline_s)
 
     def observe(
         self,

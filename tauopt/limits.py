@@ -6,6 +6,7 @@ lists them); input over a limit is refused with `invalid_request` naming it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .errors import invalid
@@ -25,6 +26,8 @@ __all__ = [
     "check_int64",
     "check_count",
     "as_float",
+    "MAX_WAIT_S",
+    "check_wait",
 ]
 
 MAX_PARAMETERS = 10_000  # parameters in one space
@@ -36,6 +39,7 @@ MAX_NAME_CHARS = 256  # names: experiment, parameter, metric, condition parent
 MAX_TEXT_VALUE_CHARS = 1024  # a string value of a categorical, fixed or default
 MAX_JSON_DEPTH = 32  # nesting of a request body (the deepest valid body is ~5)
 INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1  # integers are signed 64-bit, like SQLite's
+MAX_WAIT_S = 300.0  # an ask's wait for a slot (long-poll) holds a connection; past this, ask again
 
 
 def check_text(where: str, text: str, max_chars: int = MAX_NAME_CHARS) -> str:
@@ -73,6 +77,15 @@ def as_float(where: str, v: int | float) -> float:
         return float(v)
     except OverflowError:
         raise invalid(f"{where}: {_short(v)} is too large for a 64-bit float (about 1.8e308 at most)") from None
+
+
+def check_wait(wait_s: Any) -> float | None:
+    """An ask's wait for a free slot in seconds (None or 0: answer at once)."""
+    if wait_s is None:
+        return None
+    if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) or not math.isfinite(wait_s) or not 0 <= wait_s <= MAX_WAIT_S:
+        raise invalid(f"wait_s: give a number of seconds from 0 to {MAX_WAIT_S:g}, got {wait_s!r}")
+    return float(wait_s) or None
 
 
 def _short(n: Any) -> str:

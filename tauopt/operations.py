@@ -93,8 +93,9 @@ class Operations(Protocol):
         """Archive: no more asks or observations; open suggestions close."""
         ...
 
-    async def suggest(self, experiment_id: str, tag: str | None = None) -> Suggestion:
-        """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open."""
+    async def suggest(self, experiment_id: str, tag: str | None = None, wait_s: float | None = None) -> Suggestion:
+        """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open, or,
+        with `wait_s` (0-300 s), when none returned within that wait."""
         ...
 
     async def observe(

@@ -100,3 +100,18 @@ def test_tiny_engine_profile_counts_the_engine_above_its_floor() -> None:
     assert head["pairs"] == 6
     assert head["engine_bytecodes_per_pair"] > head["floor_bytecodes_per_pair"] > 0
     assert "| **total** |" in proc.stdout
+
+
+def test_tiny_slot_handoff_answers_a_waiting_ask_before_the_retry_loop() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "slot_handoff.py"), "--rounds", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's tauopt, not an installed one
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    wait, retry = (json.loads(line) for line in proc.stdout.splitlines())
+    assert (wait["mode"], retry["mode"]) == ("wait", "retry") and wait["rounds"] == retry["rounds"] == 3
+    assert 0 < wait["handoff_ms_median"] <= wait["handoff_ms_p90"]
+    assert wait["handoff_ms_median"] < retry["handoff_ms_median"]  # the retry loop sleeps Retry-After (1 s) past the observe

@@ -4,6 +4,7 @@ keeps its run count."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import anyio
@@ -100,5 +101,45 @@ def test_a_trials_expiries_count_against_its_runs_across_a_chief_restart(tmp_pat
             assert (await oracle.get_trial(t.trial_id)).status == "FAILED"
             assert (await engine.suggestion(exp.id, t.trial_id)).state == "closed"
             assert oracle.summary()["trials"] == {"failed": 1}
+
+    anyio.run(main, backend="asyncio")
+
+
+def test_a_create_trial_held_by_the_bandwidth_waits_in_the_engine_for_the_place_an_end_trial_frees() -> None:
+    """The hold is the engine's waiting ask (one slot waiter, no loop in the door): the
+    EndTrial's observe hands the freed place to the held CreateTrial as a new trial."""
+
+    async def main() -> None:
+        async with chief(max_trials=3, parallel_bandwidth=1, hold_s=20) as (stub, oracle):
+            exp_id = oracle.experiment.id
+            a = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="a"))).trial
+            got: list[kt.Trial] = []
+
+            async def held() -> None:
+                got.append((await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="b"))).trial)
+
+            with anyio.fail_after(15):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(held)
+                    while (await oracle.engine.inspect(exp_id))["slot_waiters"] < 1:
+                        await anyio.sleep(0.01)
+                    assert got == []
+                    await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=a.trial_id, metrics={"score": 1.0}))
+                    await stub.EndTrial(end(a.trial_id, kt.COMPLETED))
+            (b,) = got
+            assert b.status == kt.RUNNING and b.trial_id != a.trial_id
+            assert (await oracle.engine.suggestion(exp_id, b.trial_id)).tag == "b"
+
+    anyio.run(main, backend="asyncio")
+
+
+def test_a_create_trial_held_by_the_bandwidth_answers_idle_when_the_hold_runs_out() -> None:
+    async def main() -> None:
+        async with chief(max_trials=3, parallel_bandwidth=1, hold_s=0.5) as (stub, oracle):
+            await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="a"))
+            t0 = time.monotonic()
+            idle = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="b"))).trial
+            assert idle.status == kt.IDLE and 0.45 <= time.monotonic() - t0 < 3
+            assert [s.tag for s in await oracle.engine.suggestions(oracle.experiment.id)] == ["a"]  # b took nothing
 
     anyio.run(main, backend="asyncio")

@@ -57,9 +57,9 @@ def test_every_driver_and_client_has_the_protocols_exact_signatures(impl: type) 
         assert ours.__qualname__.startswith(impl.__name__ + "."), f"{impl.__name__}.{name} is inherited or generated"
 
 
-# Engine-only keywords after `owner` (issue 13's parked asks), not yet on any
-# door: named here so any other extra parameter still fails the test.
-ENGINE_ONLY = {"suggest": [("wait_s", None)]}
+# Engine-only keywords after `owner`: none since suggest's wait_s (issue 13) is on
+# every door; an entry here names one, so any other extra parameter fails the test.
+ENGINE_ONLY: dict[str, list[tuple[str, Any]]] = {}
 
 
 def test_the_engine_implements_the_protocol_plus_owner() -> None:

@@ -322,7 +322,7 @@ class Engine:
     # -- suggestions and observations -------------------------------------------------
 
     async def suggest(
-        self, experiment_id: str, tag: str | None = None, owner: str | None = None, wait_s: float | None = None
+        self, experiment_id: str, tag: str | None = None, wait_s: float | None = None, owner: str | None = None
     ) -> Suggestion:
         """A new suggestion. With `wait_s`, an ask that finds the bandwidth full waits
         up to that many seconds for a slot (an observe or close) before answering

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from .._numbers import PASS_FLOAT, plain_number
 from .._numbers import shown as _shown
 from ..errors import invalid
-from ..limits import MAX_METRICS, MAX_NAME_CHARS, as_float, check_count, check_text
+from ..limits import MAX_METRICS, MAX_NAME_CHARS, as_float, check_count, check_text, check_wait
 from ..models import Experiment
 from ..strategies import names  # the registry: every strategy name, and auto
 from ._curves import check_early_stopping
@@ -116,17 +116,6 @@ def _numbers(where: str, given: Any) -> dict[str, float]:
                 raise invalid(f"{where}.{k}: give a finite number, got {_shown(v)}; {PASS_FLOAT}")
             out[k] = float(v)
     return out
-
-
-MAX_WAIT_S = 300.0  # a long-poll holds a connection; past this, ask again
-
-
-def check_wait(wait_s: Any) -> float | None:
-    if wait_s is None:
-        return None
-    if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) or not math.isfinite(wait_s) or not 0 <= wait_s <= MAX_WAIT_S:
-        raise invalid(f"wait_s: give a number of seconds from 0 to {MAX_WAIT_S:g}, got {wait_s!r}")
-    return float(wait_s) or None
 
 
 def check_observation(

@@ -1,23 +1,32 @@
 """The chief's search logic over a tauopt Engine: KerasTuner trials as suggestions.
 
-A trial is a suggestion (trial id = suggestion id, tuner id = its tag), except
-the *baseline*: while no space is known, one worker gets a trial without values
-(it runs its defaults) and its EndTrial teaches us the space. What the engine
-does not keep lives here, in memory, and is rebuilt from the engine on restart
-(open suggestions become trials still running on the worker named by their tag,
-or queued when the engine holds them released):
+The engine owns the trials' state; this door maps KerasTuner's messages onto
+it. A trial is a suggestion (trial id = suggestion id, tuner id = its tag), and:
 
-- which tuner runs which trial now and when it got it; the retry queue is the
-  engine's (a trial to retry is a released suggestion: `engine.release_suggestion`
-  keeps it, and the next `engine.suggest` hands it out again, durably);
-- runs come from the engine's `attempts` (they survive a restart), and one budget
-  of runs per trial, max(1, max_retries_per_trial) + 1, covers both ways a run
-  ends without a result: INVALID and expiry;
-- consecutive failures are re-counted from the stored observations on restart
-  (the trailing failed ones), unless they had already ended the search: that
-  restart is the user's "fixed it, try again", so it starts from zero;
-- the metric history reported by UpdateTrial until EndTrial stores it on the
-  observation (`Observation.metrics`), and the step of the best value.
+- CreateTrial is `engine.suggest(wait_s=)`: the engine hands out released
+  suggestions (trials to retry) first, and holds the call (long-poll) while
+  the bandwidth is full, outside this door's lock;
+- a retry is `engine.release_suggestion(max_attempts=)`: the engine keeps the
+  queue and counts the runs (`attempts`), durably, and closes a suggestion
+  whose runs are used up; one budget of runs per trial covers both ways a run
+  ends without a result: INVALID (max_retries_per_trial + 1) and expiry
+  (max(1, max_retries_per_trial) + 1);
+- results are observations (`Observation.metrics` keeps every metric).
+
+What stays here is KerasTuner's own: the *baseline* (while no space is known,
+one worker gets a trial without values, runs its defaults, and its EndTrial
+teaches us the space; its retries queue here), Hyperband's brackets (trial ids
+that are not suggestion ids, promotions that repeat a point; their retries
+queue here too), max_trials (completed trials; a failed one frees its place),
+the metric history UpdateTrial reports until EndTrial, and which tuner runs
+which trial since when (for `trial_ttl_s`). The holds only this door knows of
+(the baseline runs, every max_trials place is taken, Hyperband idles) wait for
+the oracle's next change. On restart all of it is rebuilt from the engine:
+open suggestions are trials still running on the worker named by their tag,
+or queued when the engine holds them released; consecutive failures are
+re-counted from the stored observations (the trailing failed ones), unless
+they had already ended the search: that restart is the user's "fixed it, try
+again", so it starts from zero.
 
 Differences from KerasTuner's reference chief: CreateTrial is held open
 instead of answering IDLE (no hot loop); a trial whose worker died is handed
@@ -38,6 +47,7 @@ from typing import Any, Callable, Literal, Mapping
 import anyio
 
 from ...errors import ApiError, api_error, invalid
+from ...limits import MAX_WAIT_S
 from ...models import MAX_OBJECTIVES, Experiment, Observation, Parameter, Suggestion, Value
 from ...space import Space
 from ...strategies.hyperband import Finished, HyperbandSchedule, Idle, NewTrial, Promote
@@ -165,6 +175,13 @@ class _Trial:
     tuner_values: dict[str, Value] = field(default_factory=dict)  # Hyperband's tuner/* keys, never stored
 
 
+class _AskEngine:
+    """CreateTrial's answer is the engine's next suggestion (asked outside the lock)."""
+
+
+_ASK_ENGINE = _AskEngine()
+
+
 class KerasTunerOracle:
     def __init__(self, engine: Any, config: ChiefConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.engine = engine
@@ -176,7 +193,9 @@ class KerasTunerOracle:
         self._space = Space(())
         self._space_known = False
         self._trials: dict[str, _Trial] = {}
-        self._queue: deque[str] = deque()
+        # Trials to run again that the engine cannot hand out (the baseline; Hyperband's,
+        # whose trial ids are not suggestion ids). Every other retry is a released suggestion.
+        self._local_retries: deque[str] = deque()
         self._completed = 0
         self._consecutive_failures = 0
         self._baselines = 0
@@ -185,8 +204,6 @@ class KerasTunerOracle:
         self.done_at: float | None = None
         self.failure: str | None = None
         self.exhausted = False
-        self._abandon: list[_Trial] = []
-        self._requeued: list[_Trial] = []
         hb = config.hyperband
         self._schedule = HyperbandSchedule(hb.max_epochs, hb.factor, hb.iterations) if hb else None
         self._hb_trials = 0
@@ -254,9 +271,8 @@ class KerasTunerOracle:
         self._consecutive_failures = _trailing_failures(observations, self.config.max_consecutive_failures)
         now = self._clock()
         for s in await self.engine.suggestions(exp.id, state="open"):
-            if s.released:  # waiting for a retry when the chief stopped: it still is
+            if s.released:  # waiting for a retry when the chief stopped: it still is (the engine holds it)
                 self._trials[s.id] = _Trial(s.id, s.id, dict(s.assignments), "queued", runs=s.attempts)
-                self._queue.append(s.id)
                 continue
             # A trial that was running when the chief stopped is still its worker's: the worker
             # may end it, or (restarted) ask for it again; if it stays silent it expires.
@@ -323,39 +339,50 @@ class KerasTunerOracle:
 
     # -- maintenance: expiry and exit --------------------------------------------------
 
-    def expire(self) -> list[str]:
-        """Trials whose worker went silent for trial_ttl_s: hand them out again while
-        their runs (durable: the engine's attempts) are within max(1,
-        max_retries_per_trial), else give their place back."""
-        now = self._clock()
-        expired = []
-        for t in self._trials.values():
-            if t.state == "running" and now - t.handed_at > self.config.trial_ttl_s:
-                expired.append(t)
-        for t in expired:
-            log.warning("trial %s expired: no EndTrial from %s within %.0f s", t.trial_id, t.tuner_id, self.config.trial_ttl_s)
-            if not self.done and t.runs <= max(1, self.config.max_retries_per_trial):
-                t.state = "queued"
-                self._queue.append(t.trial_id)
-                self._requeued.append(t)
-            else:
-                t.state = "failed"
-                self._abandon.append(t)
-        if expired:
-            self._notify()
-        return [t.trial_id for t in expired]
+    def _engine_holds(self, t: _Trial) -> bool:
+        """Whether the engine hands this trial out again (a released suggestion of the
+        same id); the baseline's and Hyperband's retries are this door's own."""
+        return t.suggestion_id == t.trial_id and self._schedule is None and self.experiment is not None
 
     async def maintain(self) -> None:
-        """Called periodically by the chief: expire silent trials, release abandoned ones."""
+        """Called periodically by the chief: trials whose worker went silent for
+        trial_ttl_s are handed out again while their runs (the engine's attempts,
+        durable) are within max(1, max_retries_per_trial), else their place returns."""
         async with self._lock:
-            self._abandon, self._requeued = [], []
-            self.expire()
-            for t in self._requeued:
-                await self._release(t)
-            for t in self._abandon:
+            now = self._clock()
+            expired = [t for t in self._trials.values() if t.state == "running" and now - t.handed_at > self.config.trial_ttl_s]
+            runs = max(1, self.config.max_retries_per_trial)
+            for t in expired:
+                log.warning("trial %s expired: no EndTrial from %s within %.0f s", t.trial_id, t.tuner_id, self.config.trial_ttl_s)
+                if not self.done and await self._queue_retry(t, max_runs=runs + 1):
+                    continue
+                t.state = "failed"
                 await self._close(t)
                 self._count_failure(f"trial {t.trial_id} expired without an EndTrial after {t.runs} run(s)")
+            if expired:
+                self._notify()
             self._check_done()
+
+    async def _queue_retry(self, t: _Trial, max_runs: int) -> bool:
+        """Queue the trial for another run unless it had `max_runs` runs; False: used up.
+        An engine-held trial is released there (the engine counts its runs and closes
+        it when they are used up); the others queue here."""
+        if self._engine_holds(t):
+            assert self.experiment is not None and t.suggestion_id is not None
+            try:
+                s: Suggestion = await self.engine.release_suggestion(self.experiment.id, t.suggestion_id, max_attempts=max_runs)
+            except ApiError as exc:
+                if exc.error_type not in ("suggestion_closed", "suggestion_expired", "suggestion_observed"):
+                    raise
+                return False
+            if not s.released:
+                return False  # its runs are used up: the engine closed it
+        elif t.runs < max_runs:
+            self._local_retries.append(t.trial_id)
+        else:
+            return False
+        t.state = "queued"
+        return True
 
     def should_exit(self) -> bool:
         """Exit at once when the search is done, no trial runs, every known worker was
@@ -377,26 +404,33 @@ class KerasTunerOracle:
     # -- CreateTrial ---------------------------------------------------------------
 
     async def create_trial(self, tuner_id: str) -> TrialView:
+        """A trial for `tuner_id`, STOPPED, or IDLE after holding the call up to hold_s.
+        A hold for a free place in the bandwidth is the engine's waiting ask
+        (`engine.suggest(wait_s=)`, outside this oracle's lock); holds this door alone
+        knows (the baseline runs, every max_trials place is taken, Hyperband idles)
+        wait for the oracle's next change."""
         if not isinstance(tuner_id, str) or not 1 <= len(tuner_id) <= 128 or not tuner_id.isprintable():
             raise invalid(f"tuner_id: give 1-128 printable characters, got {tuner_id[:40]!r}")
         deadline = self._clock() + self.config.hold_s
         while True:
             async with self._lock:
                 self.known.add(tuner_id)
-                view = await self._try_create(tuner_id)
+                step = await self._try_create(tuner_id)
                 changed = self._changed
-            if view is not None:
-                if view.status == "STOPPED":
+            if isinstance(step, _AskEngine) and deadline > self._clock():
+                step = await self._ask_engine(tuner_id, min(deadline - self._clock(), MAX_WAIT_S))
+            if isinstance(step, TrialView):
+                if step.status == "STOPPED":
                     self.stopped.add(tuner_id)
-                return view
+                return step
             remaining = deadline - self._clock()
             if remaining <= 0:
                 return TrialView("", "IDLE")
             with anyio.move_on_after(min(remaining, 1.0)):
                 await changed.wait()
 
-    async def _try_create(self, tuner_id: str) -> TrialView | None:
-        """A trial, STOPPED, or None to hold the call."""
+    async def _try_create(self, tuner_id: str) -> TrialView | _AskEngine | None:
+        """A trial, STOPPED, _ASK_ENGINE (a suggestion decides), or None to hold the call."""
         ongoing = self._ongoing(tuner_id)
         if ongoing is not None:
             return self._view(ongoing)  # a restarted worker resumes its trial
@@ -405,8 +439,10 @@ class KerasTunerOracle:
                 self.stopped.add(tuner_id)
                 raise SearchFailed(self.failure)
             return TrialView("", "STOPPED")
-        if self._queue:
-            return await self._retry(self._queue.pop(), tuner_id)  # LIFO, like the reference
+        if self._local_retries:
+            return self._hand_out(self._trials[self._local_retries.pop()], tuner_id)  # LIFO, like the reference
+        if any(t.state == "queued" and self._engine_holds(t) for t in self._trials.values()):
+            return _ASK_ENGINE  # the engine hands out its released suggestions first
         if self._completed + self._in_progress() >= self.config.max_trials:
             return None  # every place is taken; one may fail and free up
         if self._schedule is not None:
@@ -418,23 +454,39 @@ class KerasTunerOracle:
             t = _Trial(f"b{self._baselines}", None, {}, "queued")
             self._trials[t.trial_id] = t
             return self._hand_out(t, tuner_id)
+        return _ASK_ENGINE
+
+    async def _ask_engine(self, tuner_id: str, wait_s: float) -> TrialView | None:
+        """The engine's suggestion as a trial: a released one is its trial's next run, a
+        new one a new trial. The engine waits up to `wait_s` for a free place. None:
+        hold (the wait ran out, the space is used up, or every place filled meanwhile)."""
         assert self.experiment is not None
         try:
-            s: Suggestion = await self.engine.suggest(self.experiment.id, tag=tuner_id)
+            s: Suggestion = await self.engine.suggest(self.experiment.id, tag=tuner_id, wait_s=wait_s)
         except ApiError as exc:
             if exc.error_type == "bandwidth_full":
                 return None
             if exc.error_type in ("space_exhausted", "experiment_completed", "experiment_archived"):
-                self.exhausted = True
-                log.info("no more trials: %s", exc.message)
-                self._check_done()
-                if self.done:
-                    return await self._try_create(tuner_id)
+                async with self._lock:
+                    self.exhausted = True
+                    log.info("no more trials: %s", exc.message)
+                    self._check_done()  # done: the hold wakes at once to answer STOPPED
                 return None
             raise
-        t = _Trial(s.id, s.id, dict(s.assignments), "queued")
-        self._trials[s.id] = t
-        return self._hand_out(t, tuner_id)
+        async with self._lock:
+            t = self._trials.get(s.id)
+            if t is not None:  # a released suggestion: its trial's next run
+                if self.done:
+                    await self.engine.release_suggestion(self.experiment.id, s.id)  # the search ended meanwhile
+                    return None
+                t.runs = s.attempts - 1  # _hand_out counts this run
+                return self._hand_out(t, tuner_id)
+            if self.done or self._completed + self._in_progress() >= self.config.max_trials:
+                await self.engine.close_suggestion(self.experiment.id, s.id)  # every place filled meanwhile
+                return None
+            t = _Trial(s.id, s.id, dict(s.assignments), "queued")
+            self._trials[s.id] = t
+            return self._hand_out(t, tuner_id)
 
     async def _try_hyperband(self, tuner_id: str, schedule: HyperbandSchedule) -> TrialView | None:
         """KerasTuner's HyperbandOracle.populate_space over our trials: a new
@@ -537,8 +589,8 @@ class KerasTunerOracle:
             if t.state in ("completed", "failed"):
                 log.info("EndTrial for trial %s, which already ended (%s): ignored", trial_id, t.state)
                 return
-            if t.trial_id in self._queue:
-                self._queue.remove(t.trial_id)
+            if t.trial_id in self._local_retries:
+                self._local_retries.remove(t.trial_id)
             score, step = self._best(t)
             if status == "COMPLETED" and (score is None or math.isnan(score)):
                 log.warning("trial %s: COMPLETED without a finite %r: counted as INVALID", trial_id, self.config.objective)
@@ -549,9 +601,7 @@ class KerasTunerOracle:
                 self._completed += 1
                 self._consecutive_failures = 0
             elif status == "INVALID" and t.runs <= self.config.max_retries_per_trial:
-                t.state = "queued"
-                self._queue.append(t.trial_id)
-                await self._release(t)
+                await self._queue_retry(t, max_runs=self.config.max_retries_per_trial + 1)  # runs are left: it queues
                 log.info("trial %s INVALID: retry %d of %d", trial_id, t.runs, self.config.max_retries_per_trial)
             else:
                 await self._observe(t, values, None, 0)
@@ -594,33 +644,6 @@ class KerasTunerOracle:
                 # The space grew since this suggestion: store a point valid in today's space.
                 await self._close(t)
         await self.engine.observe(exp_id, assignments=point, value=score, failed=failed, metrics=metrics)
-
-    async def _release(self, t: _Trial) -> None:
-        """Hand the trial's suggestion back to the engine for a retry (kept durably).
-        Under Hyperband the chief's queue keeps it: trial ids are not suggestion ids."""
-        if t.suggestion_id is None or self.experiment is None or self._schedule is not None:
-            return
-        try:
-            await self.engine.release_suggestion(self.experiment.id, t.suggestion_id)
-        except ApiError as exc:
-            if exc.error_type not in ("suggestion_closed", "suggestion_expired", "suggestion_observed"):
-                raise
-
-    async def _retry(self, trial_id: str, tuner_id: str) -> TrialView:
-        """Hand a queued trial out again; an engine-backed one through engine.suggest,
-        which serves released suggestions first (and counts the attempt)."""
-        t = self._trials[trial_id]
-        if t.suggestion_id is None or self.experiment is None or self._schedule is not None:
-            return self._hand_out(t, tuner_id)  # a baseline, or a Hyperband trial (see _release)
-        s: Suggestion = await self.engine.suggest(self.experiment.id, tag=tuner_id)
-        if s.id != trial_id:
-            self._queue.append(trial_id)  # the engine chose another released one (or a new point)
-            if s.id in self._queue:
-                self._queue.remove(s.id)
-            t = self._trials.get(s.id) or _Trial(s.id, s.id, dict(s.assignments), "queued")
-            self._trials[s.id] = t
-        t.runs = s.attempts - 1  # _hand_out counts this run
-        return self._hand_out(t, tuner_id)
 
     async def _close(self, t: _Trial) -> None:
         if t.suggestion_id is None or self.experiment is None:

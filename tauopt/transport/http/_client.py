@@ -43,6 +43,7 @@ import httpx
 from ..._client import check_deadline_s
 from ..._numbers import plain_json
 from ...errors import ApiError, error_type_for_status, invalid
+from ...limits import check_wait
 from ...models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ...operations import UNSET, ExperimentState, SuggestionState
 from ._retry import parse_retry_after, retry_delay, within_deadline
@@ -51,6 +52,7 @@ from ._transport import H11Transport
 __all__ = ["HttpDriver", "DEFAULT_BASE_URL"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+WAIT_MARGIN_S = 10.0  # read timeout beyond a waiting ask's wait_s: the answer's own time on the wire
 Sleep = Callable[[float], Awaitable[Any]]
 
 # A call's own deadline (anyio.current_time() clock), set by `HttpDriver.deadline`
@@ -171,7 +173,11 @@ class HttpDriver:
         *,
         body: Any = None,
         params: Mapping[str, Any] | None = None,
+        wait_s: float | None = None,
     ) -> Any:
+        """`wait_s`: the server may hold this request that long (a waiting ask): the
+        read timeout stretches past it, and the request is sent once, since the
+        server's wait replaces the retry loop (its bandwidth_full is final)."""
         content = None
         if body is not None:
             try:
@@ -187,7 +193,10 @@ class HttpDriver:
             clean = {k: v for k, v in params.items() if v is not None}
             if clean:
                 path += "?" + urlencode(clean)
-        response = await self._send_handling_retries(method, path, content)
+        if wait_s:
+            response = await self._send_single_request(method, path, content, self._waiting(wait_s))
+        else:
+            response = await self._send_handling_retries(method, path, content)
         if response.is_success:
             if not response.content:
                 return None
@@ -206,13 +215,25 @@ class HttpDriver:
             await self._sleep(delay)
             attempt += 1
 
-    async def _send_single_request(self, method: str, path: str, content: bytes | None) -> httpx.Response:
+    def _waiting(self, wait_s: float) -> dict[str, Any]:
+        """Request extensions whose read timeout outlasts a server-side wait of `wait_s`."""
+        timeouts = dict(self._extensions.get("timeout") or {})
+        read = timeouts.get("read")
+        if read is not None:
+            timeouts["read"] = max(read, wait_s + WAIT_MARGIN_S)
+        return {**self._extensions, "timeout": timeouts}
+
+    async def _send_single_request(
+        self, method: str, path: str, content: bytes | None, extensions: dict[str, Any] | None = None
+    ) -> httpx.Response:
         try:
-            return await self._send_on_the_wire(method, path, content)
+            return await self._send_on_the_wire(method, path, content, extensions or self._extensions)
         except httpx.ConnectError as exc:
             raise _unreachable(self.base_url, exc) from exc
 
-    async def _send_on_the_wire(self, method: str, path: str, content: bytes | None) -> httpx.Response:
+    async def _send_on_the_wire(
+        self, method: str, path: str, content: bytes | None, extensions: dict[str, Any]
+    ) -> httpx.Response:
         # The request as `AsyncClient.build_request` makes it (base URL, client
         # headers, timeout), with the merged URL and headers cached: merging costs
         # more client CPU than the whole wire. The driver sends no cookies.
@@ -222,7 +243,7 @@ class HttpDriver:
                 self._urls.clear()
             url = self._urls[path] = self._http.build_request("GET", path).url
         headers = self._json_headers if content is not None else self._http.headers
-        request = httpx.Request(method, url, headers=headers, content=content, extensions=self._extensions)
+        request = httpx.Request(method, url, headers=headers, content=content, extensions=extensions)
         if self._direct is not None:
             if self._http.is_closed:
                 raise RuntimeError("Cannot send a request, as the client has been closed.")
@@ -293,8 +314,11 @@ class HttpDriver:
     async def archive_experiment(self, experiment_id: str) -> Experiment:
         return Experiment.from_dict(await self._request("POST", _exp(experiment_id) + "/archive"))
 
-    async def suggest(self, experiment_id: str, tag: str | None = None) -> Suggestion:
-        data = await self._request("POST", _exp(experiment_id) + "/suggestions", body={"tag": tag})
+    async def suggest(self, experiment_id: str, tag: str | None = None, wait_s: float | None = None) -> Suggestion:
+        body: dict[str, Any] = {"tag": tag}
+        if wait_s is not None:
+            body["wait_s"] = check_wait(wait_s)  # refused here with the server's message, before the wire
+        data = await self._request("POST", _exp(experiment_id) + "/suggestions", body=body, wait_s=body.get("wait_s"))
         return Suggestion.from_dict(data)
 
     async def observe(

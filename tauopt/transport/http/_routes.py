@@ -23,12 +23,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping
 
+import anyio
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...errors import ApiError
+from ...errors import ApiError, api_error
 from .._json import loads_body
 from ._render import bad_json, invalid_fields, render_error, render_json
 from ._schema import (
@@ -234,11 +235,45 @@ async def archive_experiment(call: Call) -> Any:
 @operation("POST", EXP + "/suggestions", status=201, body=SuggestBody, body_required=False, response=SuggestionOut,
            errors=COMMON_ERRORS + (409, 429), tag="suggestions")  # fmt: skip
 async def suggest(call: Call) -> Any:
+    """With `wait_s`, an ask that finds the bandwidth full waits for a slot (long-poll)
+    up to that bound; a client that hangs up meanwhile takes no slot."""
     tag = call.body.tag if call.body is not None else None
+    wait_s = call.body.wait_s if call.body is not None else None
+
+    async def ask() -> Any:
+        if not wait_s:
+            return (await call.engine.suggest(call.path["id"], tag=tag, owner=call.owner)).to_dict()
+        return await _unless_hung_up(call.request, call.engine.suggest(call.path["id"], tag, wait_s, owner=call.owner))
+
     if call.cred is None:
-        return (await call.engine.suggest(call.path["id"], tag=tag)).to_dict()
+        return await ask()
     async with call.gate.suggestion(call.cred):
-        return (await call.engine.suggest(call.path["id"], tag=tag, owner=call.cred.id)).to_dict()
+        return await ask()
+
+
+async def _unless_hung_up(request: Request, waiting: Awaitable[Any]) -> Any:
+    """The waiting ask's suggestion, unless the client disconnects first: then the ask is
+    cancelled (the engine hands a cancelled ask nothing) and its answer goes nowhere."""
+    got: list[Any] = []
+    refused: list[ApiError] = []
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass  # the body was read already: the next message is the hang-up
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        try:
+            got.append((await waiting).to_dict())
+        except ApiError as exc:
+            refused.append(exc)  # raised below, outside the group (which would wrap it)
+        tg.cancel_scope.cancel()
+    if refused:
+        raise refused[0]
+    if not got:
+        raise api_error("bandwidth_full", "the client hung up while its ask waited for a slot; nothing was handed out")
+    return got[0]
 
 
 @operation("GET", EXP + "/suggestions", query={"state": SuggestionStateQ, "tag": str}, response=list[SuggestionOut],

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ...errors import CATALOGUE
+from ...limits import MAX_WAIT_S
 from ._openapi_rules import (
     _AT_LEAST_1,
     _NAME,
@@ -113,6 +114,12 @@ class SuggestBody(BaseModel):
     tag: str | None = Field(
         default=None, description="1-128 printable characters, e.g. job-17-worker-3",
         json_schema_extra=_says(anyOf=[_TAG, {"type": "null"}]),
+    )
+    wait_s: float | None = Field(
+        default=None,
+        description="when parallel_bandwidth suggestions are open, wait up to this many seconds for one to be "
+        "observed or closed before answering 429 bandwidth_full (long-poll); null or 0: answer at once",
+        json_schema_extra=_says(anyOf=[{"type": "number", "minimum": 0, "maximum": MAX_WAIT_S}, {"type": "null"}]),
     )
 
 
