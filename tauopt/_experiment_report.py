@@ -1,5 +1,6 @@
-"""What `tauopt experiments list|show` print: pure functions from an experiment,
-its observations and its suggestions to rows, a table and a summary. The same
+"""What `tauopt experiments list|show` print: pure functions from the engine's
+`ExperimentReport` (an experiment, its observations and suggestions, and the
+best observation the engine computed) to rows, a table and a summary. The same
 for a database file and a running daemon, so both read alike."""
 
 from __future__ import annotations
@@ -7,37 +8,14 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .models import Experiment, Observation, Suggestion
-from .pareto import best_feasible
+from .engine import ExperimentReport
 
-__all__ = ["ExperimentView", "row", "table", "summary", "as_json", "shown"]
+__all__ = ["row", "table", "summary", "as_json", "shown"]
 
 RECENT_FAILURES = 5
 HEADS = ("ID", "NAME", "STATE", "STRATEGY", "OBS/BUDGET", "OPEN/BW", "BEST", "LAST ACTIVITY")
-
-
-@dataclass(frozen=True)
-class ExperimentView:
-    """One experiment with what it has seen: the input of every rendering here."""
-
-    experiment: Experiment
-    observations: tuple[Observation, ...] = ()
-    suggestions: tuple[Suggestion, ...] = ()
-
-    @property
-    def best(self) -> Observation | None:
-        """The operations' best (`pareto.best_feasible`): the CLI and the API cannot disagree."""
-        return best_feasible(self.experiment, self.observations)
-
-    @property
-    def last_activity(self) -> float:
-        """When anything last happened: its creation, an ask, or an observation."""
-        times = [self.experiment.created_at]
-        times += [o.created_at for o in self.observations] + [s.created_at for s in self.suggestions]
-        return max(times)
 
 
 def shown(text: str) -> str:
@@ -64,7 +42,7 @@ def _of(n: int, limit: int | None) -> str:
     return f"{n}/{limit}" if limit is not None else f"{n}/-"
 
 
-def row(view: ExperimentView, now: float) -> dict[str, str]:
+def row(view: ExperimentReport, now: float) -> dict[str, str]:
     """The list's columns: name, state, strategy, observations/budget, open/bandwidth, best, last activity."""
     e, best = view.experiment, view.best
     return {
@@ -79,7 +57,7 @@ def row(view: ExperimentView, now: float) -> dict[str, str]:
     }
 
 
-def table(views: Sequence[ExperimentView], now: float) -> str:
+def table(views: Sequence[ExperimentReport], now: float) -> str:
     rows = [row(v, now) for v in views]
     heads = list(HEADS)
     widths = {h: max([len(h)] + [len(r[h]) for r in rows]) for h in heads}
@@ -90,7 +68,7 @@ def table(views: Sequence[ExperimentView], now: float) -> str:
     return "\n".join(lines)
 
 
-def summary(view: ExperimentView, now: float) -> str:
+def summary(view: ExperimentReport, now: float) -> str:
     """`experiments show`: best assignments, counts by state and tag, recent failures."""
     e, best = view.experiment, view.best
     r = row(view, now)
@@ -117,7 +95,7 @@ def summary(view: ExperimentView, now: float) -> str:
     return "\n".join(lines)
 
 
-def as_json(view: ExperimentView) -> dict[str, Any]:
+def as_json(view: ExperimentReport) -> dict[str, Any]:
     """The machine-readable form: the experiment as the API returns it, plus the report."""
     best = view.best
     return dict(
