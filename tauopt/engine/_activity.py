@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..models import Observation, Suggestion
 
@@ -33,9 +33,16 @@ class _TagCounts:
                 "expired": self.expired, "failed": self.failed}  # fmt: skip
 
 
+def _succeeded(o: Observation) -> bool:
+    return not o.failed and o.value is not None
+
+
 @dataclass
 class Activity:
     sign: float
+    # which observations can be the best: the engine passes `pareto.is_feasible` for its
+    # experiment, so the best-so-far line ends at the value `best` answers
+    feasible: Callable[[Observation], bool] = _succeeded
     tags: dict[str | None, _TagCounts] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)  # suggestion ids, in order of change
     ended: dict[str, float] = field(default_factory=dict)  # when a suggestion left "open"
@@ -45,8 +52,14 @@ class Activity:
     last_activity: float | None = None
 
     @classmethod
-    def of(cls, sign: float, suggestions: Iterable[Suggestion], observations: Iterable[Observation]) -> "Activity":
-        a = cls(sign)
+    def of(
+        cls,
+        sign: float,
+        suggestions: Iterable[Suggestion],
+        observations: Iterable[Observation],
+        feasible: Callable[[Observation], bool] = _succeeded,
+    ) -> "Activity":
+        a = cls(sign, feasible)
         by_id: dict[str, Suggestion] = {}
         for s in sorted(suggestions, key=_sid_order):
             by_id[s.id] = s
@@ -128,6 +141,8 @@ class Activity:
             self.failed += 1
             if o.suggestion_id is not None:
                 self._counts(tag).failed += 1
+            return
+        if not self.feasible(o):
             return
         if not self.improvements or self.sign * o.value < self.sign * self.improvements[-1][1]:
             self.improvements.append((self.observations, o.value))
