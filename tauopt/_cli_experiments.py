@@ -117,10 +117,15 @@ def _client(target: Target, *, writing: bool) -> Any:
 
 
 def _remote_reports(target: Target, state: str | None, ids: Sequence[str] | None) -> list[ExperimentReport]:
-    """Over HTTP, the daemon's operations: its listing, and its best for each experiment."""
+    """Over HTTP, the daemon's operations: its listing, and each experiment's `best` and
+    `summary` (light reads); `show` (ids given) also reads the history."""
     with _client(target, writing=False) as c:
-        exps = [c.experiment(i) for i in ids] if ids is not None else c.experiments(state=state)
-        return [ExperimentReport(e, c.best(e.id), tuple(c.observations(e.id)), tuple(c.suggestions(e.id))) for e in exps]
+        if ids is None:
+            return [ExperimentReport.of(e, c.best(e.id), c.summary(e.id)) for e in c.experiments(state=state)]
+        exps = [c.experiment(i) for i in ids]
+        return [
+            ExperimentReport.of(e, c.best(e.id), c.summary(e.id), c.observations(e.id), c.suggestions(e.id)) for e in exps
+        ]
 
 
 def _file_reports(target: Target, state: str | None, owner: str | None, ids: Sequence[str] | None) -> list[ExperimentReport]:

@@ -81,10 +81,10 @@ def summary(view: ExperimentReport, now: float) -> str:
         lines.append("  best         - (no successful observation yet)")
     else:
         lines.append(f"  best         {best.value:.6g}  {json.dumps(best.assignments, sort_keys=True)}")
-    by_state = Counter(s.state for s in view.suggestions)
+    by_state = view.suggestions_by_state
     failed = [o for o in view.observations if o.failed]
     lines.append("  suggestions  " + (", ".join(f"{k} {v}" for k, v in sorted(by_state.items())) or "none"))
-    lines.append(f"  observations {len(view.observations)} ({len(failed)} failed)")
+    lines.append(f"  observations {e.observations} ({view.failed} failed)")
     tags = Counter(shown(s.tag) if s.tag is not None else "(untagged)" for s in view.suggestions)
     if tags:
         lines.append("  by tag       " + ", ".join(f"{t} {n}" for t, n in tags.most_common(10)))
@@ -103,6 +103,6 @@ def as_json(view: ExperimentReport) -> dict[str, Any]:
         owner=view.experiment.owner,
         best=None if best is None else best.to_dict(),
         last_activity=view.last_activity,
-        suggestions_by_state=dict(Counter(s.state for s in view.suggestions)),
-        failed_observations=sum(1 for o in view.observations if o.failed),
+        suggestions_by_state=dict(view.suggestions_by_state),
+        failed_observations=view.failed,
     )

@@ -10,14 +10,17 @@ the experiment's size.
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..models import Observation, Suggestion
+from ..models import Experiment, Observation, Suggestion
+from ..pareto import is_feasible
 
 __all__ = ["Activity", "SPARKLINE_POINTS", "observations_after"]
 
 SPARKLINE_POINTS = 40
+_STATES = ("open", "observed", "closed", "expired")
 
 
 @dataclass
@@ -67,11 +70,19 @@ class Activity:
             a.log.append(s.id)
             a._touch(s.created_at)
         for o in observations:
-            s = by_id.get(o.suggestion_id or "")
-            if s is not None:
-                a.ended[s.id] = o.created_at
-            a._observation(o, None if s is None else s.tag)
+            held = by_id.get(o.suggestion_id or "")
+            if held is not None:
+                a.ended[held.id] = o.created_at
+            a._observation(o, None if held is None else held.tag)
         return a
+
+    @classmethod
+    def of_experiment(
+        cls, experiment: Experiment, suggestions: Iterable[Suggestion], observations: Iterable[Observation]
+    ) -> "Activity":
+        """An experiment's activity rebuilt from its stored suggestions and observations:
+        what an actor starts from and what the admin API reports for a stored experiment."""
+        return cls.of(experiment.metric.sign, suggestions, observations, functools.partial(is_feasible, experiment))
 
     # -- updates (called by the actor) -------------------------------------------
 
@@ -108,7 +119,13 @@ class Activity:
             "best_value": self.improvements[-1][1] if self.improvements else None,
             "last_activity": self.last_activity,
             "best_so_far": [[n, v] for n, v in _thin(self.improvements, self.observations)],
+            "suggestions_by_state": self.by_state(),
         }
+
+    def by_state(self) -> dict[str, int]:
+        """How many suggestions are in each state (states with none left out)."""
+        totals = {state: sum(getattr(c, state) for c in self.tags.values()) for state in _STATES}
+        return {state: n for state, n in totals.items() if n}
 
     def workers(
         self, after: int, suggestions: dict[str, Suggestion], now: float, ttl: float | None, limit: int | None = None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import AsyncIterator, Awaitable, Callable, Iterable, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import anyio
 
@@ -23,6 +23,7 @@ from ..errors import api_error, invalid
 from ..models import Experiment, Observation, Suggestion
 from ..pareto import best_feasible
 from ..store import CredentialRecord, PutExperiment, Snapshot, Store, open_store
+from ._activity import Activity
 from ._auth import new_credential
 
 __all__ = [
@@ -52,25 +53,42 @@ async def list_experiments(store: Store, state: str | None, owner: str | None) -
 
 @dataclass(frozen=True)
 class ExperimentReport:
-    """One experiment with what it has seen and its best observation, as the
-    operations compute it: what `tauopt experiments list|show` render."""
+    """One experiment as the operations report it: its best observation (`best`) and the
+    counts of its `summary` (failed observations, suggestions by state, last activity).
+    What `tauopt experiments list|show` render; `show` also carries the history."""
 
     experiment: Experiment
     best: Observation | None
-    observations: tuple[Observation, ...] = ()
+    failed: int
+    suggestions_by_state: Mapping[str, int]
+    last_activity: float
+    observations: tuple[Observation, ...] = ()  # with_history only
     suggestions: tuple[Suggestion, ...] = ()
 
     @classmethod
-    def of(cls, snapshot: Snapshot) -> "ExperimentReport":
-        exp, observations = snapshot.experiment, tuple(snapshot.observations)
-        return cls(exp, best_observation(exp, observations), observations, tuple(snapshot.suggestions))
+    def of(
+        cls,
+        experiment: Experiment,
+        best: Observation | None,
+        summary: Mapping[str, Any],
+        observations: Iterable[Observation] = (),
+        suggestions: Iterable[Suggestion] = (),
+    ) -> "ExperimentReport":
+        """From the `best` and `summary` operations' answers (a daemon's, or a stored experiment's)."""
+        return cls(
+            experiment, best, int(summary["failed"]), dict(summary["suggestions_by_state"]),
+            summary["last_activity"] or experiment.created_at, tuple(observations), tuple(suggestions),
+        )  # fmt: skip
 
-    @property
-    def last_activity(self) -> float:
-        """When anything last happened: its creation, an ask, or an observation."""
-        times = [self.experiment.created_at]
-        times += [o.created_at for o in self.observations] + [s.created_at for s in self.suggestions]
-        return max(times)
+    @classmethod
+    def stored(cls, snapshot: Snapshot, *, with_history: bool = True) -> "ExperimentReport":
+        """A stored experiment, summarized as an actor rebuilt from it would answer."""
+        exp = snapshot.experiment
+        summary = Activity.of_experiment(exp, snapshot.suggestions, snapshot.observations).summary()
+        best = best_observation(exp, snapshot.observations)
+        if not with_history:
+            return cls.of(exp, best, summary)
+        return cls.of(exp, best, summary, snapshot.observations, snapshot.suggestions)
 
 
 @dataclass(frozen=True)
@@ -105,19 +123,21 @@ class Admin:
         return await list_experiments(self.store, state, owner)
 
     async def report(self, experiment_id: str) -> ExperimentReport:
-        """One experiment as stored, with its best observation; `not_found` if absent."""
+        """One experiment as stored, with its best observation, counts and history;
+        `not_found` if absent."""
         snapshot = await self.store.load(experiment_id)
         if snapshot is None:
             raise api_error("not_found", f"no experiment {experiment_id!r}; see `tauopt experiments list`")
-        return ExperimentReport.of(snapshot)
+        return ExperimentReport.stored(snapshot)
 
     async def reports(self, state: str | None = None, owner: str | None = None) -> list[ExperimentReport]:
-        """`report` of every experiment `experiments(state, owner)` lists, in its order."""
+        """Every experiment `experiments(state, owner)` lists, in its order, with its best
+        observation and counts (no history)."""
         found = []
         for exp in await self.experiments(state, owner):
             snapshot = await self.store.load(exp.id)
             if snapshot is not None:
-                found.append(ExperimentReport.of(snapshot))
+                found.append(ExperimentReport.stored(snapshot, with_history=False))
         return found
 
     async def credentials(self) -> list[CredentialRecord]:

@@ -7,13 +7,11 @@ used?" (observed or open) in O(1). Rebuilt from a store Snapshot.
 
 from __future__ import annotations
 
-import functools
 from collections import deque
 from typing import Any
 
 from ..errors import api_error
 from ..models import Observation, Suggestion, Value
-from ..pareto import is_feasible
 from ..space import Key, Space
 from ..store import Snapshot
 from ._activity import Activity
@@ -44,10 +42,7 @@ class Ledger:
         self._next_sid = 1 + max((int(s) for s in self.suggestions if s.isdigit()), default=0)
         self._next_oid = 1 + max((int(o.id) for o in self.observations if o.id.isdigit()), default=0)
         # what the dashboard reads, kept current at each change (never a history re-scan)
-        exp = snapshot.experiment
-        self.activity = Activity.of(
-            exp.metric.sign, self.suggestions.values(), self.observations, functools.partial(is_feasible, exp)
-        )
+        self.activity = Activity.of_experiment(snapshot.experiment, self.suggestions.values(), self.observations)
 
     # -- dedup ------------------------------------------------------------------
 
