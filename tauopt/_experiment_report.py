@@ -1,7 +1,8 @@
 """What `tauopt experiments list|show` print: pure functions from the engine's
-`ExperimentReport` (an experiment, its observations and suggestions, and the
-best observation the engine computed) to rows, a table and a summary. The same
-for a database file and a running daemon, so both read alike."""
+`ExperimentReport` (an experiment with the answers of its `best` and `summary`
+operations, and for `show` its history) to rows, a table and a summary. Nothing
+is computed here: the same reports from a database file and from a running
+daemon read alike."""
 
 from __future__ import annotations
 
