@@ -83,10 +83,12 @@ def test_tiny_report_latency_run_prints_one_line_per_rule() -> None:
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, "TAUOPT_PROGRESS_DELAY": "0"},  # the bar shows at once, not after 3 s
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = {r["rule"]: r for r in map(json.loads, proc.stdout.splitlines())}
     assert set(lines) == {"none", "asha", "median"}
+    assert re.search(r"report_latency: +100%\|[^|]*\| 3/3 ", proc.stderr), f"a progress bar, a step per rule: {proc.stderr[-500:]!r}"
     none = lines["none"]
     assert none["stopped"] == 0 and none["reports"] == none["trials"] * 5 > 0
     for r in lines.values():
