@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-__all__ = ["progress"]
+__all__ = ["progress", "say"]
 
 
 def _delay() -> float:
@@ -43,6 +43,18 @@ def progress(total: int, desc: str) -> Iterator[Callable[[str], None]]:
         yield step
     finally:
         bar.close()
+
+
+def say(text: str) -> None:
+    """A line on stderr that does not tear a bar being drawn: the bar is cleared,
+    the line printed, the bar redrawn below it (tqdm.write). A reader of a stderr
+    log takes what follows a line's last \\r."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        print(f"\r\x1b[K{text}", file=sys.stderr, flush=True)
+        return
+    tqdm.write(text, file=sys.stderr)
 
 
 @contextmanager

@@ -43,6 +43,9 @@ import numpy as np
 
 from tauopt.strategies.stopping import AshaRule, CurveStats, MedianRule, NoStopping, StoppingRule
 
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _progress import progress, say  # noqa: E402
+
 # -- the problem ---------------------------------------------------------------
 
 
@@ -185,15 +188,17 @@ def simulate(method: Method, trials: Trials, workers: int) -> tuple[int, int | N
 def run(args: argparse.Namespace) -> dict[str, Any]:
     opt = optimum(args.max_step)
     results: dict[str, dict[str, list[float]]] = {}
-    for seed in range(args.seeds):
-        trials = make_trials(args.trials, args.max_step, seed)
-        for name, factory in methods(args.max_step, seed).items():
-            steps, best = simulate(factory(), trials, args.workers)
-            regret = float(trials.final[best]) - opt if best is not None else math.inf
-            entry = results.setdefault(name, {"steps": [], "regret": []})
-            entry["steps"].append(steps)
-            entry["regret"].append(regret)
-            print(f"seed {seed} {name}: steps {steps} regret {regret:.4f}", file=sys.stderr)
+    with progress(args.seeds * len(methods(args.max_step, 0)), "early_stopping") as step:
+        for seed in range(args.seeds):
+            trials = make_trials(args.trials, args.max_step, seed)
+            for name, factory in methods(args.max_step, seed).items():
+                steps, best = simulate(factory(), trials, args.workers)
+                regret = float(trials.final[best]) - opt if best is not None else math.inf
+                entry = results.setdefault(name, {"steps": [], "regret": []})
+                entry["steps"].append(steps)
+                entry["regret"].append(regret)
+                say(f"seed {seed} {name}: steps {steps} regret {regret:.4f}")
+                step(f"seed {seed} {name}")
     none_steps = float(np.mean(results["tauopt none"]["steps"]))
     summary = {
         name: {

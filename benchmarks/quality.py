@@ -50,6 +50,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import _suite  # noqa: E402
+from _progress import progress, say  # noqa: E402
 from _quality_drivers import GP_VARIANTS, POLICIES, Run, ahead_policy, run_engine, run_optuna, run_strategy  # noqa: E402
 
 QUICK = {
@@ -94,15 +95,19 @@ def run_all(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[tuple,
     rows: list[dict[str, Any]] = []
     curves: dict[tuple, np.ndarray] = {}
     mults = [int(x) for x in args.budgets.split(",")]
-    for fname, d in _cells(args):
-        budget = max(mults) * d
-        for w in (int(x) for x in args.workers.split(",")):
-            for method in args.methods.split(","):
-                if method == "optuna_cmaes" and d < 5:
-                    continue  # CMA-ES needs a population; the issue asks for it where d >= 5
-                t0 = time.monotonic()
-                runs = [_strategy_run(_suite.make(fname, d, s), method, budget, w, s) for s in range(args.seeds)]
-                rows.append(_row(fname, d, w, method, runs, mults, curves, time.monotonic() - t0))
+    cells = [
+        (fname, d, w, method)
+        for fname, d in _cells(args)
+        for w in (int(x) for x in args.workers.split(","))
+        for method in args.methods.split(",")
+        if not (method == "optuna_cmaes" and d < 5)  # CMA-ES needs a population; the issue asks for it where d >= 5
+    ]
+    with progress(len(cells), "quality") as step:
+        for fname, d, w, method in cells:
+            t0 = time.monotonic()
+            runs = [_strategy_run(_suite.make(fname, d, s), method, max(mults) * d, w, s) for s in range(args.seeds)]
+            rows.append(_row(fname, d, w, method, runs, mults, curves, time.monotonic() - t0))
+            step(f"{fname} d={d} W={w} {method}")
     if args.engine:
         rows += _engine_all(args, mults, curves)
     return rows, curves
@@ -115,19 +120,25 @@ def _engine_all(args: argparse.Namespace, mults: list[int], curves: dict[tuple, 
 
     async def go() -> list[dict[str, Any]]:
         out = []
+        cells = [
+            (fname, d, w, e, pol)
+            for fname, d in _cells(args)
+            for w in (int(x) for x in args.engine_workers.split(","))
+            for e in (float(x) for x in args.engine.split(","))
+            for pol in args.policies.split(",")
+        ]
         async with AsyncClient(driver="local", pool="process") as client:
-            for fname, d in _cells(args):
-                for w in (int(x) for x in args.engine_workers.split(",")):
-                    for e in (float(x) for x in args.engine.split(",")):
-                        for pol in args.policies.split(","):
-                            t0 = time.monotonic()
-                            with ahead_policy(pol):
-                                runs = [
-                                    await run_engine(client, _suite.make(fname, d, s), max(mults) * d, w, s, e)
-                                    for s in range(args.seeds)
-                                ]
-                            name = f"engine@{e:g}s" + ("" if pol == "ahead8" else f"/{pol}")
-                            out.append(_row(fname, d, w, name, runs, mults, curves, time.monotonic() - t0))
+            with progress(len(cells), "quality (engine)") as step:
+                for fname, d, w, e, pol in cells:
+                    t0 = time.monotonic()
+                    with ahead_policy(pol):
+                        runs = [
+                            await run_engine(client, _suite.make(fname, d, s), max(mults) * d, w, s, e)
+                            for s in range(args.seeds)
+                        ]
+                    name = f"engine@{e:g}s" + ("" if pol == "ahead8" else f"/{pol}")
+                    out.append(_row(fname, d, w, name, runs, mults, curves, time.monotonic() - t0))
+                    step(f"{fname} d={d} W={w} {name}")
         return out
 
     return anyio.run(go)
@@ -147,7 +158,7 @@ def _row(
     for key in ("fallback_frac", "stale_frac", "stale_of_gp", "ask_p50_s", "ask_p99_s"):
         if runs and key in runs[0].extra:
             row[key] = round(float(np.mean([r.extra[key] for r in runs])), 5)
-    print(json.dumps(row), file=sys.stderr, flush=True)
+    say(json.dumps(row))
     return row
 
 
@@ -201,7 +212,8 @@ def _read_rows(path: str) -> list[dict[str, Any]]:
     try:
         return list(json.loads(text)["rows"])
     except (ValueError, KeyError):
-        return [json.loads(line) for line in text.splitlines() if line.startswith('{"function"')]
+        lines = (line.rsplit("\r", 1)[-1] for line in text.splitlines())  # after a progress bar's \r
+        return [json.loads(line) for line in lines if line.startswith('{"function"')]
 
 
 def merge(paths: list[str], out: str) -> int:

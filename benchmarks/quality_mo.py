@@ -47,6 +47,9 @@ from tauopt.space import Space
 from tauopt.strategies import propose, resolve
 from tauopt.strategies._request import SuggestRequest
 
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _progress import progress, say  # noqa: E402
+
 # -- problems --------------------------------------------------------------------
 
 
@@ -245,23 +248,24 @@ def main(argv: list[str] | None = None) -> int:
     report = [b for b in (int(x) for x in args.report.split(",")) if b <= args.budget]
     results: dict[str, Any] = {"settings": vars(args), "runs": []}
     curves: dict[tuple[str, int, str], np.ndarray] = {}
-    for pname in args.problems.split(","):
-        problem = PROBLEMS[pname]
-        for w in (int(x) for x in args.workers.split(",")):
-            for method in methods:
-                t0 = time.monotonic()
-                driver = run_optuna if method.startswith("optuna") else run_tauopt
-                runs = [driver(problem, method, args.budget, w, seed) for seed in range(args.seeds)]
-                c = np.array([curve(problem, r) for r in runs])
-                curves[(pname, w, method)] = c
-                kind = "hypervolume" if problem.reference is not None else "best_feasible"
-                row: dict[str, Any] = {"problem": pname, "workers": w, "method": method, "seconds": round(time.monotonic() - t0, 1)}
-                for b in report:
-                    row[f"{kind}@{b}"] = _summary(c[:, b - 1])
-                    if problem.reference is None:
-                        row[f"infeasible_fraction@{b}"] = float(f"{np.mean([[not ok for _, ok in r[:b]] for r in runs]):.3g}")
-                results["runs"].append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
+    cells = [(pname, w, method) for pname in args.problems.split(",") for w in (int(x) for x in args.workers.split(",")) for method in methods]
+    with progress(len(cells), "quality_mo") as step:
+        for pname, w, method in cells:
+            problem = PROBLEMS[pname]
+            t0 = time.monotonic()
+            driver = run_optuna if method.startswith("optuna") else run_tauopt
+            runs = [driver(problem, method, args.budget, w, seed) for seed in range(args.seeds)]
+            c = np.array([curve(problem, r) for r in runs])
+            curves[(pname, w, method)] = c
+            kind = "hypervolume" if problem.reference is not None else "best_feasible"
+            row: dict[str, Any] = {"problem": pname, "workers": w, "method": method, "seconds": round(time.monotonic() - t0, 1)}
+            for b in report:
+                row[f"{kind}@{b}"] = _summary(c[:, b - 1])
+                if problem.reference is None:
+                    row[f"infeasible_fraction@{b}"] = float(f"{np.mean([[not ok for _, ok in r[:b]] for r in runs]):.3g}")
+            results["runs"].append(row)
+            say(json.dumps(row))
+            step(f"{pname} W={w} {method}")
     print(json.dumps(results, indent=1))
     if args.out:
         plot(curves, args.out)

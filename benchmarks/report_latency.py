@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +25,9 @@ import anyio
 import numpy as np
 
 from tauopt.engine import Engine
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _progress import progress  # noqa: E402
 
 X = [{"name": "x", "type": "double", "bounds": (0.0, 1.0)}, {"name": "y", "type": "double", "bounds": (0.0, 1.0)}]
 
@@ -85,13 +89,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", choices=("sqlite", "memory"), default="sqlite")
     args = parser.parse_args(argv)
     out = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, rule in enumerate(({"rule": "none"}, {"rule": "asha", "max_step": args.steps}, {"rule": "median"})):
+    rules = ({"rule": "none"}, {"rule": "asha", "max_step": args.steps}, {"rule": "median"})
+    with tempfile.TemporaryDirectory() as tmp, progress(len(rules), "report_latency") as step:
+        for i, rule in enumerate(rules):
             store = str(Path(tmp) / f"r{i}.db") if args.store == "sqlite" else None
             result = anyio.run(run, rule, args.workers, args.duration, args.steps, store)
             result["store"] = args.store
             print(json.dumps(result), flush=True)
             out.append(result)
+            step(str(rule["rule"]))
     return 0
 
 

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -35,6 +36,9 @@ from tauopt.engine import Engine
 from tauopt.models import Metric, Observation
 from tauopt.space import Space
 from tauopt.strategies import StrategyJob, SuggestRequest, get
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _progress import progress  # noqa: E402
 
 SPACE = [{"name": f"x{i}", "type": "double", "bounds": (0.0, 1.0)} for i in range(4)]
 METRIC = {"name": "loss", "objective": "minimize"}
@@ -155,8 +159,11 @@ def main() -> None:
     p.add_argument("--backends", default="process,dask")
     args = p.parse_args()
     results: dict[str, Any] = {"config": {k: v for k, v in vars(args).items()}, "cores": len(os.sched_getaffinity(0))}
-    for backend in args.backends.split(","):
-        results[backend] = anyio.run(run, backend, args)
+    backends = args.backends.split(",")
+    with progress(len(backends), "scale_out") as step:
+        for backend in backends:
+            results[backend] = anyio.run(run, backend, args)
+            step(backend)
     if "process" in results and "dask" in results:
         results["dask_overhead_ms"] = round(
             results["dask"]["round_trip_mean_ms"] - results["process"]["round_trip_mean_ms"], 2

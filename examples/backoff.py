@@ -1,7 +1,14 @@
 import time
-from tauopt import ApiError, Client
+from tauopt import ApiError, Client, Suggestion
 
-def suggest_with_backoff(client, exp_id, deadline_s):
+class GaveUp(RuntimeError):
+    """The deadline passed; `refusal` is the last ApiError the daemon answered."""
+
+    def __init__(self, refusal: ApiError, deadline_s: float) -> None:
+        super().__init__(f"gave up on {refusal.error_type} after {deadline_s} s")
+        self.refusal = refusal
+
+def suggest_with_backoff(client: Client, exp_id: str, deadline_s: float) -> Suggestion:
     deadline = time.monotonic() + deadline_s
     while True:
         try:
@@ -11,7 +18,7 @@ def suggest_with_backoff(client, exp_id, deadline_s):
                 raise
             wait = e.retry_after or (0.5 if e.error_type == "bandwidth_full" else 5.0)
             if time.monotonic() + wait > deadline:
-                raise RuntimeError(f"gave up on {e.error_type} after {deadline_s} s") from e
+                raise GaveUp(e, deadline_s) from e
             time.sleep(wait)
 
 client = Client(driver="local")
@@ -29,7 +36,7 @@ except ApiError as e:
     print("retry_after:", e.retry_after, "headers:", dict(e.headers))
 try:
     suggest_with_backoff(client, exp.id, deadline_s=1.0)
-except RuntimeError as e:
-    print(e, "| cause:", e.__cause__.error_type)
+except GaveUp as e:
+    print(e, "| cause:", e.refusal.error_type)
 client.observe(exp.id, suggestion_id=held.id, value=0.5)
 print("after observe:", suggest_with_backoff(client, exp.id, deadline_s=1.0).state)

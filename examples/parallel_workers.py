@@ -23,11 +23,12 @@ import random
 import sys
 import threading
 import time
+from typing import Any
 
 from _workers import Tally, violations, worker_tags
 from tauopt import ApiError, Client
 
-PARAMETERS = [
+PARAMETERS: list[dict[str, Any]] = [
     {"name": "lr", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"},
     {"name": "layers", "type": "int", "bounds": [1, 8]},
     {"name": "act", "type": "categorical", "values": ["relu", "gelu", "tanh"]},

@@ -2,10 +2,12 @@
 database file (`--db`) or a running daemon (`--url`, or TAUOPT_BASE_URL; the
 token from TAUOPT_TOKEN or `--token-file`).
 
-Reads of a file go through the store without owning it, so they work beside a
-daemon serving that file; changes to a file go through an in-process engine,
-which a daemon serving the file refuses (use `--url` then). Over HTTP every
-command is the public `Client`, so the CLI sees exactly what a worker sees.
+Reads of a file go through the engine's admin API (`tauopt.engine.open_admin`)
+without owning the file, so they work beside a daemon serving it; changes to a
+file go through an in-process engine, which a daemon serving the file refuses
+(use `--url` then). Over HTTP every command is the public `Client`, so the CLI
+sees exactly what a worker sees. Either way listings and "best" are the
+engine's (`Admin.reports`, or the daemon's `experiments` and `best` operations).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ._experiment_report import ExperimentView, as_json, summary, table
+from ._experiment_report import as_json, summary, table
+from .engine import Admin, ExperimentReport, run_admin
+from .errors import ApiError
 
 __all__ = ["register", "Target", "target_from", "load_spec", "SPEC_KEYS"]
 
@@ -105,8 +109,6 @@ def _client(target: Target, *, writing: bool) -> Any:
         return Client(driver="http", base_url=target.url, token=target.token)
     if not Path(target.db).exists():
         raise CliError(f"no database at {target.db}; pass --db PATH, or --url to reach a running `tauopt serve`")
-    from .errors import ApiError
-
     try:
         return Client(driver="local", store=target.db)
     except ApiError as exc:
@@ -114,52 +116,49 @@ def _client(target: Target, *, writing: bool) -> Any:
         raise CliError(exc.message + hint) from None
 
 
-def _remote_views(target: Target, state: str | None, ids: Sequence[str] | None) -> list[ExperimentView]:
+def _remote_reports(target: Target, state: str | None, ids: Sequence[str] | None) -> list[ExperimentReport]:
+    """Over HTTP, the daemon's operations: its listing, and each experiment's `best` and
+    `summary` (light reads); `show` (ids given) also reads the history."""
     with _client(target, writing=False) as c:
-        exps = [c.experiment(i) for i in ids] if ids is not None else c.experiments(state=state)
-        return [ExperimentView(e, tuple(c.observations(e.id)), tuple(c.suggestions(e.id))) for e in exps]
+        if ids is None:
+            return [ExperimentReport.of(e, c.best(e.id), c.summary(e.id)) for e in c.experiments(state=state)]
+        exps = [c.experiment(i) for i in ids]
+        return [
+            ExperimentReport.of(e, c.best(e.id), c.summary(e.id), c.observations(e.id), c.suggestions(e.id)) for e in exps
+        ]
 
 
-def _file_views(target: Target, state: str | None, owner: str | None, ids: Sequence[str] | None) -> list[ExperimentView]:
-    from .transport.http._cli import _with_store
+def _file_reports(target: Target, state: str | None, owner: str | None, ids: Sequence[str] | None) -> list[ExperimentReport]:
+    """On a file, the engine's admin API without owning the file (works beside a daemon)."""
 
-    async def read(store: Any) -> list[ExperimentView]:
-        found = await store.list_experiments(state, await _owner_id(store, owner)) if ids is None else []
-        wanted = ids if ids is not None else [e.id for e in sorted(found, key=lambda e: (e.created_at, e.id))]
-        views = []
-        for exp_id in wanted:
-            snap = await store.load(exp_id)
-            if snap is None:
-                raise CliError(f"no experiment {exp_id!r} in {target.db}; see `tauopt experiments list`")
-            views.append(ExperimentView(snap.experiment, tuple(snap.observations), tuple(snap.suggestions)))
-        return views
+    async def read(admin: Admin) -> list[ExperimentReport]:
+        if ids is not None:
+            return [await admin.report(i) for i in ids]
+        return await admin.reports(state, await _owner_id(admin, owner))
 
     if not Path(target.db).exists():
         raise CliError(f"no database at {target.db}; pass --db PATH, or --url to reach a running `tauopt serve`")
-    return _with_store(target.db, read, create=False)
+    return run_admin(target.db, read)
 
 
-async def _owner_id(store: Any, owner: str | None) -> str | None:
+async def _owner_id(admin: Admin, owner: str | None) -> str | None:
     """--owner by credential id or by a name only one credential has."""
     if owner is None:
         return None
-    creds = await store.credentials()
-    matches = [c for c in creds if c.id == owner] or [c for c in creds if c.name == owner]
-    if not matches:
-        raise CliError(f"--owner {owner!r}: no credential has that id or name; see `tauopt token list`")
-    if len(matches) > 1:
-        raise CliError(f"--owner {owner!r}: {len(matches)} credentials have that name; pass the id")
-    return str(matches[0].id)
+    try:
+        return (await admin.credential(owner)).id
+    except ApiError as exc:
+        raise CliError(f"--owner {owner!r}: {exc.message}") from None
 
 
-def _views(args: argparse.Namespace, ids: Sequence[str] | None = None) -> list[ExperimentView]:
+def _reports(args: argparse.Namespace, ids: Sequence[str] | None = None) -> list[ExperimentReport]:
     target = target_from(args, os.environ)
     state = getattr(args, "state", None)
     if target.url is not None:
         if getattr(args, "owner", None):
             raise CliError("--owner filters a database file (--db); over HTTP a token sees its own experiments", 2)
-        return _remote_views(target, state, ids)
-    return _file_views(target, state, getattr(args, "owner", None), ids)
+        return _remote_reports(target, state, ids)
+    return _file_reports(target, state, getattr(args, "owner", None), ids)
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -218,7 +217,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _render_list(args: argparse.Namespace) -> str:
-    views = _views(args)
+    views = _reports(args)
     if args.json:
         return json.dumps([as_json(v) for v in views], indent=2)
     return table(views, time.time())
@@ -229,7 +228,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _render_show(args: argparse.Namespace) -> str:
-    (view,) = _views(args, [args.experiment_id])
+    (view,) = _reports(args, [args.experiment_id])
     return json.dumps(as_json(view), indent=2) if args.json else summary(view, time.time())
 
 
@@ -254,8 +253,6 @@ def _run(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
 
     def run(args: argparse.Namespace) -> int:
         import httpx
-
-        from .errors import ApiError
 
         try:
             return func(args)

@@ -1,43 +1,22 @@
-"""What `tauopt experiments list|show` print: pure functions from an experiment,
-its observations and its suggestions to rows, a table and a summary. The same
-for a database file and a running daemon, so both read alike."""
+"""What `tauopt experiments list|show` print: pure functions from the engine's
+`ExperimentReport` (an experiment with the answers of its `best` and `summary`
+operations, and for `show` its history) to rows, a table and a summary. Nothing
+is computed here: the same reports from a database file and from a running
+daemon read alike."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .models import Experiment, Observation, Suggestion
-from .pareto import best_feasible
+from .engine import ExperimentReport
 
-__all__ = ["ExperimentView", "row", "table", "summary", "as_json", "shown"]
+__all__ = ["row", "table", "summary", "as_json", "shown"]
 
 RECENT_FAILURES = 5
 HEADS = ("ID", "NAME", "STATE", "STRATEGY", "OBS/BUDGET", "OPEN/BW", "BEST", "LAST ACTIVITY")
-
-
-@dataclass(frozen=True)
-class ExperimentView:
-    """One experiment with what it has seen: the input of every rendering here."""
-
-    experiment: Experiment
-    observations: tuple[Observation, ...] = ()
-    suggestions: tuple[Suggestion, ...] = ()
-
-    @property
-    def best(self) -> Observation | None:
-        """The operations' best (`pareto.best_feasible`): the CLI and the API cannot disagree."""
-        return best_feasible(self.experiment, self.observations)
-
-    @property
-    def last_activity(self) -> float:
-        """When anything last happened: its creation, an ask, or an observation."""
-        times = [self.experiment.created_at]
-        times += [o.created_at for o in self.observations] + [s.created_at for s in self.suggestions]
-        return max(times)
 
 
 def shown(text: str) -> str:
@@ -64,7 +43,7 @@ def _of(n: int, limit: int | None) -> str:
     return f"{n}/{limit}" if limit is not None else f"{n}/-"
 
 
-def row(view: ExperimentView, now: float) -> dict[str, str]:
+def row(view: ExperimentReport, now: float) -> dict[str, str]:
     """The list's columns: name, state, strategy, observations/budget, open/bandwidth, best, last activity."""
     e, best = view.experiment, view.best
     return {
@@ -79,7 +58,7 @@ def row(view: ExperimentView, now: float) -> dict[str, str]:
     }
 
 
-def table(views: Sequence[ExperimentView], now: float) -> str:
+def table(views: Sequence[ExperimentReport], now: float) -> str:
     rows = [row(v, now) for v in views]
     heads = list(HEADS)
     widths = {h: max([len(h)] + [len(r[h]) for r in rows]) for h in heads}
@@ -90,7 +69,7 @@ def table(views: Sequence[ExperimentView], now: float) -> str:
     return "\n".join(lines)
 
 
-def summary(view: ExperimentView, now: float) -> str:
+def summary(view: ExperimentReport, now: float) -> str:
     """`experiments show`: best assignments, counts by state and tag, recent failures."""
     e, best = view.experiment, view.best
     r = row(view, now)
@@ -103,10 +82,10 @@ def summary(view: ExperimentView, now: float) -> str:
         lines.append("  best         - (no successful observation yet)")
     else:
         lines.append(f"  best         {best.value:.6g}  {json.dumps(best.assignments, sort_keys=True)}")
-    by_state = Counter(s.state for s in view.suggestions)
+    by_state = view.suggestions_by_state
     failed = [o for o in view.observations if o.failed]
     lines.append("  suggestions  " + (", ".join(f"{k} {v}" for k, v in sorted(by_state.items())) or "none"))
-    lines.append(f"  observations {len(view.observations)} ({len(failed)} failed)")
+    lines.append(f"  observations {e.observations} ({view.failed} failed)")
     tags = Counter(shown(s.tag) if s.tag is not None else "(untagged)" for s in view.suggestions)
     if tags:
         lines.append("  by tag       " + ", ".join(f"{t} {n}" for t, n in tags.most_common(10)))
@@ -117,7 +96,7 @@ def summary(view: ExperimentView, now: float) -> str:
     return "\n".join(lines)
 
 
-def as_json(view: ExperimentView) -> dict[str, Any]:
+def as_json(view: ExperimentReport) -> dict[str, Any]:
     """The machine-readable form: the experiment as the API returns it, plus the report."""
     best = view.best
     return dict(
@@ -125,6 +104,6 @@ def as_json(view: ExperimentView) -> dict[str, Any]:
         owner=view.experiment.owner,
         best=None if best is None else best.to_dict(),
         last_activity=view.last_activity,
-        suggestions_by_state=dict(Counter(s.state for s in view.suggestions)),
-        failed_observations=sum(1 for o in view.observations if o.failed),
+        suggestions_by_state=dict(view.suggestions_by_state),
+        failed_observations=view.failed,
     )

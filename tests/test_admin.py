@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tauopt import ApiError, Engine
-from tauopt.engine._admin import Admin
+from tauopt.engine import Admin, open_admin
 from tauopt.engine._engine import open_store
 
 X = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}]
@@ -84,3 +84,55 @@ def test_experiments_show_prints_the_operations_best(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert json.loads(out.stdout)["best"]["value"] == best == 0.8
+
+
+@pytest.mark.anyio
+async def test_admin_reports_beside_a_running_engine_list_and_rank_as_its_operations(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    async with Engine(db) as engine:
+        for name, values in (("a", [0.4, 0.1]), ("b", [0.3]), ("c", [])):
+            exp = await engine.create_experiment(name, X, {"name": "y"})
+            for v in values:
+                s = await engine.suggest(exp.id)
+                await engine.observe(exp.id, s.id, value=v)
+        await engine.archive_experiment(exp.id)
+        live = await engine.experiments()
+        async with open_admin(db) as admin:  # not exclusive: the engine keeps the file
+            reports = await admin.reports()
+            archived = await admin.reports("archived")
+        assert [r.experiment.id for r in reports] == [e.id for e in live]
+        assert [r.best for r in reports] == [await engine.best(e.id) for e in live]
+        assert [r.best.value if r.best else None for r in reports] == [0.1, 0.3, None]
+        assert [r.experiment.name for r in archived] == ["c"]
+        summaries = [await engine.summary(e.id) for e in live]
+        assert [(r.failed, dict(r.suggestions_by_state)) for r in reports] == [
+            (s["failed"], s["suggestions_by_state"]) for s in summaries
+        ]
+        assert [r.suggestions_by_state for r in reports] == [{"observed": 2}, {"observed": 1}, {}]
+        assert [r.observations for r in reports] == [(), (), ()]  # a listing carries no history
+
+
+@pytest.mark.anyio
+async def test_transfer_moves_owned_experiments_only_with_the_store_to_itself(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    async with Engine(db) as engine:
+        old, _ = await engine.admin.create_credential("leaked")
+        new, _ = await engine.admin.create_credential("fresh")
+        await engine.create_experiment("mine", X, {"name": "y"}, owner=old.id)
+        await engine.create_experiment("shared", X, {"name": "y"})
+        with pytest.raises(ApiError) as info:  # the engine holds live owners in memory
+            await engine.admin.transfer_experiments("leaked", "fresh")
+        assert info.value.error_type == "invalid_request" and "stop `tauopt serve`" in info.value.message
+        with pytest.raises(ApiError) as info:
+            async with open_admin(db, exclusive=True):
+                pass
+        assert info.value.error_type == "store_in_use"
+    async with open_admin(db, exclusive=True) as admin:
+        await admin.revoke_credential("leaked")
+        with pytest.raises(ApiError) as info:
+            await admin.transfer_experiments("fresh", "leaked")
+        assert info.value.error_type == "invalid_request" and "is revoked" in info.value.message
+        done = await admin.transfer_experiments("leaked", new.id)
+        assert (done.moved, done.source.id, done.target.id) == (1, old.id, new.id)
+        owners = {e.name: e.owner for e in await admin.experiments()}
+        assert owners == {"mine": new.id, "shared": None}  # an unowned experiment stays everyone's

@@ -62,9 +62,14 @@ def test_tiny_early_stopping_run_prints_every_method_and_tauopt_matches_optuna_o
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, "TAUOPT_PROGRESS_DELAY": "0"},  # the bar shows at once, not after 3 s
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     methods = json.loads(proc.stdout)["methods"]
+    bars = re.findall(r"early_stopping: +\d+%\|[^|]*\| (\d+)/(\d+) ", proc.stderr)
+    assert bars, f"a progress bar on stderr (issue 20): {proc.stderr[-500:]!r}"
+    assert max(int(done) for done, _ in bars) == int(bars[-1][1]) == len(methods), "one step per method and seed"
+    assert len(re.findall(r"^seed 0 .*: steps \d+ regret", proc.stderr.replace("\r", "\n"), re.M)) == len(methods)
     assert methods["tauopt none"]["steps_mean"] == 40 * 27
     assert methods["tauopt asha"]["steps_mean"] < methods["tauopt none"]["steps_mean"]
     # Same rule, same curves, same order: the same decisions.
@@ -78,10 +83,12 @@ def test_tiny_report_latency_run_prints_one_line_per_rule() -> None:
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, "TAUOPT_PROGRESS_DELAY": "0"},  # the bar shows at once, not after 3 s
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = {r["rule"]: r for r in map(json.loads, proc.stdout.splitlines())}
     assert set(lines) == {"none", "asha", "median"}
+    assert re.search(r"report_latency: +100%\|[^|]*\| 3/3 ", proc.stderr), f"a progress bar, a step per rule: {proc.stderr[-500:]!r}"
     none = lines["none"]
     assert none["stopped"] == 0 and none["reports"] == none["trials"] * 5 > 0
     for r in lines.values():

@@ -207,3 +207,26 @@ def test_token_transfer_moves_a_revoked_credentials_experiments_to_another(tmp_p
             c.suggest(exp.id)  # the search goes on under its new owner
     finally:
         d2.stop()
+
+
+def test_list_over_http_reads_no_history_so_the_listing_rate_limit_never_bites(tmp_path: Path) -> None:
+    # a budget of two history listings (one `show`): `list` needs none (best and summary are light reads)
+    d = Daemon(tmp_path / "tauopt.db", "--heavy-read-rate", "0.01", "--heavy-read-burst", "2")
+    try:
+        env = {"TAUOPT_BASE_URL": d.url, "TAUOPT_TOKEN": token_of(d)}
+        with Client(driver="http", base_url=d.url, token=token_of(d)) as c:
+            ids = [c.create_experiment(**dict(SPEC, name=f"e{i}")).id for i in range(4)]
+            s = c.suggest(ids[0], tag="w")
+            c.observe(ids[0], suggestion_id=s.id, value=0.5)
+            c.suggest(ids[1])
+        for _ in range(2):
+            r = tauopt("experiments", "list", "--json", env=env)
+            assert r.returncode == 0, r.stderr
+            listed = json.loads(r.stdout)
+            assert [e["id"] for e in listed] == ids
+            assert listed[0]["best"]["value"] == 0.5 and listed[0]["suggestions_by_state"] == {"observed": 1}
+            assert listed[1]["best"] is None and listed[1]["suggestions_by_state"] == {"open": 1}
+        shown = tauopt("experiments", "show", ids[0], env=env)  # reads the history: observations and suggestions
+        assert shown.returncode == 0 and "by tag       w 1" in shown.stdout, shown.stderr
+    finally:
+        d.stop()

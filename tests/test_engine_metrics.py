@@ -192,3 +192,22 @@ async def test_a_real_multi_objective_constrained_gp_through_the_thread_pool() -
         stats = await engine.inspect(exp.id)
     assert len({tuple(sorted(s.assignments.items())) for s in batch}) == 4
     assert stats["proposals"] >= 1 and stats["fallbacks"] == 0, stats
+
+
+async def test_the_summary_best_and_its_line_skip_infeasible_observations_as_best_does(tmp_path: Path) -> None:
+    # the dashboard's best value is the operation's best: one definition (issue 12 item 5)
+    db = tmp_path / "c.db"
+    async with Engine(db, pool=None) as engine:
+        exp = await engine.create_experiment(
+            "c", SPACE, metrics=[{"name": "loss", "objective": "minimize"}, {"name": "mem", "constraint": {"<=": 1}}]
+        )
+        await engine.observe(exp.id, assignments={"x": 0.5}, value=0.1, values={"mem": 2.0})  # better, infeasible
+        await engine.observe(exp.id, assignments={"x": 0.6}, values={"loss": 0.3, "mem": 0.5})
+        await engine.observe(exp.id, assignments={"x": 0.7}, values={"loss": 0.2, "mem": 1.5})  # better, infeasible
+        summary = await engine.summary(exp.id)
+        best = await engine.best(exp.id)
+        assert best is not None and best.value == summary["best_value"] == 0.3
+        assert summary["best_so_far"][0] == [2, 0.3] and summary["best_so_far"][-1] == [3, 0.3]
+    async with Engine(db, pool=None) as engine:  # an actor rebuilt from the store draws the same line
+        again = await engine.summary(exp.id)
+        assert (again["best_value"], again["best_so_far"]) == (summary["best_value"], summary["best_so_far"])

@@ -94,6 +94,7 @@ def test_summary_has_best_failed_last_activity_and_a_best_so_far_line(served: Se
         eid = create(http)["id"]
         empty = http.get(f"/v1/experiments/{eid}/summary").json()
         assert (empty["observations"], empty["failed"], empty["best_value"], empty["best_so_far"]) == (0, 0, None, [])
+        assert empty["suggestions_by_state"] == {}
         values = [5.0, 3.0, None, 4.0, 1.0, 2.0]
         for v in values:
             tell(http, eid, ask(http, eid)["id"], v, failed=v is None)
@@ -102,6 +103,8 @@ def test_summary_has_best_failed_last_activity_and_a_best_so_far_line(served: Se
         assert (s["observations"], s["failed"], s["best_value"]) == (6, 1, 1.0)
         assert s["best_so_far"] == [[1, 5.0], [2, 3.0], [5, 1.0], [6, 1.0]]
         assert s["last_activity"] >= s["experiment"]["created_at"]
+        ask(http, eid)
+        assert http.get(f"/v1/experiments/{eid}/summary").json()["suggestions_by_state"] == {"observed": 6, "open": 1}
 
 
 def test_summary_line_is_thinned_for_long_histories(served: Served) -> None:

@@ -96,6 +96,7 @@ def test_the_readme_quick_start_exits_0(tmp_path: Path, store: str | None) -> No
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert "terminate called" not in r.stderr
     check_best(r.stdout)
+    assert_looks_like(marked("output")["quickstart/quickstart"], r.stdout)
     if store is not None:
         assert (tmp_path / store).exists()
 

@@ -18,11 +18,6 @@ def test_the_package_ships_py_typed() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="issue 12 wrote the client methods out; mypy still reports tauopt/models.py (parse: Optional "
-    "iterables, scale Literal) and examples/parallel_workers.py, examples/backoff.py (a follow-up)",
-    strict=False,
-)
 def test_mypy_passes_over_the_examples_and_the_public_api(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     r = subprocess.run(

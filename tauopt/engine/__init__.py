@@ -18,11 +18,17 @@ from ..store import (
     StoreError,
     open_store,
 )
+from ._admin import Admin, ExperimentReport, Transfer, open_admin, run_admin
 from ._engine import UNSET, Engine
 
 __all__ = [
     "Engine",
     "UNSET",
+    "Admin",
+    "ExperimentReport",
+    "Transfer",
+    "open_admin",
+    "run_admin",
     "open_store",
     "Store",
     "MemoryStore",

@@ -10,14 +10,17 @@ the experiment's size.
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from ..models import Observation, Suggestion
+from ..models import Experiment, Observation, Suggestion
+from ..pareto import is_feasible
 
 __all__ = ["Activity", "SPARKLINE_POINTS", "observations_after"]
 
 SPARKLINE_POINTS = 40
+_STATES = ("open", "observed", "closed", "expired")
 
 
 @dataclass
@@ -33,9 +36,16 @@ class _TagCounts:
                 "expired": self.expired, "failed": self.failed}  # fmt: skip
 
 
+def _succeeded(o: Observation) -> bool:
+    return not o.failed and o.value is not None
+
+
 @dataclass
 class Activity:
     sign: float
+    # which observations can be the best: the engine passes `pareto.is_feasible` for its
+    # experiment, so the best-so-far line ends at the value `best` answers
+    feasible: Callable[[Observation], bool] = _succeeded
     tags: dict[str | None, _TagCounts] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)  # suggestion ids, in order of change
     ended: dict[str, float] = field(default_factory=dict)  # when a suggestion left "open"
@@ -45,8 +55,14 @@ class Activity:
     last_activity: float | None = None
 
     @classmethod
-    def of(cls, sign: float, suggestions: Iterable[Suggestion], observations: Iterable[Observation]) -> "Activity":
-        a = cls(sign)
+    def of(
+        cls,
+        sign: float,
+        suggestions: Iterable[Suggestion],
+        observations: Iterable[Observation],
+        feasible: Callable[[Observation], bool] = _succeeded,
+    ) -> "Activity":
+        a = cls(sign, feasible)
         by_id: dict[str, Suggestion] = {}
         for s in sorted(suggestions, key=_sid_order):
             by_id[s.id] = s
@@ -54,11 +70,19 @@ class Activity:
             a.log.append(s.id)
             a._touch(s.created_at)
         for o in observations:
-            s = by_id.get(o.suggestion_id or "")
-            if s is not None:
-                a.ended[s.id] = o.created_at
-            a._observation(o, None if s is None else s.tag)
+            held = by_id.get(o.suggestion_id or "")
+            if held is not None:
+                a.ended[held.id] = o.created_at
+            a._observation(o, None if held is None else held.tag)
         return a
+
+    @classmethod
+    def of_experiment(
+        cls, experiment: Experiment, suggestions: Iterable[Suggestion], observations: Iterable[Observation]
+    ) -> "Activity":
+        """An experiment's activity rebuilt from its stored suggestions and observations:
+        what an actor starts from and what the admin API reports for a stored experiment."""
+        return cls.of(experiment.metric.sign, suggestions, observations, functools.partial(is_feasible, experiment))
 
     # -- updates (called by the actor) -------------------------------------------
 
@@ -95,7 +119,13 @@ class Activity:
             "best_value": self.improvements[-1][1] if self.improvements else None,
             "last_activity": self.last_activity,
             "best_so_far": [[n, v] for n, v in _thin(self.improvements, self.observations)],
+            "suggestions_by_state": self.by_state(),
         }
+
+    def by_state(self) -> dict[str, int]:
+        """How many suggestions are in each state (states with none left out)."""
+        totals = {state: sum(getattr(c, state) for c in self.tags.values()) for state in _STATES}
+        return {state: n for state, n in totals.items() if n}
 
     def workers(
         self, after: int, suggestions: dict[str, Suggestion], now: float, ttl: float | None, limit: int | None = None
@@ -128,6 +158,8 @@ class Activity:
             self.failed += 1
             if o.suggestion_id is not None:
                 self._counts(tag).failed += 1
+            return
+        if not self.feasible(o):
             return
         if not self.improvements or self.sign * o.value < self.sign * self.improvements[-1][1]:
             self.improvements.append((self.observations, o.value))

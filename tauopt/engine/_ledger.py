@@ -42,7 +42,7 @@ class Ledger:
         self._next_sid = 1 + max((int(s) for s in self.suggestions if s.isdigit()), default=0)
         self._next_oid = 1 + max((int(o.id) for o in self.observations if o.id.isdigit()), default=0)
         # what the dashboard reads, kept current at each change (never a history re-scan)
-        self.activity = Activity.of(snapshot.experiment.metric.sign, self.suggestions.values(), self.observations)
+        self.activity = Activity.of_experiment(snapshot.experiment, self.suggestions.values(), self.observations)
 
     # -- dedup ------------------------------------------------------------------
 

@@ -23,8 +23,13 @@ __all__ = ["open_store", "SCHEMES"]
 SCHEMES = ("memory://", "sqlite:///")
 
 
-def open_store(store: Store | str | os.PathLike[str] | None, durability: str = "os") -> Store:
-    """A Store from a Store, None / memory:// / ":memory:", a sqlite:/// URL or a path."""
+def open_store(
+    store: Store | str | os.PathLike[str] | None, durability: str = "os", *, exclusive: bool = True
+) -> Store:
+    """A Store from a Store, None / memory:// / ":memory:", a sqlite:/// URL or a path.
+
+    `exclusive=False` opens a file without owning it (no file lock): only for the
+    admin commands' short transactions beside a running engine (`tauopt.engine.open_admin`)."""
     if isinstance(store, Store):
         return store
     if store is None or store in (":memory:", "memory://"):
@@ -38,7 +43,7 @@ def open_store(store: Store | str | os.PathLike[str] | None, durability: str = "
         raise invalid(f"store: {scheme}:// is not a store this tauopt knows; use one of {list(SCHEMES)} or a path")
     if durability not in ("os", "fsync"):
         raise invalid(f"durability: {durability!r} is not one of ['os', 'fsync']")
-    return _sqlite(sqlite_path(store), durability)
+    return _sqlite(sqlite_path(store), durability, exclusive)
 
 
 def sqlite_path(url: str) -> str:
@@ -46,7 +51,7 @@ def sqlite_path(url: str) -> str:
     return url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
 
 
-def _sqlite(path: str, durability: Any) -> Store:
+def _sqlite(path: str, durability: Any, exclusive: bool) -> Store:
     from ._sqlite import SqliteStore  # lazy: aiosqlite is not imported by `import tauopt`
 
-    return SqliteStore(path, durability=durability)
+    return SqliteStore(path, durability=durability, exclusive=exclusive)

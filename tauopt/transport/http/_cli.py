@@ -13,11 +13,16 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+
+if TYPE_CHECKING:
+    from ...engine import Admin
+    from ...store import CredentialRecord
 
 __all__ = ["register", "token_path", "ensure_first_token", "serve_on_engine"]
 
 DEFAULT_DB = "./tauopt.db"
+T = TypeVar("T")
 
 
 def token_path(db: str) -> Path:
@@ -83,39 +88,15 @@ def register(subparsers: Any) -> None:
 # -- the engine's admin API over the database ---------------------------------------
 
 
-def _with_admin(db: str, work: Callable[[Any], Any], *, create: bool = True, exclusive: bool = False) -> Any:
-    """Run `work(admin)` on the engine's admin API over the database at `db` (what
-    the token commands use; see `_with_store`)."""
-    from ...engine._admin import Admin
-
-    return _with_store(db, lambda store: work(Admin(store)), create=create, exclusive=exclusive)
-
-
-def _with_store(db: str, work: Callable[[Any], Any], *, create: bool = True, exclusive: bool = False) -> Any:
-    """Run `work(store)` on the database at `db`. Not exclusive by default: token
-    and experiments commands work beside a daemon that owns the file (their short
-    transactions go through SQLite's own locking); `serve` and `token transfer`
-    ask for ownership."""
-    import anyio
-
-    from ...store import open_store
-    from ...store._sqlite import SqliteStore  # lazily: aiosqlite
+def _with_admin(db: str, work: Callable[[Admin], Awaitable[T]], *, create: bool = True, exclusive: bool = False) -> T:
+    """Run `work(admin)` on the engine's admin API over the database at `db`
+    (`tauopt.engine.run_admin`). Not exclusive by default: token commands work beside
+    a daemon that owns the file; `serve` and `token transfer` ask for ownership."""
+    from ...engine import run_admin
 
     if not create and not Path(db).exists():
         raise SystemExit(f"tauopt: no database at {db}; pass --db PATH")
-
-    async def run() -> Any:
-        store = open_store(db) if db == ":memory:" else SqliteStore(db, exclusive=exclusive)
-        async with store:
-            return await work(store)
-
-    try:
-        return anyio.run(run)
-    except BaseExceptionGroup as group:
-        # The store's task group wraps what `work` raised; the commands catch the error itself.
-        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
-            raise group.exceptions[0] from None
-        raise
+    return run_admin(db, work, exclusive=exclusive)
 
 
 def _shown(text: str) -> str:
@@ -136,7 +117,7 @@ class TokenFileExists(Exception):
     """A first start found something at the token file's path; nothing was written."""
 
 
-async def ensure_first_token(admin: Any, db: str) -> Path | None:
+async def ensure_first_token(admin: Admin, db: str) -> Path | None:
     """On a database without credentials, create one and write its token to a
     NEW file `<db>.token` (mode 0600). Returns its path, or None if credentials
     exist (a restart). Raises TokenFileExists if anything is at that path."""
@@ -304,7 +285,7 @@ def _token_create(args: argparse.Namespace) -> int:
             "(default ./tauopt.db in the directory it started in), or --create to start a new database there"
         )
 
-    async def create(admin: Any) -> Any:
+    async def create(admin: Admin) -> tuple[CredentialRecord, str]:
         return await admin.create_credential(args.name, args.suggestions_per_day, args.max_active_experiments)
 
     try:
@@ -317,38 +298,38 @@ def _token_create(args: argparse.Namespace) -> int:
 
 
 def _token_list(args: argparse.Namespace) -> int:
-    async def creds(admin: Any) -> list[Any]:
+    async def creds(admin: Admin) -> list[CredentialRecord]:
         return await admin.credentials()
 
     found = _with_admin(args.db, creds, create=False)
-    rows = [
-        {
-            "id": c.id,
-            "name": c.name,
-            "created_at": c.created_at,
-            "suggestions_per_day": c.suggestions_per_day,
-            "max_active_experiments": c.max_active_experiments,
-            "revoked_at": c.revoked_at,
-        }
-        for c in found
-    ]
     if args.json:
+        rows = [
+            {
+                "id": c.id,
+                "name": c.name,
+                "created_at": c.created_at,
+                "suggestions_per_day": c.suggestions_per_day,
+                "max_active_experiments": c.max_active_experiments,
+                "revoked_at": c.revoked_at,
+            }
+            for c in found
+        ]
         print(json.dumps(rows, indent=2))
         return 0
     print(f"{'ID':<22} {'NAME':<20} {'CREATED':<20} {'PER DAY':>8} {'ACTIVE':>7}  STATUS")
-    for r in rows:
-        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created_at"]))
-        status = "revoked" if r["revoked_at"] is not None else "active"
-        per_day = r["suggestions_per_day"] or "default"
-        cap = r["max_active_experiments"] or "default"
-        print(f"{r['id']:<22} {_shown(r['name'])[:20]:<20} {created:<20} {per_day!s:>8} {cap!s:>7}  {status}")
+    for c in found:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(c.created_at))
+        status = "revoked" if c.revoked_at is not None else "active"
+        per_day = c.suggestions_per_day or "default"
+        cap = c.max_active_experiments or "default"
+        print(f"{c.id:<22} {_shown(c.name)[:20]:<20} {created:<20} {per_day!s:>8} {cap!s:>7}  {status}")
     return 0
 
 
 def _token_revoke(args: argparse.Namespace) -> int:
     from ...errors import ApiError
 
-    async def revoke(admin: Any) -> Any:
+    async def revoke(admin: Admin) -> CredentialRecord:
         return await admin.revoke_credential(args.credential)
 
     try:
@@ -359,44 +340,24 @@ def _token_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_credential(found: list[Any], id_or_name: str) -> Any:
-    matches = [c for c in found if c.id == id_or_name] or [c for c in found if c.name == id_or_name]
-    if not matches:
-        raise LookupError(f"no credential {id_or_name!r}; see `tauopt token list`")
-    if len(matches) > 1:
-        raise LookupError(f"{len(matches)} credentials are named {id_or_name!r}; pass the id")
-    return matches[0]
-
-
 def _token_transfer(args: argparse.Namespace) -> int:
-    """Move every experiment of one credential to another. It owns the file while it
-    works: a running daemon keeps each live experiment's owner in memory, so the
-    daemon must be stopped (it is refused otherwise), and restarted after."""
-    from dataclasses import replace
-
+    """Move every experiment of one credential to another (`Admin.transfer_experiments`).
+    It owns the file while it works: a running daemon keeps each live experiment's
+    owner in memory, so the daemon must be stopped (it is refused otherwise), and
+    restarted after."""
+    from ...engine import Transfer
     from ...errors import ApiError
-    from ...store import PutExperiment
 
-    async def transfer(store: Any) -> tuple[int, Any, Any]:
-        found = await store.credentials()
-        source, target = _one_credential(found, args.source), _one_credential(found, args.target)
-        if target.revoked:
-            raise LookupError(f"{args.target!r} is revoked; transfer to a live credential (`tauopt token create`)")
-        moved = 0
-        for exp in await store.list_experiments(None, source.id):
-            snap = await store.load(exp.id)
-            if snap is None or snap.experiment.owner != source.id:
-                continue  # an unowned experiment: every credential sees it already
-            await store.write([PutExperiment(replace(snap.experiment, owner=target.id), snap.drawn)])
-            moved += 1
-        return moved, source, target
+    async def transfer(admin: Admin) -> Transfer:
+        return await admin.transfer_experiments(args.source, args.target)
 
     try:
-        moved, source, target = _with_store(args.db, transfer, create=False, exclusive=True)
-    except LookupError as exc:
-        return _fail(str(exc.args[0]))
-    except ApiError as exc:  # store_in_use: the daemon runs
-        return _fail(f"{exc.message}; stop `tauopt serve` first, transfer, then start it again")
-    print(moved, flush=True)
-    print(f"tauopt: moved {moved} experiment(s) from {_shown(source.name)} ({source.id}) to {_shown(target.name)} ({target.id})", file=sys.stderr)
+        done = _with_admin(args.db, transfer, create=False, exclusive=True)
+    except ApiError as exc:
+        if exc.error_type == "store_in_use":  # the daemon runs
+            return _fail(f"{exc.message}; stop `tauopt serve` first, transfer, then start it again")
+        return _fail(exc.message)
+    src, dst = done.source, done.target
+    print(done.moved, flush=True)
+    print(f"tauopt: moved {done.moved} experiment(s) from {_shown(src.name)} ({src.id}) to {_shown(dst.name)} ({dst.id})", file=sys.stderr)
     return 0

@@ -40,6 +40,7 @@ class SummaryOut(BaseModel):
     best_value: float | None
     last_activity: float | None
     best_so_far: list[list[float]] = Field(description="[observation number, best value so far] pairs, at most 41")
+    suggestions_by_state: dict[str, int] = Field(description="how many suggestions are open, observed, closed, expired")
 
 
 class TagCountsOut(BaseModel):
