@@ -13,7 +13,7 @@ import os
 import secrets
 import time
 from contextlib import AsyncExitStack
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Coroutine, Literal, Mapping, Sequence
 
 import anyio
 from anyio.abc import TaskGroup
@@ -470,15 +470,15 @@ class _OwnerView(Engine):
     are the Engine's own (written once, they read `self._owner`); what they reach through
     `self` (store, clock, importance cache, the actors by `_ask`, commits) is the engine's."""
 
-    def __init__(self, engine: Engine, owner: str) -> None:  # noqa: D107 - not Engine.__init__: a view owns nothing
+    def __init__(self, engine: Engine, owner: str) -> None:  # not Engine.__init__: a view owns nothing
         self._engine = engine
         self._owner = owner
         self.store = engine.store
         self._clock = engine._clock
         self._importance = engine._importance
 
-    async def _ask(self, experiment_id: str, message: m.Msg) -> Any:
-        return await self._engine._ask(experiment_id, message)
+    def _ask(self, experiment_id: str, message: m.Msg) -> Coroutine[Any, Any, Any]:
+        return self._engine._ask(experiment_id, message)  # the engine's coroutine itself: no extra frame per call
 
     async def _commit(self, writes: Sequence[Write]) -> None:
         await self._engine._commit(writes)
