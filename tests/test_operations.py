@@ -90,6 +90,10 @@ async def test_a_view_acting_for_an_owner_has_the_engines_operations_and_shares_
         with pytest.raises(TypeError, match="enter the engine itself"):
             async with alice:
                 pass
+        for bad in ("", 7):
+            with pytest.raises(ApiError) as info:
+                engine.as_owner(bad)  # type: ignore[arg-type]
+            assert info.value.error_type == "invalid_request" and "credential id" in info.value.message
 
 
 def test_client_methods_are_written_out_with_docstrings() -> None:

@@ -86,7 +86,11 @@ class Engine:
         """This engine's operations acting for the credential `owner` (its id): another
         credential's experiments are `not_found`, new ones are `owner`'s. For doors, one
         view per request; it shares this engine's state and lifetime. None: the engine."""
-        return self if owner is None else _OwnerView(self, owner)
+        if owner is None:
+            return self
+        if not isinstance(owner, str) or not owner:
+            raise invalid(f"owner: give a credential id (a non-empty string, e.g. `cred.id`), not {owner!r}")
+        return _OwnerView(self, owner)
 
     # -- lifetime --------------------------------------------------------------
 
