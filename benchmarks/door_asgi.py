@@ -58,7 +58,8 @@ async def main() -> None:
         await engine.store.put_credential(cred)
         app = create_app(engine, limits=Limits(suggestions_per_day=10**9))
         async with app.router.lifespan_context(app) as state:
-            exp = await engine.create_experiment("b", X, {"name": "y"}, parallel_bandwidth=10, strategy="random", owner=cred.id)
+            owned = engine.as_owner(cred.id)  # the engine as the door's requests see it
+            exp = await owned.create_experiment("b", X, {"name": "y"}, parallel_bandwidth=10, strategy="random")
             path = f"/v1/experiments/{exp.id}"
 
             async def door_pair() -> None:
@@ -70,8 +71,8 @@ async def main() -> None:
                 assert status == 201, data
 
             async def engine_pair() -> None:
-                s = await engine.suggest(exp.id, owner=cred.id)
-                await engine.observe(exp.id, s.id, value=0.5, owner=cred.id)
+                s = await owned.suggest(exp.id)
+                await owned.observe(exp.id, s.id, value=0.5)
 
             result = {}
             for name, pair in (("engine", engine_pair), ("door", door_pair), ("engine2", engine_pair), ("door2", door_pair)):

@@ -5,9 +5,9 @@ The Engine and every client driver (local, http) implement it; the clients
 wire to these calls and nothing else. `tests/test_operations.py` checks each
 implementation against this protocol, name by name and parameter by parameter.
 
-`owner` is how a door scopes a call to one credential: the Engine takes it;
-client drivers leave it out (their token decides it on the server), so it is
-not part of the protocol.
+A door scopes calls to one credential with `Engine.as_owner(owner)`, a view
+with these same operations; client drivers have no owner (their token decides
+it on the server), so it is not part of the protocol.
 
 Adding an operation: its signature here, then the Engine, each driver, each
 door's one route or method (README, "where to add an operation").

@@ -118,7 +118,7 @@ async def test_transfer_moves_owned_experiments_only_with_the_store_to_itself(tm
     async with Engine(db) as engine:
         old, _ = await engine.admin.create_credential("leaked")
         new, _ = await engine.admin.create_credential("fresh")
-        await engine.create_experiment("mine", X, {"name": "y"}, owner=old.id)
+        await engine.as_owner(old.id).create_experiment("mine", X, {"name": "y"})
         await engine.create_experiment("shared", X, {"name": "y"})
         with pytest.raises(ApiError) as info:  # the engine holds live owners in memory
             await engine.admin.transfer_experiments("leaked", "fresh")

@@ -1,6 +1,6 @@
 """What users see (issue 20): `help(tauopt.Client.suggest)` and IDE completion show
 a real signature and a docstring for every operation on Client, AsyncClient and
-Engine; `owner` (a door's parameter) is not in the clients' signatures."""
+Engine; `owner` (a door's concern, `Engine.as_owner`) is in none of their signatures."""
 
 from __future__ import annotations
 
@@ -26,8 +26,7 @@ def test_every_operation_has_a_real_signature_and_a_docstring(cls: type, name: s
     assert "experiment_id" in params or name in ("create_experiment", "experiments")
     doc = inspect.getdoc(method)
     assert doc and len(doc) > 20, f"{cls.__name__}.{name} has no docstring"
-    if cls is not tauopt.Engine:
-        assert "owner" not in params, f"{cls.__name__}.{name} shows the door's `owner`"
+    assert "owner" not in params, f"{cls.__name__}.{name} shows the door's `owner`"
 
 
 def test_the_suggest_help_page_names_the_errors_a_worker_handles() -> None:

@@ -207,11 +207,12 @@ async def test_unknown_ids_are_404_not_found(engine):
 
 
 async def test_another_owner_gets_404_never_403(engine):
-    exp = await engine.create_experiment("e", X, Y, owner="alice")
-    await raises(engine.suggest(exp.id, owner="bob"), 404, "not_found")
-    await raises(engine.experiment(exp.id, owner="bob"), 404, "not_found")
-    assert await engine.experiments(owner="bob") == []
-    assert (await engine.suggest(exp.id, owner="alice")).state == "open"
+    alice, bob = engine.as_owner("alice"), engine.as_owner("bob")
+    exp = await alice.create_experiment("e", X, Y)
+    await raises(bob.suggest(exp.id), 404, "not_found")
+    await raises(bob.experiment(exp.id), 404, "not_found")
+    assert await bob.experiments() == []
+    assert (await alice.suggest(exp.id)).state == "open"
 
 
 async def test_space_exhausted_is_409_never_a_repeat(engine):
@@ -258,5 +259,6 @@ async def test_update_validates_and_keeps_state(engine):
 async def test_an_unowned_experiment_is_open_to_every_credential(engine):
     # experiments made in process (the KerasTuner chief) have no owner; the daemon's tokens all see them
     exp = await engine.create_experiment("chief", X, Y)
-    assert [e.id for e in await engine.experiments(owner="bob")] == [exp.id]
-    assert (await engine.experiment(exp.id, owner="bob")).id == exp.id
+    bob = engine.as_owner("bob")
+    assert [e.id for e in await bob.experiments()] == [exp.id]
+    assert (await bob.experiment(exp.id)).id == exp.id

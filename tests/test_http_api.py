@@ -437,7 +437,7 @@ async def test_create_app_serves_an_engine_the_caller_owns() -> None:
             server.should_exit = True
         sock.close()
         # the engine outlived the app and still serves its owner
-        assert len(await engine.suggestions(exp.id, owner=cred.id)) == 8
+        assert len(await engine.as_owner(cred.id).suggestions(exp.id)) == 8
 
 
 def test_update_experiment_adds_parameters_over_http(api: Api) -> None:

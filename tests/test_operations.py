@@ -16,14 +16,11 @@ from tauopt.operations import OPERATIONS, UNSET, Operations, Unset
 from tauopt.transport.http._client import HttpDriver
 
 
-def _shape(fn: Any, *, drop_owner: bool = False, drop_deadline: bool = False) -> list[tuple[str, Any, Any, Any]]:
+def _shape(fn: Any, *, drop_deadline: bool = False) -> list[tuple[str, Any, Any, Any]]:
     params = list(inspect.signature(fn).parameters.values())[1:]  # without self
     if drop_deadline:  # the clients' per-call deadline (issue 10): keyword-only, last, default None
         last = params[-1]
         assert (last.name, last.kind, last.default) == ("deadline_s", inspect.Parameter.KEYWORD_ONLY, None), fn
-        params = params[:-1]
-    if drop_owner:
-        assert params[-1].name == "owner" and params[-1].default is None, fn
         params = params[:-1]
     return [(p.name, p.kind, p.default, p.annotation) for p in params]
 
@@ -57,20 +54,46 @@ def test_every_driver_and_client_has_the_protocols_exact_signatures(impl: type) 
         assert ours.__qualname__.startswith(impl.__name__ + "."), f"{impl.__name__}.{name} is inherited or generated"
 
 
-# Engine-only keywords after `owner`: none since suggest's wait_s (issue 13) is on
-# every door; an entry here names one, so any other extra parameter fails the test.
+# Engine-only keywords: none since suggest's wait_s (issue 13) is on every door and
+# `owner` left the signatures for Engine.as_owner (issue 20); an entry here names
+# one, so any other extra parameter fails the test.
 ENGINE_ONLY: dict[str, list[tuple[str, Any]]] = {}
 
 
-def test_the_engine_implements_the_protocol_plus_owner() -> None:
+def test_the_engine_implements_the_protocol_exactly() -> None:
     for name in OPERATIONS:
         ours, theirs = getattr(Engine, name), getattr(Operations, name)
         params = list(inspect.signature(ours).parameters.values())
         extra = ENGINE_ONLY.get(name, [])
         assert [(p.name, p.default) for p in params[len(params) - len(extra):]] == extra, name
         ours = _without_last(ours, len(extra))
-        assert _shape(ours, drop_owner=True) == _shape(theirs), name
+        assert "owner" not in inspect.signature(ours).parameters, name
+        assert _shape(ours) == _shape(theirs), name
         assert inspect.signature(ours).return_annotation == inspect.signature(theirs).return_annotation, name
+
+
+@pytest.mark.anyio
+async def test_a_view_acting_for_an_owner_has_the_engines_operations_and_shares_its_state() -> None:
+    async with Engine() as engine:
+        alice = engine.as_owner("alice")
+        assert isinstance(alice, Operations) and engine.as_owner(None) is engine
+        for name in OPERATIONS:  # the Engine's own functions, not a second copy
+            assert getattr(type(alice), name) is getattr(Engine, name), name
+        exp = await alice.create_experiment("e", [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}], {"name": "y"})
+        assert exp.owner == "alice" and engine.live_actors == 0
+        s = await alice.suggest(exp.id)
+        assert engine.live_actors == alice.live_actors == 1  # the engine's actor, started through the view
+        assert (await engine.suggestion(exp.id, s.id)).state == "open"  # the engine itself sees every experiment
+        with pytest.raises(ApiError) as info:
+            await alice.as_owner("bob").experiment(exp.id)
+        assert info.value.error_type == "not_found"
+        with pytest.raises(TypeError, match="enter the engine itself"):
+            async with alice:
+                pass
+        for bad in ("", 7):
+            with pytest.raises(ApiError) as info:
+                engine.as_owner(bad)  # type: ignore[arg-type]
+            assert info.value.error_type == "invalid_request" and "credential id" in info.value.message
 
 
 def test_client_methods_are_written_out_with_docstrings() -> None:

@@ -13,7 +13,7 @@ import os
 import secrets
 import time
 from contextlib import AsyncExitStack
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Coroutine, Literal, Mapping, Sequence
 
 import anyio
 from anyio.abc import TaskGroup
@@ -41,8 +41,9 @@ log = logging.getLogger("tauopt.engine")
 class Engine:
     """`async with Engine() as engine:` — the embedded async API.
 
-    Implements `tauopt.operations.Operations`, each operation with one more
-    keyword, `owner`: the credential a door scopes the call to (None: any).
+    Implements `tauopt.operations.Operations` exactly. Its operations act for no
+    credential (in process: every experiment); `as_owner(owner)` gives the same
+    operations acting for one credential, which is how a door serves a request.
 
     store: None (memory), a path / sqlite:/// URL (SQLite), or a Store.
     pool: "thread" (default; GP fits on a thread of this process), "process"
@@ -77,6 +78,19 @@ class Engine:
         self._importance = ImportanceCache()
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
+
+    # Whom the operations act for: the Engine itself, no one (every experiment); a view from as_owner, one credential.
+    _owner: str | None = None
+
+    def as_owner(self, owner: str | None) -> "Engine":
+        """This engine's operations acting for the credential `owner` (its id): another
+        credential's experiments are `not_found`, new ones are `owner`'s. For doors, one
+        view per request; it shares this engine's state and lifetime. None: the engine."""
+        if owner is None:
+            return self
+        if not isinstance(owner, str) or not owner:
+            raise invalid(f"owner: give a credential id (a non-empty string, e.g. `cred.id`), not {owner!r}")
+        return _OwnerView(self, owner)
 
     # -- lifetime --------------------------------------------------------------
 
@@ -225,7 +239,6 @@ class Engine:
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
-        owner: str | None = None,
     ) -> Experiment:
         """Create an active experiment and return it (its id is chosen here).
 
@@ -235,9 +248,7 @@ class Engine:
         {'<=': x}}). At most `parallel_bandwidth` suggestions are open at once;
         `suggestion_ttl_s` expires forgotten ones; `observation_budget` completes it.
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`).
-        Raises ApiError `invalid_request` saying which field to fix.
-
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
+        Raises ApiError `invalid_request` saying which field to fix."""
         all_metrics = parse_metrics(metric, metrics)
         options = StrategyOptions.parse(strategy_options)
         stopping = check_early_stopping(early_stopping)
@@ -263,25 +274,21 @@ class Engine:
             state="active",
             created_at=self._clock(),
             strategy_options=options,
-            owner=owner,
+            owner=self._owner,
             early_stopping=stopping,
         )
         await self._commit([PutExperiment(exp, 0)])
         return exp
 
-    async def experiment(self, experiment_id: str, owner: str | None = None) -> Experiment:
-        """One experiment with its counts. Raises ApiError `not_found` if absent.
+    async def experiment(self, experiment_id: str) -> Experiment:
+        """One experiment with its counts. Raises ApiError `not_found` if absent."""
+        return await self._ask(experiment_id, m.GetExperiment(self._owner))
 
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
-        return await self._ask(experiment_id, m.GetExperiment(owner))
-
-    async def experiments(self, state: ExperimentState | None = None, owner: str | None = None) -> list[Experiment]:
-        """Every experiment (optionally in one `state`: active, completed, archived), oldest first.
-
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
+    async def experiments(self, state: ExperimentState | None = None) -> list[Experiment]:
+        """Every experiment (optionally in one `state`: active, completed, archived), oldest first."""
         if state is not None and state not in ("active", "completed", "archived"):
             raise invalid(f"state: {state!r} is not one of ['active', 'completed', 'archived']")
-        return await list_experiments(self.store, state, owner)
+        return await list_experiments(self.store, state, self._owner)
 
     async def update_experiment(
         self,
@@ -293,12 +300,9 @@ class Engine:
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
-        owner: str | None = None,
     ) -> Experiment:
         """Change the fields given (leave the others out; None unsets ttl or budget) and
-        return the experiment. Raises ApiError `invalid_request` for a bad value.
-
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
+        return the experiment. Raises ApiError `invalid_request` for a bad value."""
         changes = {
             k: v
             for k, v in (
@@ -311,23 +315,21 @@ class Engine:
             )
             if v is not UNSET
         }
-        return await self._ask(experiment_id, m.UpdateExperiment(owner, changes))
+        return await self._ask(experiment_id, m.UpdateExperiment(self._owner, changes))
 
-    async def archive_experiment(self, experiment_id: str, owner: str | None = None) -> Experiment:
-        """Archive: no more asks or observations; its open suggestions close. Returns it.
-
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
-        return await self._ask(experiment_id, m.ArchiveExperiment(owner))
+    async def archive_experiment(self, experiment_id: str) -> Experiment:
+        """Archive: no more asks or observations; its open suggestions close. Returns it."""
+        return await self._ask(experiment_id, m.ArchiveExperiment(self._owner))
 
     # -- suggestions and observations -------------------------------------------------
 
     async def suggest(
-        self, experiment_id: str, tag: str | None = None, wait_s: float | None = None, owner: str | None = None
+        self, experiment_id: str, tag: str | None = None, wait_s: float | None = None
     ) -> Suggestion:
         """A new suggestion. With `wait_s`, an ask that finds the bandwidth full waits
         up to that many seconds for a slot (an observe or close) before answering
         bandwidth_full; waiting asks are served in arrival order."""
-        return await self._ask(experiment_id, m.Suggest(owner, tag, check_wait(wait_s)))
+        return await self._ask(experiment_id, m.Suggest(self._owner, tag, check_wait(wait_s)))
 
     async def observe(
         self,
@@ -339,7 +341,6 @@ class Engine:
         metrics: Mapping[str, float] | None = None,
         values: Mapping[str, float] | None = None,
         stopped: bool = False,
-        owner: str | None = None,
     ) -> Observation:
         """Record a result: of a suggestion (`suggestion_id`) or unsolicited (`assignments`).
         `value` is the (first) objective (any number: numpy scalars and 0-d arrays are fine),
@@ -348,27 +349,25 @@ class Engine:
         stopped this suggestion early (told by `report`); `value` is its last reported value
         and the observation keeps the step reached (`stopped_at_step`). Returns the
         Observation. Raises ApiError `suggestion_expired` (409, with `details['assignments']`
-        to re-post) for an expired one.
-
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
+        to re-post) for an expired one."""
         sid = None if suggestion_id is None else str(suggestion_id)
-        return await self._ask(experiment_id, m.Observe(owner, sid, assignments, value, failed, metrics, values=values, stopped=stopped))
+        return await self._ask(experiment_id, m.Observe(self._owner, sid, assignments, value, failed, metrics, values=values, stopped=stopped))
 
     async def report(
-        self, experiment_id: str, suggestion_id: str, step: int, value: float, owner: str | None = None
+        self, experiment_id: str, suggestion_id: str, step: int, value: float
     ) -> ReportDecision:
         """Record an intermediate value of an open suggestion's objective at `step`
         (steps increase per suggestion) and answer whether the experiment's stopping
         rule says to stop it. Not open: the same 409s as observe."""
-        return await self._ask(experiment_id, m.Report(owner, str(suggestion_id), step, value))
+        return await self._ask(experiment_id, m.Report(self._owner, str(suggestion_id), step, value))
 
-    async def reports(self, experiment_id: str, suggestion_id: str | None = None, owner: str | None = None) -> list[Report]:
+    async def reports(self, experiment_id: str, suggestion_id: str | None = None) -> list[Report]:
         """The intermediate reports, in arrival order (of one suggestion, or all)."""
         sid = None if suggestion_id is None else str(suggestion_id)
-        return await self._ask(experiment_id, m.ListReports(owner, sid))
+        return await self._ask(experiment_id, m.ListReports(self._owner, sid))
 
     async def report_log(
-        self, experiment_id: str, after: int = 0, limit: int | None = None, owner: str | None = None
+        self, experiment_id: str, after: int = 0, limit: int | None = None
     ) -> dict[str, Any]:
         """Every suggestion's intermediate reports from cursor `after` on (0 = all), in
         arrival order, at most `limit` of them (the oldest first), with the cursor to pass
@@ -377,7 +376,7 @@ class Engine:
             raise invalid(f"after: give a non-negative integer (the cursor of a previous answer), not {after!r}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise invalid(f"limit: give a positive integer (how many reports at most in this page), not {limit!r}")
-        out: dict[str, Any] = await self._ask(experiment_id, m.ReportLog(owner, after, limit))
+        out: dict[str, Any] = await self._ask(experiment_id, m.ReportLog(self._owner, after, limit))
         return out
 
     async def suggestions(
@@ -385,27 +384,20 @@ class Engine:
         experiment_id: str,
         state: SuggestionState | None = None,
         tag: str | None = None,
-        owner: str | None = None,
     ) -> list[Suggestion]:
-        """The experiment's suggestions in creation order, optionally by `state` and `tag`.
+        """The experiment's suggestions in creation order, optionally by `state` and `tag`."""
+        return await self._ask(experiment_id, m.ListSuggestions(self._owner, state, tag))
 
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
-        return await self._ask(experiment_id, m.ListSuggestions(owner, state, tag))
+    async def suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+        """One suggestion by id. Raises ApiError `not_found` if absent."""
+        return await self._ask(experiment_id, m.GetSuggestion(self._owner, str(suggestion_id)))
 
-    async def suggestion(self, experiment_id: str, suggestion_id: str, owner: str | None = None) -> Suggestion:
-        """One suggestion by id. Raises ApiError `not_found` if absent.
-
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
-        return await self._ask(experiment_id, m.GetSuggestion(owner, str(suggestion_id)))
-
-    async def close_suggestion(self, experiment_id: str, suggestion_id: str, owner: str | None = None) -> Suggestion:
-        """Close an open suggestion without a result: its slot returns, its point may be suggested again.
-
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
-        return await self._ask(experiment_id, m.CloseSuggestion(owner, str(suggestion_id)))
+    async def close_suggestion(self, experiment_id: str, suggestion_id: str) -> Suggestion:
+        """Close an open suggestion without a result: its slot returns, its point may be suggested again."""
+        return await self._ask(experiment_id, m.CloseSuggestion(self._owner, str(suggestion_id)))
 
     async def release_suggestion(
-        self, experiment_id: str, suggestion_id: str, max_attempts: int | None = None, owner: str | None = None
+        self, experiment_id: str, suggestion_id: str, max_attempts: int | None = None
     ) -> Suggestion:
         """Declare the holder of an open suggestion dead: the next ask (any worker) gets
         the same suggestion again, with `attempts` + 1 and its TTL restarted. Once it
@@ -413,31 +405,29 @@ class Engine:
         Durable like every mutation: a restart keeps the queue and the counts."""
         if max_attempts is not None and (isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1):
             raise invalid(f"max_attempts: give an integer >= 1, got {max_attempts!r}")
-        return await self._ask(experiment_id, m.ReleaseSuggestion(owner, str(suggestion_id), max_attempts))
+        return await self._ask(experiment_id, m.ReleaseSuggestion(self._owner, str(suggestion_id), max_attempts))
 
-    async def close_all_suggestions(self, experiment_id: str, owner: str | None = None) -> int:
-        """Close every open suggestion (e.g. before resubmitting a failed job array); returns how many.
-
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
-        return await self._ask(experiment_id, m.CloseAllSuggestions(owner))
+    async def close_all_suggestions(self, experiment_id: str) -> int:
+        """Close every open suggestion (e.g. before resubmitting a failed job array); returns how many."""
+        return await self._ask(experiment_id, m.CloseAllSuggestions(self._owner))
 
     async def observations(
-        self, experiment_id: str, after: int | None = None, owner: str | None = None
+        self, experiment_id: str, after: int | None = None
     ) -> list[Observation]:
         """Every observation, or with `after` only those whose numeric id is above it
         (ids grow with arrival: pass the last id you have to read only what is new)."""
         if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
             raise invalid(f"after: give a non-negative integer (the last observation id you have), not {after!r}")
-        return await self._ask(experiment_id, m.ListObservations(owner, after))
+        return await self._ask(experiment_id, m.ListObservations(self._owner, after))
 
-    async def summary(self, experiment_id: str, owner: str | None = None) -> dict[str, Any]:
+    async def summary(self, experiment_id: str) -> dict[str, Any]:
         """The experiment, its failed count, best value, last activity and best-so-far line
         (at most 40 points), kept incrementally by its actor."""
-        out: dict[str, Any] = await self._ask(experiment_id, m.Summary(owner))
+        out: dict[str, Any] = await self._ask(experiment_id, m.Summary(self._owner))
         return out
 
     async def workers(
-        self, experiment_id: str, after: int = 0, limit: int | None = None, owner: str | None = None
+        self, experiment_id: str, after: int = 0, limit: int | None = None
     ) -> dict[str, Any]:
         """Per-tag suggestion counts, open suggestions with their age, and the suggestions
         that changed since `after` (a cursor from a previous answer; 0 = all), at most the
@@ -446,25 +436,23 @@ class Engine:
             raise invalid(f"after: give a non-negative integer (the cursor of a previous answer), not {after!r}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise invalid(f"limit: give a positive integer (how many changed suggestions at most), not {limit!r}")
-        out: dict[str, Any] = await self._ask(experiment_id, m.Workers(owner, after, limit))
+        out: dict[str, Any] = await self._ask(experiment_id, m.Workers(self._owner, after, limit))
         return out
 
-    async def importance(self, experiment_id: str, owner: str | None = None) -> dict[str, Any]:
+    async def importance(self, experiment_id: str) -> dict[str, Any]:
         """Parameter importance, computed outside the actor and kept until the history
         changes (see _importance.py for the methods: GP length-scales, binned variance)."""
-        exp = await self.experiment(experiment_id, owner=owner)
-        found = await self.observations(experiment_id, owner=owner)
+        exp = await self.experiment(experiment_id)
+        found = await self.observations(experiment_id)
         return await self._importance.get(exp, found)
 
-    async def best(self, experiment_id: str, owner: str | None = None) -> Observation | None:
-        """The best feasible observation by the (first) objective; None while none is feasible.
+    async def best(self, experiment_id: str) -> Observation | None:
+        """The best feasible observation by the (first) objective; None while none is feasible."""
+        return await self._ask(experiment_id, m.Best(self._owner))
 
-        `owner` is for doors: the credential a request acts for (None in process sees every experiment)."""
-        return await self._ask(experiment_id, m.Best(owner))
-
-    async def pareto_front(self, experiment_id: str, owner: str | None = None) -> list[Observation]:
+    async def pareto_front(self, experiment_id: str) -> list[Observation]:
         """The feasible observations no other feasible one dominates, in arrival order."""
-        return await self._ask(experiment_id, m.ParetoFront(owner))
+        return await self._ask(experiment_id, m.ParetoFront(self._owner))
 
     async def inspect(self, experiment_id: str) -> dict[str, Any]:
         """Internal counters of a live experiment (max open suggestions ever seen, GP
@@ -479,6 +467,35 @@ class Engine:
     @property
     def live_actors(self) -> int:
         return len(self._actors)
+
+
+class _OwnerView(Engine):
+    """`Engine.as_owner(owner)`: the Engine's operations, acting for `owner`. The operations
+    are the Engine's own (written once, they read `self._owner`); what they reach through
+    `self` (store, clock, importance cache, the actors by `_ask`, commits) is the engine's."""
+
+    def __init__(self, engine: Engine, owner: str) -> None:  # not Engine.__init__: a view owns nothing
+        self._engine = engine
+        self._owner = owner
+        self.store = engine.store
+        self._clock = engine._clock
+        self._importance = engine._importance
+
+    def _ask(self, experiment_id: str, message: m.Msg) -> Coroutine[Any, Any, Any]:
+        return self._engine._ask(experiment_id, message)  # the engine's coroutine itself: no extra frame per call
+
+    async def _commit(self, writes: Sequence[Write]) -> None:
+        await self._engine._commit(writes)
+
+    def as_owner(self, owner: str | None) -> Engine:
+        return self._engine.as_owner(owner)
+
+    async def __aenter__(self) -> Engine:
+        raise TypeError("enter the engine itself (`async with Engine()`); a view from as_owner shares its lifetime")
+
+    @property
+    def live_actors(self) -> int:
+        return self._engine.live_actors
 
 
 def _cores() -> int:

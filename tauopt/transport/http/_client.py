@@ -1,7 +1,7 @@
 """HttpDriver: the engine's operations over the daemon's REST API, with httpx.
 
-Implements `tauopt.operations.Operations` (the Engine's operations minus
-`owner`: the bearer token decides it). Server errors come back as the same
+Implements `tauopt.operations.Operations`, as the Engine does (the bearer
+token decides whom the calls act for). Server errors come back as the same
 `ApiError`, with the response headers in `e.headers` and the parsed
 Retry-After in `e.retry_after`.
 
@@ -250,7 +250,7 @@ class HttpDriver:
             return await self._direct.handle_async_request(request)  # the body is read already
         return await self._http.send(request, follow_redirects=False)
 
-    # -- operations (same as Engine, without `owner`) -------------------------
+    # -- operations (same as Engine) -------------------------------------------
 
     async def health(self) -> dict[str, Any]:
         return await self._request("GET", "/v1/health")

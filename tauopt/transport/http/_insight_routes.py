@@ -112,7 +112,7 @@ _ERRORS = COMMON_ERRORS + (429,)
 
 @operation("GET", _EXP + "/summary", into=INSIGHT, response=SummaryOut, errors=_ERRORS, tag="insight")
 async def summary(call: Call) -> Any:
-    out = await call.engine.summary(call.path["id"], owner=call.owner)
+    out = await call.engine.summary(call.path["id"])
     return dict(out, experiment=out["experiment"].to_dict())
 
 
@@ -123,7 +123,7 @@ async def workers(call: Call) -> Any:
     `limit`: at most this many changed suggestions, the latest."""
     after = call.query["after"]
     return await call.engine.workers(
-        call.path["id"], after=0 if after is None else after, limit=call.query["limit"], owner=call.owner
+        call.path["id"], after=0 if after is None else after, limit=call.query["limit"]
     )
 
 
@@ -134,14 +134,14 @@ async def observation_columns(call: Call) -> Any:
     observations with an id above this (the last you have)."""
     if call.cred is not None:
         call.gate.heavy_read(call.cred)  # as the row listing: it may read the whole history
-    return to_columns(await call.engine.observations(call.path["id"], after=call.query["after"], owner=call.owner))
+    return to_columns(await call.engine.observations(call.path["id"], after=call.query["after"]))
 
 
 @operation("GET", _EXP + "/importance", into=INSIGHT, response=ImportanceOut, errors=_ERRORS, tag="insight")
 async def importance(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)  # reads the whole history
-    return await call.engine.importance(call.path["id"], owner=call.owner)
+    return await call.engine.importance(call.path["id"])
 
 
 @operation("GET", _EXP + "/reports", into=INSIGHT, query={"after": NonNegative, "limit": Positive}, response=ReportLogOut,
@@ -151,6 +151,6 @@ async def report_log(call: Call) -> Any:
     `limit`: at most this many reports (the oldest first); `more` says whether to ask again."""
     after = call.query["after"]
     out = await call.engine.report_log(
-        call.path["id"], after=0 if after is None else after, limit=call.query["limit"], owner=call.owner
+        call.path["id"], after=0 if after is None else after, limit=call.query["limit"]
     )
     return {"cursor": out["cursor"], "reports": [r.to_dict() for r in out["reports"]], "more": out["more"]}

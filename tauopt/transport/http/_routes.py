@@ -1,8 +1,8 @@
 """Every REST operation, written once: one plain function per operation.
 
-Each function receives a `Call` (the engine, the door's gate, the caller's
-credential, the validated body, path and query values) and returns what to
-send (a JSON value; the status is declared). The `operation` decorator
+Each function receives a `Call` (the engine as the caller, the door's gate,
+the caller's credential, the validated body, path and query values) and
+returns what to send (a JSON value; the status is declared). The `operation` decorator
 declares the HTTP side once (method, path, body and answer schemas, error
 statuses), and from that one declaration come both the served Starlette
 route (`routes(...)`) and the route's entry in /openapi.json (`_openapi.py`).
@@ -62,16 +62,12 @@ class Call:
     """One request, as an operation function sees it."""
 
     request: Request
-    engine: Any  # an entered tauopt.Engine (tauopt.operations.Operations plus owner=)
+    engine: Any  # an entered tauopt.Engine acting for the caller's credential (Engine.as_owner)
     gate: Any  # the door's credentials and limits (engine._auth.Gate), None without auth
     cred: Any  # the caller's credential, None without auth
     path: Mapping[str, str]
     query: Mapping[str, Any]
     body: Any
-
-    @property
-    def owner(self) -> str | None:
-        return None if self.cred is None else self.cred.id
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -127,7 +123,8 @@ class Operation:
                     body = self.body.model_validate(data)
                 except ValidationError as exc:
                     raise invalid_fields(exc.errors()) from None
-        call = Call(request, state.engine, gate, cred, request.path_params, query, body)
+        engine = state.engine if cred is None else state.engine.as_owner(cred.id)
+        call = Call(request, engine, gate, cred, request.path_params, query, body)
         return await self.handler(call)
 
 
@@ -200,7 +197,6 @@ async def create_experiment(call: Call) -> Any:
             b.name, b.parameters, b.metric, metrics=b.metrics, parallel_bandwidth=b.parallel_bandwidth,
             suggestion_ttl_s=b.suggestion_ttl_s, observation_budget=b.observation_budget, strategy=b.strategy,
             strategy_options=integral_values(b.strategy_options), early_stopping=integral_values(b.early_stopping),
-            owner=call.owner,
         )  # fmt: skip
 
     if call.cred is None:
@@ -211,12 +207,12 @@ async def create_experiment(call: Call) -> Any:
 
 @operation("GET", "/v1/experiments", query={"state": ExperimentStateQ}, response=list[ExperimentOut])
 async def list_experiments(call: Call) -> Any:
-    return [e.to_dict() for e in await call.engine.experiments(call.query["state"], owner=call.owner)]
+    return [e.to_dict() for e in await call.engine.experiments(call.query["state"])]
 
 
 @operation("GET", EXP, response=ExperimentOut)
 async def get_experiment(call: Call) -> Any:
-    return (await call.engine.experiment(call.path["id"], owner=call.owner)).to_dict()
+    return (await call.engine.experiment(call.path["id"])).to_dict()
 
 
 @operation("PATCH", EXP, body=UpdateExperimentBody, response=ExperimentOut, errors=COMMON_ERRORS + (409,))
@@ -224,12 +220,12 @@ async def update_experiment(call: Call) -> Any:
     changes = {k: getattr(call.body, k) for k in call.body.model_fields_set}
     if "early_stopping" in changes:
         changes["early_stopping"] = integral_values(changes["early_stopping"])
-    return (await call.engine.update_experiment(call.path["id"], owner=call.owner, **changes)).to_dict()
+    return (await call.engine.update_experiment(call.path["id"], **changes)).to_dict()
 
 
 @operation("POST", EXP + "/archive", response=ExperimentOut)
 async def archive_experiment(call: Call) -> Any:
-    return (await call.engine.archive_experiment(call.path["id"], owner=call.owner)).to_dict()
+    return (await call.engine.archive_experiment(call.path["id"])).to_dict()
 
 
 @operation("POST", EXP + "/suggestions", status=201, body=SuggestBody, body_required=False, response=SuggestionOut,
@@ -242,8 +238,8 @@ async def suggest(call: Call) -> Any:
 
     async def ask() -> Any:
         if not wait_s:
-            return (await call.engine.suggest(call.path["id"], tag=tag, owner=call.owner)).to_dict()
-        return await _unless_hung_up(call.request, call.engine.suggest(call.path["id"], tag, wait_s, owner=call.owner))
+            return (await call.engine.suggest(call.path["id"], tag=tag)).to_dict()
+        return await _unless_hung_up(call.request, call.engine.suggest(call.path["id"], tag, wait_s))
 
     if call.cred is None:
         return await ask()
@@ -281,23 +277,23 @@ async def _unless_hung_up(request: Request, waiting: Awaitable[Any]) -> Any:
 async def list_suggestions(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
-    found = await call.engine.suggestions(call.path["id"], state=call.query["state"], tag=call.query["tag"], owner=call.owner)
+    found = await call.engine.suggestions(call.path["id"], state=call.query["state"], tag=call.query["tag"])
     return [s.to_dict() for s in found]
 
 
 @operation("GET", EXP + "/suggestions/{sid}", response=SuggestionOut, tag="suggestions")
 async def get_suggestion(call: Call) -> Any:
-    return (await call.engine.suggestion(call.path["id"], call.path["sid"], owner=call.owner)).to_dict()
+    return (await call.engine.suggestion(call.path["id"], call.path["sid"])).to_dict()
 
 
 @operation("DELETE", EXP + "/suggestions/{sid}", response=SuggestionOut, errors=COMMON_ERRORS + (409,), tag="suggestions")
 async def close_suggestion(call: Call) -> Any:
-    return (await call.engine.close_suggestion(call.path["id"], call.path["sid"], owner=call.owner)).to_dict()
+    return (await call.engine.close_suggestion(call.path["id"], call.path["sid"])).to_dict()
 
 
 @operation("DELETE", EXP + "/suggestions", response=ClosedOut, tag="suggestions")
 async def close_all_suggestions(call: Call) -> Any:
-    return {"closed": await call.engine.close_all_suggestions(call.path["id"], owner=call.owner)}
+    return {"closed": await call.engine.close_all_suggestions(call.path["id"])}
 
 
 @operation("POST", EXP + "/observations", status=201, body=ObserveBody, response=ObservationOut,
@@ -306,7 +302,7 @@ async def observe(call: Call) -> Any:
     b: ObserveBody = call.body
     o = await call.engine.observe(
         call.path["id"], suggestion_id=b.suggestion_id, assignments=b.assignments, value=b.value, failed=b.failed,
-        metrics=b.metrics, values=b.values, stopped=b.stopped, owner=call.owner,
+        metrics=b.metrics, values=b.values, stopped=b.stopped,
     )  # fmt: skip
     return o.to_dict()
 
@@ -316,14 +312,14 @@ async def report(call: Call) -> Any:
     """An intermediate value of an open suggestion; answers whether the experiment's
     early-stopping rule says to stop it. Not counted against the suggestion quota."""
     b: ReportBody = call.body
-    return (await call.engine.report(call.path["id"], call.path["sid"], b.step, b.value, owner=call.owner)).to_dict()
+    return (await call.engine.report(call.path["id"], call.path["sid"], b.step, b.value)).to_dict()
 
 
 @operation("GET", SUGG + "/reports", response=list[ReportItemOut], errors=COMMON_ERRORS + (429,), tag="observations")
 async def list_reports(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
-    return [r.to_dict() for r in await call.engine.reports(call.path["id"], call.path["sid"], owner=call.owner)]
+    return [r.to_dict() for r in await call.engine.reports(call.path["id"], call.path["sid"])]
 
 
 @operation("GET", EXP + "/observations", query={"after": NonNegative}, response=list[ObservationOut],
@@ -332,19 +328,19 @@ async def list_observations(call: Call) -> Any:
     """With `after`: only observations with an id above it (the last you have)."""
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
-    found = await call.engine.observations(call.path["id"], after=call.query["after"], owner=call.owner)
+    found = await call.engine.observations(call.path["id"], after=call.query["after"])
     return [o.to_dict() for o in found]
 
 
 @operation("GET", EXP + "/best", response=ObservationOut | None, tag="observations")
 async def best(call: Call) -> Any:
-    o = await call.engine.best(call.path["id"], owner=call.owner)
+    o = await call.engine.best(call.path["id"])
     return None if o is None else o.to_dict()
 
 
 @operation("GET", EXP + "/pareto_front", response=list[ObservationOut], tag="observations")
 async def pareto_front(call: Call) -> Any:
-    return [o.to_dict() for o in await call.engine.pareto_front(call.path["id"], owner=call.owner)]
+    return [o.to_dict() for o in await call.engine.pareto_front(call.path["id"])]
 
 
 # Starlette tries routes in order: the worker loop's two calls first, so an ask
