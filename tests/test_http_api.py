@@ -147,14 +147,23 @@ def test_openapi_and_docs_are_served(api: Api) -> None:
     assert http.get("/docs").status_code == 200
 
 
+def double_variant(body: dict[str, Any]) -> dict[str, Any]:
+    return body["parameters"]["items"]["oneOf"][0]
+
+
 def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_their_uses(api: Api) -> None:
     schema = api.http(None).get("/openapi.json").json()
-    body = schema["components"]["schemas"]["CreateExperimentBody"]["properties"]
+    create = schema["components"]["schemas"]["CreateExperimentBody"]
+    assert [rule["required"] for rule in create["oneOf"]] == [["metric"], ["metrics"]]  # one of them, not both
+    body = create["properties"]
     kinds = [v["properties"]["type"]["const"] for v in body["parameters"]["items"]["oneOf"]]
     assert kinds == ["double", "int", "categorical", "boolean", "fixed"]
     double = body["parameters"]["items"]["oneOf"][0]["properties"]
     assert (double["bounds"]["minItems"], double["bounds"]["maxItems"]) == (2, 2)
-    assert double["scale"]["enum"] == ["linear", "log", "reverse_log"]
+    assert double["scale"]["enum"] == ["linear", "log", "reverse_log", None]  # null is linear
+    assert double["bounds"]["uniqueItems"] is True  # lo < hi: the part JSON Schema can say
+    log_scale = double_variant(body)["oneOf"][1]["properties"]
+    assert log_scale["bounds"]["items"]["exclusiveMinimum"] == 0 and log_scale["scale"]["enum"] == ["log", "reverse_log"]
     assert body["strategy"]["enum"] == ["auto", "random", "sobol", "grid", "gp"]
     assert body["metric"]["properties"]["objective"]["enum"] == ["minimize", "maximize"]
     assert body["parallel_bandwidth"]["minimum"] == 1 and body["name"]["maxLength"] == 256
@@ -162,10 +171,14 @@ def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_the
     assert (tag["minLength"], tag["maxLength"]) == (1, 128)
     paths = schema["paths"]
     from_create = paths["/v1/experiments"]["post"]["responses"]["201"]["links"]
-    # 9 operations of round 1, plus summary, workers and importance (the dashboard's, issue 14)
-    assert len(from_create) == 12 and all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
+    # every operation on an experiment (15 since the dashboard's and issue 18's), each fed the created id
+    by_experiment = {op["operationId"] for path, ops in paths.items() if "{id}" in path and "{sid}" not in path for op in ops.values()}
+    assert len(by_experiment) == 15 and {l["operationId"] for l in from_create.values()} == by_experiment
+    assert all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
     from_suggest = paths["/v1/experiments/{id}/suggestions"]["post"]["responses"]["201"]["links"]
     assert from_suggest["observe"]["requestBody"] == {"suggestion_id": "$response.body#/id"}
+    by_suggestion = {op["operationId"] for path, ops in paths.items() if "{sid}" in path for op in ops.values()}
+    assert len(by_suggestion) == 4 and by_suggestion <= {l["operationId"] for l in from_suggest.values()}
     ids = {op["operationId"] for path in paths.values() for op in path.values()}
     assert all(l["operationId"] in ids for l in [*from_create.values(), *from_suggest.values()])
 

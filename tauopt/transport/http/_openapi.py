@@ -38,7 +38,8 @@ def _signature(op: Operation) -> inspect.Signature:
         if op.body_required:
             params.append(_P("body", _P.KEYWORD_ONLY, default=Body(), annotation=op.body))
         else:
-            params.append(_P("body", _P.KEYWORD_ONLY, default=Body(None), annotation=op.body | None))
+            # an optional body is left out, never null (the door refuses a JSON null as not an object)
+            params.append(_P("body", _P.KEYWORD_ONLY, default=Body(None), annotation=op.body))
     return inspect.Signature(params)
 
 
