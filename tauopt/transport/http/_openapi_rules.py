@@ -31,14 +31,17 @@ __all__ = [
 ]
 
 _NULL: dict[str, Any] = {"type": "null"}
-# check_name / check_text: 1-256 characters, not only whitespace
-_NAME: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": r"\S"}
+# check_name / check_text: 1-256 characters, not only whitespace (what Python's str.strip removes, spelled out:
+# JSON Schema's \s is ECMAScript's, which lacks \x1c-\x1f and \x85)
+_NOT_SPACE = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+_NAME: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": _NOT_SPACE}
 _PARAM_NAME = _NAME
 # check_tag: 1-128 printable characters (str.isprintable); printable ASCII is the portable core of it
 _TAG: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 128, "pattern": r"^[\x20-\x7e]+$"}
 _POSITIVE: dict[str, Any] = {"type": "number", "exclusiveMinimum": 0}
 _AT_LEAST_1: dict[str, Any] = {"type": "integer", "minimum": 1}
-_INT64: dict[str, Any] = {"type": "integer", "minimum": INT_MIN, "maximum": INT_MAX}
+# [-2**63, 2**63): both ends are exact as the 64-bit floats the document's numbers become
+_INT64: dict[str, Any] = {"type": "integer", "minimum": INT_MIN, "exclusiveMaximum": INT_MAX + 1}
 _FLOAT_MAX = 1.7976931348623157e308  # a JSON number past a 64-bit float is refused, not rounded to inf
 _FLOAT: dict[str, Any] = {"type": "number", "minimum": -_FLOAT_MAX, "maximum": _FLOAT_MAX}
 # a categorical, fixed or condition value: text, a signed 64-bit integer, a finite number, a boolean
@@ -151,9 +154,10 @@ METRICS_SCHEMA: dict[str, Any] = {
     "minItems": 1,
     "maxItems": MAX_OBJECTIVES + MAX_CONSTRAINTS,
     "items": {"oneOf": [_OBJECTIVE_ITEM, _CONSTRAINT_ITEM]},
-    "contains": _OBJECTIVE_ITEM,
-    "minContains": 1,
-    "maxContains": MAX_OBJECTIVES,
+    "allOf": [
+        {"contains": _OBJECTIVE_ITEM, "minContains": 1, "maxContains": MAX_OBJECTIVES},
+        {"contains": _CONSTRAINT_ITEM, "minContains": 0, "maxContains": MAX_CONSTRAINTS},
+    ],
 }
 # parse_metrics: metric= (one objective) or metrics=[...], not both (null is left out)
 METRICS_RULE: list[dict[str, Any]] = [

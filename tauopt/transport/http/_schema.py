@@ -83,7 +83,7 @@ _EARLY_STOPPING_DOC = (
 
 class CreateExperimentBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_says(oneOf=METRICS_RULE))
-    name: str = Field(json_schema_extra=_says(minLength=1, maxLength=256, pattern=r"\S"))
+    name: str = Field(json_schema_extra=_says(**_NAME))
     parameters: list[dict[str, Any]] = Field(
         description="Parameters: {name, type: double|int|categorical|boolean|fixed, bounds, scale, step, values, "
         "value, conditions, default}; bounds are [lo, hi] with lo < hi (log scales: lo > 0); names are unique",
