@@ -162,6 +162,8 @@ def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_the
     assert (double["bounds"]["minItems"], double["bounds"]["maxItems"]) == (2, 2)
     assert double["scale"]["enum"] == ["linear", "log", "reverse_log", None]  # null is linear
     assert double["bounds"]["uniqueItems"] is True  # lo < hi: the part JSON Schema can say
+    int_bound = body["parameters"]["items"]["oneOf"][1]["properties"]["bounds"]["items"]
+    assert [(type(b), b) for b in (int_bound["minimum"], int_bound["exclusiveMaximum"])] == [(int, -(2**63)), (int, 2**63)]
     log_scale = double_variant(body)["oneOf"][1]["properties"]
     assert log_scale["bounds"]["items"]["exclusiveMinimum"] == 0 and log_scale["scale"]["enum"] == ["log", "reverse_log"]
     assert body["strategy"]["enum"] == ["auto", "random", "sobol", "grid", "gp"]

@@ -67,4 +67,22 @@ def openapi_document(operations: list[Operation], *, title: str, summary: str, v
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
                 }
     add_links(schema)
-    return schema
+    return _exact_bounds(schema)
+
+
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _exact_bounds(node: Any) -> Any:
+    """Integral bounds as JSON integers: FastAPI's models hold them as floats, and 2**63 - 1 as a
+    float is 2**63, past the range it bounds (a fuzzer then generates numbers the engine refuses)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _BOUNDS and isinstance(value, float) and value.is_integer() and abs(value) <= 2**64:
+                node[key] = int(value)
+            else:
+                _exact_bounds(value)
+    elif isinstance(node, list):
+        for item in node:
+            _exact_bounds(item)
+    return node

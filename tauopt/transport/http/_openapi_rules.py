@@ -22,12 +22,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...limits import INT_MAX, INT_MIN, MAX_CATEGORICAL_VALUES, MAX_CONDITIONS, MAX_METRICS, MAX_NAME_CHARS, MAX_TEXT_VALUE_CHARS
+from ...limits import (
+    INT_MAX,
+    INT_MIN,
+    MAX_CATEGORICAL_VALUES,
+    MAX_CONDITIONS,
+    MAX_METRICS,
+    MAX_NAME_CHARS,
+    MAX_PARAMETERS,
+    MAX_TEXT_VALUE_CHARS,
+)
 from ...models import MAX_CONSTRAINTS, MAX_OBJECTIVES, OBJECTIVES, STRATEGIES
 
 __all__ = [
     "PARAMETER_SCHEMA", "PARAMETERS_SCHEMA", "METRIC_SCHEMA", "METRICS_SCHEMA", "METRICS_RULE", "STRATEGY_OPTIONS_SCHEMA",
-    "EARLY_STOPPING_SCHEMA", "OBSERVE_RULES", "NUMBERS_SCHEMA", "STRATEGIES", "add_links",
+    "EARLY_STOPPING_SCHEMA", "OBSERVE_RULES", "NUMBERS_SCHEMA", "ASSIGNMENTS_SCHEMA", "STRATEGIES", "add_links",
 ]
 
 _NULL: dict[str, Any] = {"type": "null"}
@@ -71,7 +80,10 @@ _CONDITION: dict[str, Any] = {
     "required": ["parent", "values"],
     "additionalProperties": False,
 }
-_CONDITIONS = _nullable({"type": "array", "maxItems": MAX_CONDITIONS, "items": _CONDITION})
+# a list of conditions, or one condition on its own
+_CONDITIONS: dict[str, Any] = {
+    "anyOf": [{"type": "array", "maxItems": MAX_CONDITIONS, "items": _CONDITION}, _CONDITION, _NULL]
+}
 
 
 def _variant(kind: str, required: list[str], description: str, **properties: Any) -> dict[str, Any]:
@@ -200,11 +212,20 @@ NUMBERS_SCHEMA: dict[str, Any] = {
     "propertyNames": {"minLength": 1, "maxLength": MAX_NAME_CHARS},
     "additionalProperties": _FLOAT,
 }
+# an unsolicited observation's point: a value for every active parameter (so at least one: a parameter
+# without conditions is always active), by name; which names, the experiment's space says
+ASSIGNMENTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "minProperties": 1,
+    "maxProperties": MAX_PARAMETERS,
+    "propertyNames": {"minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": _NOT_SPACE},
+    "additionalProperties": _VALUE,
+}
 # check_observation and the actor's observe: which suggestion, what outcome, and when `stopped` may be true
 OBSERVE_RULES: list[dict[str, Any]] = [
     {"oneOf": [
         {"required": ["suggestion_id"], "properties": {"suggestion_id": {"type": "string"}, "assignments": _NULL}},
-        {"required": ["assignments"], "properties": {"assignments": {"type": "object"}, "suggestion_id": _NULL}},
+        {"required": ["assignments"], "properties": {"assignments": ASSIGNMENTS_SCHEMA, "suggestion_id": _NULL}},
     ]},
     {"oneOf": [
         {"required": ["failed"], "properties": {"failed": {"const": True}, "value": _NULL, "stopped": {"const": False}}},

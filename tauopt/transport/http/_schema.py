@@ -13,6 +13,7 @@ from ._openapi_rules import (
     _NAME,
     _POSITIVE,
     _TAG,
+    ASSIGNMENTS_SCHEMA,
     EARLY_STOPPING_SCHEMA,
     METRIC_SCHEMA,
     METRICS_RULE,
@@ -145,7 +146,8 @@ class ObserveBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_says(allOf=OBSERVE_RULES))
     suggestion_id: str | None = None
     assignments: dict[str, Any] | None = Field(
-        default=None, description="for an unsolicited observation: a value for every active parameter"
+        default=None, description="for an unsolicited observation: a value for every active parameter",
+        json_schema_extra=_or_null(ASSIGNMENTS_SCHEMA),
     )
     value: float | None = Field(default=None, json_schema_extra=_or_null(_FLOAT))
     failed: bool = False
