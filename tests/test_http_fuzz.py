@@ -28,8 +28,9 @@ from test_http_daemon import Daemon, tauopt
 
 SCHEMATHESIS = str(Path(sys.executable).with_name("schemathesis"))
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
-# Links only as the spec declares them (inferred ones pair ids of different experiments); longer scenarios.
-CONFIG = "[phases.stateful]\nmax-steps = 12\n\n[phases.stateful.inference]\nalgorithms = []\n"
+# Links only as the spec declares them (inferred ones pair ids of different experiments). Scenarios of up to
+# 24 steps reach create -> suggest -> a suggestion's operations ~10 times each (12 steps: once or twice).
+CONFIG = "[phases.stateful]\nmax-steps = 24\n\n[phases.stateful.inference]\nalgorithms = []\n"
 OPEN = 64  # open suggestions of the seeded experiment
 
 
