@@ -147,24 +147,24 @@ def test_openapi_and_docs_are_served(api: Api) -> None:
     assert http.get("/docs").status_code == 200
 
 
-def double_variant(body: dict[str, Any]) -> dict[str, Any]:
-    return body["parameters"]["items"]["oneOf"][0]
-
-
 def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_their_uses(api: Api) -> None:
     schema = api.http(None).get("/openapi.json").json()
     create = schema["components"]["schemas"]["CreateExperimentBody"]
     assert [rule["required"] for rule in create["oneOf"]] == [["metric"], ["metrics"]]  # one of them, not both
     body = create["properties"]
-    kinds = [v["properties"]["type"]["const"] for v in body["parameters"]["items"]["oneOf"]]
+    # one named variant per parameter type, chosen by `type` (a discriminator: clients read the variants by name)
+    parameter = body["parameters"]["items"]
+    variants = [schema["components"]["schemas"][v["$ref"].rsplit("/", 1)[1]] for v in parameter["oneOf"]]
+    kinds = [v["properties"]["type"]["const"] for v in variants]
     assert kinds == ["double", "int", "categorical", "boolean", "fixed"]
-    double = body["parameters"]["items"]["oneOf"][0]["properties"]
+    assert parameter["discriminator"] == {"propertyName": "type", "mapping": {k: v["$ref"] for k, v in zip(kinds, parameter["oneOf"])}}
+    double = variants[0]["properties"]
     assert (double["bounds"]["minItems"], double["bounds"]["maxItems"]) == (2, 2)
     assert double["scale"]["enum"] == ["linear", "log", "reverse_log", None]  # null is linear
     assert double["bounds"]["uniqueItems"] is True  # lo < hi: the part JSON Schema can say
-    int_bound = body["parameters"]["items"]["oneOf"][1]["properties"]["bounds"]["items"]
+    int_bound = variants[1]["properties"]["bounds"]["items"]
     assert [(type(b), b) for b in (int_bound["minimum"], int_bound["exclusiveMaximum"])] == [(int, -(2**63)), (int, 2**63)]
-    log_scale = double_variant(body)["oneOf"][1]["properties"]
+    log_scale = variants[0]["oneOf"][1]["properties"]
     assert log_scale["bounds"]["items"]["exclusiveMinimum"] == 0 and log_scale["scale"]["enum"] == ["log", "reverse_log"]
     assert body["strategy"]["enum"] == ["auto", "random", "sobol", "grid", "gp"]
     assert body["metric"]["properties"]["objective"]["enum"] == ["minimize", "maximize"]

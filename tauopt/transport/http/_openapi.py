@@ -20,7 +20,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
-from ._openapi_rules import add_links
+from ._openapi_rules import add_components, add_links
 from ._routes import Operation
 from ._schema import error_responses
 
@@ -66,6 +66,7 @@ def openapi_document(operations: list[Operation], *, title: str, summary: str, v
                     "description": "invalid_request",
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
                 }
+    add_components(schema)
     add_links(schema)
     return _exact_bounds(schema)
 

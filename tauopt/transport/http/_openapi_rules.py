@@ -2,10 +2,11 @@
 engine's validation enforces (so a fuzzer's "valid" data mostly is), and the
 OpenAPI links that chain operations (so stateful testing reaches every one).
 
-    PARAMETER_SCHEMA     one variant per parameter type, each with exactly its fields
-    METRICS_RULE         metric= xor metrics=; a metric is an objective xor a constraint
-    EARLY_STOPPING_SCHEMA, OBSERVE_RULES, STRATEGY_OPTIONS_SCHEMA, _NAME, _TAG, ...
-    add_links(schema)    create -> every /{id} operation; suggest -> every /{sid} one
+    PARAMETER_SCHEMA        a oneOf with a discriminator on `type`: one named variant per type, exact fields
+    METRICS_RULE            metric= xor metrics=; a metric is an objective xor a constraint
+    EARLY_STOPPING_SCHEMA, OBSERVE_RULES, ASSIGNMENTS_SCHEMA, _NAME, _TAG, ...   the smaller rules
+    add_components(schema)  the named variants, into components.schemas
+    add_links(schema)       create -> every /{id} operation; suggest -> every /{sid} one and observe
 
 Only the document: validation stays in `tauopt.models` and `engine._validate`,
 whose messages users see. Keep the two in step (tests/test_http_fuzz.py).
@@ -20,6 +21,7 @@ pairs ordered half the time rather than equal at its simplest.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ...limits import (
@@ -36,7 +38,8 @@ from ...models import MAX_CONSTRAINTS, MAX_OBJECTIVES, OBJECTIVES, STRATEGIES
 
 __all__ = [
     "PARAMETER_SCHEMA", "PARAMETERS_SCHEMA", "METRIC_SCHEMA", "METRICS_SCHEMA", "METRICS_RULE", "STRATEGY_OPTIONS_SCHEMA",
-    "EARLY_STOPPING_SCHEMA", "OBSERVE_RULES", "NUMBERS_SCHEMA", "ASSIGNMENTS_SCHEMA", "STRATEGIES", "add_links",
+    "EARLY_STOPPING_SCHEMA", "OBSERVE_RULES", "NUMBERS_SCHEMA", "ASSIGNMENTS_SCHEMA", "PARAMETER_VARIANTS", "STRATEGIES",
+    "add_components", "add_links",
 ]
 
 _NULL: dict[str, Any] = {"type": "null"}
@@ -116,20 +119,27 @@ def _numeric(kind: str, number: dict[str, Any], step: dict[str, Any]) -> dict[st
     return variant
 
 
+# one named schema per parameter type (in components: clients and code generators read them by name)
+PARAMETER_VARIANTS: dict[str, dict[str, Any]] = {
+    "DoubleParameter": _numeric("double", _FLOAT, {**_FLOAT, "exclusiveMinimum": 0}),
+    "IntParameter": _numeric("int", _INT64, {**_INT64, "minimum": 1}),
+    "CategoricalParameter": _variant(
+        "categorical", ["values"], "categorical: values, each once (same type and equal); default among them",
+        values={"type": "array", "minItems": 1, "maxItems": MAX_CATEGORICAL_VALUES, "uniqueItems": True, "items": _VALUE},
+        scale={"enum": ["linear", None]}, default=_nullable(_VALUE),
+    ),
+    "BooleanParameter": _variant("boolean", [], "boolean: true or false", default=_nullable({"type": "boolean"})),
+    "FixedParameter": _variant("fixed", ["value"], "fixed: one value", value=_VALUE, default=_nullable(_VALUE)),
+}  # fmt: skip
+_REF = "#/components/schemas/"
 PARAMETER_SCHEMA: dict[str, Any] = {
     "description": "a parameter: one variant per type, each with exactly its fields; names are unique within "
     "an experiment; conditions, [{parent, values}], all must hold (the parent is another parameter)",
-    "oneOf": [
-        _numeric("double", _FLOAT, {**_FLOAT, "exclusiveMinimum": 0}),
-        _numeric("int", _INT64, {**_INT64, "minimum": 1}),
-        _variant(
-            "categorical", ["values"], "categorical: values, each once (same type and equal); default among them",
-            values={"type": "array", "minItems": 1, "maxItems": MAX_CATEGORICAL_VALUES, "uniqueItems": True, "items": _VALUE},
-            scale={"enum": ["linear", None]}, default=_nullable(_VALUE),
-        ),
-        _variant("boolean", [], "boolean: true or false", default=_nullable({"type": "boolean"})),
-        _variant("fixed", ["value"], "fixed: one value", value=_VALUE, default=_nullable(_VALUE)),
-    ],
+    "oneOf": [{"$ref": _REF + name} for name in PARAMETER_VARIANTS],
+    "discriminator": {
+        "propertyName": "type",
+        "mapping": {v["properties"]["type"]["const"]: _REF + name for name, v in PARAMETER_VARIANTS.items()},
+    },
 }
 PARAMETERS_SCHEMA: dict[str, Any] = {"type": "array", "minItems": 1, "items": PARAMETER_SCHEMA}
 
@@ -238,6 +248,11 @@ OBSERVE_RULES: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 _METHODS = ("get", "put", "post", "delete", "patch")
+
+
+def add_components(schema: dict[str, Any]) -> None:
+    """The named schemas the rules above refer to (`#/components/schemas/...`)."""
+    schema.setdefault("components", {}).setdefault("schemas", {}).update(copy.deepcopy(PARAMETER_VARIANTS))
 
 
 def add_links(schema: dict[str, Any]) -> None:
