@@ -185,6 +185,49 @@ def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_the
     assert all(l["operationId"] in ids for l in [*from_create.values(), *from_suggest.values()])
 
 
+def test_bodies_using_every_field_openapi_lists_are_valid_by_it_and_accepted(api: Api) -> None:
+    # the other direction from the fuzzer's: the schema is no stricter than the engine (every field, nulls where
+    # the schema allows them, one condition on its own, metrics with a constraint, each early-stopping option)
+    import jsonschema_rs
+
+    http = api.http()
+    doc = http.get("/openapi.json").json()
+
+    def valid(model: str, body: dict[str, Any]) -> bool:
+        return jsonschema_rs.Draft202012Validator({**doc["components"]["schemas"][model], "components": doc["components"]}).is_valid(body)
+
+    create = {
+        "name": "every field", "metric": None, "parallel_bandwidth": 3, "suggestion_ttl_s": None, "observation_budget": 10,
+        "strategy": "random", "strategy_options": {"seed": 1, "grid_size": None}, "early_stopping": {"rule": "asha", "max_step": 9},
+        "metrics": [{"name": "y", "objective": "minimize", "constraint": None}, {"name": "m", "constraint": {"<=": 1}, "objective": None}],
+        "parameters": [
+            {"name": "c", "type": "categorical", "values": ["a", 1, 1.5, True], "default": "a", "scale": "linear",
+             "bounds": None, "step": None, "value": None, "conditions": None},
+            {"name": "d", "type": "double", "bounds": [1e-3, 1.0], "scale": "log", "step": None, "default": 0.5,
+             "values": None, "value": None, "conditions": [{"parent": "c", "values": ["a"]}]},
+            {"name": "i", "type": "int", "bounds": [1, 9], "scale": None, "step": 2, "default": 3, "conditions": {"parent": "c", "values": [1]}},
+            {"name": "b", "type": "boolean", "default": True, "scale": "linear"},
+            {"name": "f", "type": "fixed", "value": "v", "default": None},
+        ],
+    }  # fmt: skip
+    assert valid("CreateExperimentBody", create)
+    r = http.post("/v1/experiments", json=create)
+    assert r.status_code == 201, r.text
+    eid = r.json()["id"]
+    s = http.post(f"/v1/experiments/{eid}/suggestions", json={"tag": None}).json()
+    observe = {"suggestion_id": s["id"], "assignments": None, "value": None, "failed": False, "metrics": None,
+               "values": {"y": 1.0, "m": 0.5}, "stopped": False}  # fmt: skip
+    assert valid("ObserveBody", observe)
+    assert http.post(f"/v1/experiments/{eid}/observations", json=observe).status_code == 201
+    unsolicited = {"assignments": s["assignments"], "failed": True}
+    assert valid("ObserveBody", unsolicited)
+    assert http.post(f"/v1/experiments/{eid}/observations", json=unsolicited).status_code == 201
+    for rule in ({}, {"rule": "none"}, {"rule": "median", "min_trials": 2, "grace_steps": 0}, None):
+        update = {"early_stopping": rule, "suggestion_ttl_s": None, "observation_budget": None, "name": "renamed"}
+        assert valid("UpdateExperimentBody", update)
+        assert http.patch(f"/v1/experiments/{eid}", json=update).status_code == 200
+
+
 def test_integral_json_numbers_are_integers_and_fractions_are_refused(api: Api) -> None:
     http = api.http()
     exp = create(http, parallel_bandwidth=3.0, observation_budget=10.0, strategy_options={"seed": 7.0})

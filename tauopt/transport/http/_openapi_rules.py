@@ -52,7 +52,7 @@ _PARAM_NAME = _NAME
 _TAG: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 128, "pattern": r"^[\x20-\x7e]+$"}
 _POSITIVE: dict[str, Any] = {"type": "number", "exclusiveMinimum": 0}
 _AT_LEAST_1: dict[str, Any] = {"type": "integer", "minimum": 1}
-# [-2**63, 2**63): both ends are exact as the 64-bit floats the document's numbers become
+# [-2**63, 2**63): both ends survive FastAPI's float bounds exactly (_openapi writes them back as integers)
 _INT64: dict[str, Any] = {"type": "integer", "minimum": INT_MIN, "exclusiveMaximum": INT_MAX + 1}
 _FLOAT_MAX = 1.7976931348623157e308  # a JSON number past a 64-bit float is refused, not rounded to inf
 _FLOAT: dict[str, Any] = {"type": "number", "minimum": -_FLOAT_MAX, "maximum": _FLOAT_MAX}
@@ -71,8 +71,9 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, _NULL]}
 
 
-# a parameter's fields other types ignore may be sent as null (Parameter.parse: "not used ... remove it" otherwise)
-_UNUSED = _NULL
+# a parameter's fields other types ignore may be sent as null, and scale as "linear" (Parameter.parse: "not
+# used ... remove it" otherwise)
+_UNUSED: dict[str, Any] = {"bounds": _NULL, "scale": {"enum": ["linear", None]}, "step": _NULL, "values": _NULL, "value": _NULL}
 _CONDITION: dict[str, Any] = {
     "type": "object",
     "description": "active only while parameter `parent` (another parameter) takes one of `values`",
@@ -90,7 +91,7 @@ _CONDITIONS: dict[str, Any] = {
 
 
 def _variant(kind: str, required: list[str], description: str, **properties: Any) -> dict[str, Any]:
-    unused = {k: _UNUSED for k in ("bounds", "scale", "step", "values", "value") if k not in properties}
+    unused = {k: v for k, v in _UNUSED.items() if k not in properties}
     return {
         "type": "object",
         "title": kind,
@@ -126,7 +127,7 @@ PARAMETER_VARIANTS: dict[str, dict[str, Any]] = {
     "CategoricalParameter": _variant(
         "categorical", ["values"], "categorical: values, each once (same type and equal); default among them",
         values={"type": "array", "minItems": 1, "maxItems": MAX_CATEGORICAL_VALUES, "uniqueItems": True, "items": _VALUE},
-        scale={"enum": ["linear", None]}, default=_nullable(_VALUE),
+        default=_nullable(_VALUE),
     ),
     "BooleanParameter": _variant("boolean", [], "boolean: true or false", default=_nullable({"type": "boolean"})),
     "FixedParameter": _variant("fixed", ["value"], "fixed: one value", value=_VALUE, default=_nullable(_VALUE)),
