@@ -40,7 +40,9 @@ def observe_data(experiment: str, suggestions: list[str]) -> str:
     .../suggestions (the experiment operations form a cycle: each reads and returns an experiment), so no
     suggestion exists yet, and an unsolicited observation's assignments must fit the experiment's space,
     which no schema can say. Observe gets an experiment with open suggestions and their ids; every other
-    field is still generated from the schema, so a body rule the spec gets wrong still shows as rejected."""
+    field is still generated from the schema, so a body rule the spec gets wrong still shows as rejected.
+    The config holds in both phases: stateful observes go to this experiment too, so the suggest -> observe
+    link is declared (test_http_api checks it) but its values are not the ones used here."""
     ids = ", ".join(f'"{sid}"' for sid in suggestions)
     return (
         f'\n[dictionaries.open-suggestions]\nvalues = [{ids}]\n\n'
