@@ -41,13 +41,15 @@ def observe_data(experiment: str, suggestions: list[str]) -> str:
     suggestion exists yet, and an unsolicited observation's assignments must fit the experiment's space,
     which no schema can say. Observe gets an experiment with open suggestions and their ids; every other
     field is still generated from the schema, so a body rule the spec gets wrong still shows as rejected.
-    The config holds in both phases: stateful observes go to this experiment too, so the suggest -> observe
-    link is declared (test_http_api checks it) but its values are not the ones used here."""
+    Dictionaries, not fixed values: a fixed one would hold in the stateful phase too, where the links from
+    create and suggest supply real ids of their own."""
     ids = ", ".join(f'"{sid}"' for sid in suggestions)
     return (
-        f'\n[dictionaries.open-suggestions]\nvalues = [{ids}]\n\n'
+        f'\n[dictionaries.seeded-experiment]\nvalues = ["{experiment}"]\n\n'
+        f'[dictionaries.open-suggestions]\nvalues = [{ids}]\n\n'
         '[[operations]]\ninclude-name = "POST /v1/experiments/{id}/observations"\n'
-        f'parameters = {{ "path.id" = "{experiment}", "body.suggestion_id" = {{ dictionary = "open-suggestions" }} }}\n'
+        'parameters = { "path.id" = { dictionary = "seeded-experiment" }, '
+        '"body.suggestion_id" = { dictionary = "open-suggestions" } }\n'
     )
 
 
