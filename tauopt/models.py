@@ -170,7 +170,9 @@ class Parameter:
         ptype = raw.get("type")
         if ptype not in PARAMETER_TYPES:
             raise invalid(f"{where}.type: {ptype!r} is not one of {list(PARAMETER_TYPES)}")
-        conditions = raw.get("conditions") or ()
+        conditions = raw.get("conditions")  # null is none; "" or 0 is not a list (as /openapi.json says)
+        if conditions is None:
+            conditions = ()
         if isinstance(conditions, Mapping):
             conditions = (conditions,)
         if isinstance(conditions, (str, bytes)) or not isinstance(conditions, Iterable):
@@ -178,7 +180,9 @@ class Parameter:
         conditions = tuple(conditions)
         check_count(f"{where}.conditions", len(conditions), MAX_CONDITIONS, "conditions")
         conds = tuple(Condition.parse(f"{where}.conditions[{i}]", c) for i, c in enumerate(conditions))
-        scale = raw.get("scale", "linear") or "linear"
+        scale = raw.get("scale")
+        if scale is None:  # null is linear; "" or false is not a scale (as /openapi.json says)
+            scale = "linear"
         if not _is_scale(scale):
             raise invalid(f"{where}.scale: {scale!r} is not one of {list(SCALES)}")
         default = raw.get("default")

@@ -149,12 +149,23 @@ def test_openapi_and_docs_are_served(api: Api) -> None:
 
 def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_their_uses(api: Api) -> None:
     schema = api.http(None).get("/openapi.json").json()
-    body = schema["components"]["schemas"]["CreateExperimentBody"]["properties"]
-    kinds = [v["properties"]["type"]["const"] for v in body["parameters"]["items"]["oneOf"]]
+    create = schema["components"]["schemas"]["CreateExperimentBody"]
+    assert [rule["required"] for rule in create["oneOf"]] == [["metric"], ["metrics"]]  # one of them, not both
+    body = create["properties"]
+    # one named variant per parameter type, chosen by `type` (a discriminator: clients read the variants by name)
+    parameter = body["parameters"]["items"]
+    variants = [schema["components"]["schemas"][v["$ref"].rsplit("/", 1)[1]] for v in parameter["oneOf"]]
+    kinds = [v["properties"]["type"]["const"] for v in variants]
     assert kinds == ["double", "int", "categorical", "boolean", "fixed"]
-    double = body["parameters"]["items"]["oneOf"][0]["properties"]
+    assert parameter["discriminator"] == {"propertyName": "type", "mapping": {k: v["$ref"] for k, v in zip(kinds, parameter["oneOf"])}}
+    double = variants[0]["properties"]
     assert (double["bounds"]["minItems"], double["bounds"]["maxItems"]) == (2, 2)
-    assert double["scale"]["enum"] == ["linear", "log", "reverse_log"]
+    assert double["scale"]["enum"] == ["linear", "log", "reverse_log", None]  # null is linear
+    assert double["bounds"]["uniqueItems"] is True  # lo < hi: the part JSON Schema can say
+    int_bound = variants[1]["properties"]["bounds"]["items"]
+    assert [(type(b), b) for b in (int_bound["minimum"], int_bound["exclusiveMaximum"])] == [(int, -(2**63)), (int, 2**63)]
+    log_scale = variants[0]["oneOf"][1]["properties"]
+    assert log_scale["bounds"]["items"]["exclusiveMinimum"] == 0 and log_scale["scale"]["enum"] == ["log", "reverse_log"]
     assert body["strategy"]["enum"] == ["auto", "random", "sobol", "grid", "gp"]
     assert body["metric"]["properties"]["objective"]["enum"] == ["minimize", "maximize"]
     assert body["parallel_bandwidth"]["minimum"] == 1 and body["name"]["maxLength"] == 256
@@ -162,12 +173,59 @@ def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_the
     assert (tag["minLength"], tag["maxLength"]) == (1, 128)
     paths = schema["paths"]
     from_create = paths["/v1/experiments"]["post"]["responses"]["201"]["links"]
-    # 9 operations of round 1, plus summary, workers and importance (the dashboard's, issue 14)
-    assert len(from_create) == 12 and all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
+    # every operation on an experiment (15 since the dashboard's and issue 18's), each fed the created id
+    by_experiment = {op["operationId"] for path, ops in paths.items() if "{id}" in path and "{sid}" not in path for op in ops.values()}
+    assert len(by_experiment) == 15 and {l["operationId"] for l in from_create.values()} == by_experiment
+    assert all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
     from_suggest = paths["/v1/experiments/{id}/suggestions"]["post"]["responses"]["201"]["links"]
     assert from_suggest["observe"]["requestBody"] == {"suggestion_id": "$response.body#/id"}
+    by_suggestion = {op["operationId"] for path, ops in paths.items() if "{sid}" in path for op in ops.values()}
+    assert len(by_suggestion) == 4 and by_suggestion <= {l["operationId"] for l in from_suggest.values()}
     ids = {op["operationId"] for path in paths.values() for op in path.values()}
     assert all(l["operationId"] in ids for l in [*from_create.values(), *from_suggest.values()])
+
+
+def test_bodies_using_every_field_openapi_lists_are_valid_by_it_and_accepted(api: Api) -> None:
+    # the other direction from the fuzzer's: the schema is no stricter than the engine (every field, nulls where
+    # the schema allows them, one condition on its own, metrics with a constraint, each early-stopping option)
+    import jsonschema_rs
+
+    http = api.http()
+    doc = http.get("/openapi.json").json()
+
+    def valid(model: str, body: dict[str, Any]) -> bool:
+        return jsonschema_rs.Draft202012Validator({**doc["components"]["schemas"][model], "components": doc["components"]}).is_valid(body)
+
+    create = {
+        "name": "every field", "metric": None, "parallel_bandwidth": 3, "suggestion_ttl_s": None, "observation_budget": 10,
+        "strategy": "random", "strategy_options": {"seed": 1, "grid_size": None}, "early_stopping": {"rule": "asha", "max_step": 9},
+        "metrics": [{"name": "y", "objective": "minimize", "constraint": None}, {"name": "m", "constraint": {"<=": 1}, "objective": None}],
+        "parameters": [
+            {"name": "c", "type": "categorical", "values": ["a", 1, 1.5, True], "default": "a", "scale": "linear",
+             "bounds": None, "step": None, "value": None, "conditions": None},
+            {"name": "d", "type": "double", "bounds": [1e-3, 1.0], "scale": "log", "step": None, "default": 0.5,
+             "values": None, "value": None, "conditions": [{"parent": "c", "values": ["a"]}]},
+            {"name": "i", "type": "int", "bounds": [1, 9], "scale": None, "step": 2, "default": 3, "conditions": {"parent": "c", "values": [1]}},
+            {"name": "b", "type": "boolean", "default": True, "scale": "linear"},
+            {"name": "f", "type": "fixed", "value": "v", "default": None},
+        ],
+    }  # fmt: skip
+    assert valid("CreateExperimentBody", create)
+    r = http.post("/v1/experiments", json=create)
+    assert r.status_code == 201, r.text
+    eid = r.json()["id"]
+    s = http.post(f"/v1/experiments/{eid}/suggestions", json={"tag": None}).json()
+    observe = {"suggestion_id": s["id"], "assignments": None, "value": None, "failed": False, "metrics": None,
+               "values": {"y": 1.0, "m": 0.5}, "stopped": False}  # fmt: skip
+    assert valid("ObserveBody", observe)
+    assert http.post(f"/v1/experiments/{eid}/observations", json=observe).status_code == 201
+    unsolicited = {"assignments": s["assignments"], "failed": True}
+    assert valid("ObserveBody", unsolicited)
+    assert http.post(f"/v1/experiments/{eid}/observations", json=unsolicited).status_code == 201
+    for rule in ({}, {"rule": "none"}, {"rule": "median", "min_trials": 2, "grace_steps": 0}, None):
+        update = {"early_stopping": rule, "suggestion_ttl_s": None, "observation_budget": None, "name": "renamed"}
+        assert valid("UpdateExperimentBody", update)
+        assert http.patch(f"/v1/experiments/{eid}", json=update).status_code == 200
 
 
 def test_integral_json_numbers_are_integers_and_fractions_are_refused(api: Api) -> None:

@@ -124,6 +124,16 @@ def test_numbers_too_large_for_a_float_are_400s_over_http(api: Api) -> None:
     still_works(api, eid)
 
 
+def test_a_scale_or_conditions_that_is_neither_null_nor_valid_is_refused_as_openapi_json_says(api: Api) -> None:
+    # null is the default (linear, none); "" or false used to pass as the default too, which the spec never said
+    for key, value, says in [("scale", "", "is not one of"), ("scale", False, "is not one of"),
+                             ("conditions", "", "give a list of conditions"), ("conditions", 0, "give a list of conditions")]:
+        r = api.send("POST", "/v1/experiments", {"name": "e", "metric": METRIC, "parameters": [{**X[0], key: value}]})
+        assert_refused(r, f"parameters[0] ('x').{key}", says)
+    r = api.send("POST", "/v1/experiments", {"name": "e", "metric": METRIC, "parameters": [{**X[0], "scale": None, "conditions": None}]})
+    assert r.status_code == 201 and r.json()["parameters"] == [X[0]], r.text
+
+
 def test_json_nested_1000_deep_is_a_400_with_no_traceback_logged(api: Api, caplog: pytest.LogCaptureFixture) -> None:
     eid = api.create()["id"]
     deep = b"[" * 1000 + b"]" * 1000

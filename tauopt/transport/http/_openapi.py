@@ -20,7 +20,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
-from ._openapi_rules import add_links
+from ._openapi_rules import add_components, add_links
 from ._routes import Operation
 from ._schema import error_responses
 
@@ -38,7 +38,8 @@ def _signature(op: Operation) -> inspect.Signature:
         if op.body_required:
             params.append(_P("body", _P.KEYWORD_ONLY, default=Body(), annotation=op.body))
         else:
-            params.append(_P("body", _P.KEYWORD_ONLY, default=Body(None), annotation=op.body | None))
+            # an optional body is left out, never null (the door refuses a JSON null as not an object)
+            params.append(_P("body", _P.KEYWORD_ONLY, default=Body(None), annotation=op.body))
     return inspect.Signature(params)
 
 
@@ -65,5 +66,24 @@ def openapi_document(operations: list[Operation], *, title: str, summary: str, v
                     "description": "invalid_request",
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
                 }
+    add_components(schema)
     add_links(schema)
-    return schema
+    return _exact_bounds(schema)
+
+
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _exact_bounds(node: Any) -> Any:
+    """Integral bounds as JSON integers: FastAPI's models hold them as floats, and 2**63 - 1 as a
+    float is 2**63, past the range it bounds (a fuzzer then generates numbers the engine refuses)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _BOUNDS and isinstance(value, float) and value.is_integer() and abs(value) <= 2**64:
+                node[key] = int(value)
+            else:
+                _exact_bounds(value)
+    elif isinstance(node, list):
+        for item in node:
+            _exact_bounds(item)
+    return node

@@ -10,12 +10,18 @@ from ...errors import CATALOGUE
 from ...limits import MAX_WAIT_S
 from ._openapi_rules import (
     _AT_LEAST_1,
+    _FLOAT,
     _NAME,
     _POSITIVE,
     _TAG,
+    ASSIGNMENTS_SCHEMA,
+    EARLY_STOPPING_SCHEMA,
     METRIC_SCHEMA,
+    METRICS_RULE,
     METRICS_SCHEMA,
-    PARAMETER_SCHEMA,
+    NUMBERS_SCHEMA,
+    OBSERVE_RULES,
+    PARAMETERS_SCHEMA,
     STRATEGIES,
     STRATEGY_OPTIONS_SCHEMA,
 )
@@ -55,24 +61,46 @@ def _says(**schema: Any) -> Any:
     return schema
 
 
+def _instead(schema: dict[str, Any]) -> Any:
+    """`schema` in place of pydantic's `anyOf: [{...}, null]` for an optional field
+    whose null the engine refuses (or reads as left out, with `_or_null`)."""
+
+    def extra(field: dict[str, Any]) -> None:
+        field.pop("anyOf", None)
+        field.update(schema)
+
+    return extra
+
+
+def _or_null(schema: dict[str, Any]) -> Any:
+    """`schema` or null, its keywords kept at the top where clients read them."""
+    return _instead({**schema, "type": [schema["type"], "null"]})
+
+
+_EARLY_STOPPING_DOC = (
+    '{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
+    '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}'
+)
+
+
 class CreateExperimentBody(BaseModel):
-    model_config = _STRICT
-    name: str = Field(json_schema_extra=_says(minLength=1, maxLength=256, pattern=r"\S"))
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_says(oneOf=METRICS_RULE))
+    name: str = Field(json_schema_extra=_says(**_NAME))
     parameters: list[dict[str, Any]] = Field(
         description="Parameters: {name, type: double|int|categorical|boolean|fixed, bounds, scale, step, values, "
         "value, conditions, default}; bounds are [lo, hi] with lo < hi (log scales: lo > 0); names are unique",
         examples=[[{"name": "lr", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"}]],
-        json_schema_extra=_says(minItems=1, items=PARAMETER_SCHEMA),
+        json_schema_extra=_says(**PARAMETERS_SCHEMA),
     )
     metric: dict[str, Any] | None = Field(
         default=None, description="one objective; or give metrics",
-        examples=[{"name": "loss", "objective": "minimize"}], json_schema_extra=_says(**METRIC_SCHEMA),
+        examples=[{"name": "loss", "objective": "minimize"}], json_schema_extra=_or_null(METRIC_SCHEMA),
     )
     metrics: list[dict[str, Any]] | None = Field(
         default=None,
         description="instead of metric: 1-4 objectives {name, objective} and constraint metrics {name, constraint: {'<=' or '>=': number}}",
         examples=[[{"name": "acc", "objective": "maximize"}, {"name": "mem_mb", "constraint": {"<=": 512}}]],
-        json_schema_extra=_says(**METRICS_SCHEMA),
+        json_schema_extra=_or_null(METRICS_SCHEMA),
     )
     parallel_bandwidth: JsonInt = Field(default=1, json_schema_extra=_says(minimum=1))
     suggestion_ttl_s: float | None = Field(default=None, json_schema_extra=_says(anyOf=[_POSITIVE, {"type": "null"}]))
@@ -82,30 +110,27 @@ class CreateExperimentBody(BaseModel):
         default=None, json_schema_extra=_says(anyOf=[STRATEGY_OPTIONS_SCHEMA, {"type": "null"}])
     )
     early_stopping: dict[str, Any] | None = Field(
-        default=None,
-        description='{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
-        '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
-        examples=[{"rule": "asha", "max_step": 81}],
+        default=None, description=_EARLY_STOPPING_DOC, examples=[{"rule": "asha", "max_step": 81}],
+        json_schema_extra=_says(anyOf=[EARLY_STOPPING_SCHEMA, {"type": "null"}]),
     )
 
 
 class UpdateExperimentBody(BaseModel):
-    """Keys left out are unchanged; null unsets suggestion_ttl_s or observation_budget."""
+    """Keys left out are unchanged; null unsets suggestion_ttl_s or observation_budget
+    (and early_stopping, to none); name, parallel_bandwidth and parameters are never null."""
 
     model_config = _STRICT
-    name: str | None = Field(default=None, json_schema_extra=_says(anyOf=[_NAME, {"type": "null"}]))
-    parallel_bandwidth: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
+    name: str | None = Field(default=None, json_schema_extra=_instead(_NAME))
+    parallel_bandwidth: JsonInt | None = Field(default=None, json_schema_extra=_instead(_AT_LEAST_1))
     suggestion_ttl_s: float | None = Field(default=None, json_schema_extra=_says(anyOf=[_POSITIVE, {"type": "null"}]))
     observation_budget: JsonInt | None = Field(default=None, json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]))
     parameters: list[dict[str, Any]] | None = Field(
         default=None, description="the full list: the stored parameters unchanged, plus any new ones",
-        json_schema_extra=_says(anyOf=[{"type": "array", "minItems": 1, "items": PARAMETER_SCHEMA}, {"type": "null"}]),
+        json_schema_extra=_instead(PARAMETERS_SCHEMA),
     )
     early_stopping: dict[str, Any] | None = Field(
-        default=None,
-        description='{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
-        '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
-        examples=[{"rule": "asha", "max_step": 81}],
+        default=None, description=_EARLY_STOPPING_DOC, examples=[{"rule": "asha", "max_step": 81}],
+        json_schema_extra=_says(anyOf=[EARLY_STOPPING_SCHEMA, {"type": "null"}]),
     )
 
 
@@ -125,31 +150,30 @@ class SuggestBody(BaseModel):
 
 class ObserveBody(BaseModel):
     # the engine's rules: exactly one of suggestion_id or assignments; a finite value unless failed
-    model_config = ConfigDict(
-        extra="forbid", strict=True,
-        json_schema_extra=_says(
-            oneOf=[{"required": ["suggestion_id"], "not": {"required": ["assignments"]}},
-                   {"required": ["assignments"], "not": {"required": ["suggestion_id"]}}],
-            anyOf=[{"required": ["value"], "properties": {"value": {"type": "number"}}},
-                   {"required": ["values"], "properties": {"values": {"type": "object"}}},
-                   {"required": ["failed"], "properties": {"failed": {"const": True}}}],
-        ),
-    )
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_says(allOf=OBSERVE_RULES))
     suggestion_id: str | None = None
-    assignments: dict[str, Any] | None = Field(default=None, description="for an unsolicited observation")
-    value: float | None = None
-    failed: bool = False
-    metrics: dict[str, float] | None = None
-    values: dict[str, float] | None = Field(
-        default=None, description="every objective and constraint metric of the experiment, by name"
+    assignments: dict[str, Any] | None = Field(
+        default=None, description="for an unsolicited observation: a value for every active parameter",
+        json_schema_extra=_or_null(ASSIGNMENTS_SCHEMA),
     )
-    stopped: bool = Field(default=False, description="true: the trial was stopped early (its last reported value)")
+    value: float | None = Field(default=None, json_schema_extra=_or_null(_FLOAT))
+    failed: bool = False
+    metrics: dict[str, float] | None = Field(default=None, json_schema_extra=_or_null(NUMBERS_SCHEMA))
+    values: dict[str, float] | None = Field(
+        default=None, description="every objective and constraint metric of the experiment, by name",
+        json_schema_extra=_or_null(NUMBERS_SCHEMA),
+    )
+    stopped: bool = Field(
+        default=False, description="true: the trial was stopped early (its last reported value); only with a suggestion_id"
+    )
 
 
 class ReportBody(BaseModel):
     model_config = _STRICT
-    step: JsonInt = Field(description="increases per suggestion (epoch, iteration)", json_schema_extra=_says(minimum=0))
-    value: float = Field(description="the objective's intermediate value (finite)")
+    step: JsonInt = Field(
+        description="increases per suggestion (epoch, iteration)", json_schema_extra=_says(minimum=0, maximum=2**53)
+    )
+    value: float = Field(description="the objective's intermediate value (finite)", json_schema_extra=_says(**_FLOAT))
 
 
 class ReportOut(BaseModel):
