@@ -71,7 +71,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Comp
     made = tauopt("token", "create", "--db", str(db), "--name", "fuzz", "--suggestions-per-day", "1000000",
                   "--max-active-experiments", "1000000", "--create")
     assert made.returncode == 0, made.stderr
-    daemon = Daemon(db)
+    daemon = Daemon(db, "--max-wait-s", "1")  # generated wait_s (up to 300 s) is held at most 1 s: under the 10 s request timeout
     try:
         (tmp / "schemathesis.toml").write_text(CONFIG + observe_data(*seed(daemon.url, made.stdout.strip())))
         run = subprocess.run(

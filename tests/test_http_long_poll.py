@@ -149,3 +149,29 @@ async def test_a_client_that_hangs_up_while_waiting_takes_no_slot(served: tuple[
         s = await c.suggest(exp.id, tag="next")  # the freed slot is still there, for an ask without wait_s
         assert s.tag == "next"
         assert [x.tag for x in await c.suggestions(exp.id)] == ["holder", "next"]
+
+
+def test_the_daemons_max_wait_s_cuts_a_longer_wait(tmp_path: Any) -> None:
+    """`tauopt serve --max-wait-s 1`: an ask with wait_s=60 on a full bandwidth answers
+    bandwidth_full after about a second, not a minute; a bad --max-wait-s is refused."""
+    from test_http_daemon import Daemon, tauopt
+
+    bad = tauopt("serve", "--db", str(tmp_path / "bad.db"), "--max-wait-s", "301")
+    assert bad.returncode == 2 and "--max-wait-s" in bad.stderr and "from 0 to 300" in bad.stderr
+    made = tauopt("token", "create", "--db", str(tmp_path / "cap.db"), "--name", "w", "--create")
+    assert made.returncode == 0, made.stderr
+    daemon = Daemon(tmp_path / "cap.db", "--max-wait-s", "1")
+    try:
+        headers = {"Authorization": f"Bearer {made.stdout.strip()}"}
+        with httpx.Client(base_url=daemon.url, headers=headers, timeout=30) as http:
+            body = {"name": "cap", "parameters": X, "metric": METRIC, "parallel_bandwidth": 1}
+            eid = http.post("/v1/experiments", json=body).json()["id"]
+            assert http.post(f"/v1/experiments/{eid}/suggestions", json={}).status_code == 201
+            started = time.monotonic()
+            r = http.post(f"/v1/experiments/{eid}/suggestions", json={"wait_s": 60})
+            waited = time.monotonic() - started
+        assert r.status_code == 429 and r.json()["error"]["type"] == "bandwidth_full", r.text
+        assert 0.9 <= waited < 20  # cut to the daemon's 1 s, not the 60 asked for
+    finally:
+        code, _, err = daemon.stop()
+    assert code == 0, err

@@ -31,6 +31,7 @@ from typing import Any, AsyncIterator, Callable
 import anyio
 
 from ..errors import ApiError, api_error
+from ..limits import MAX_WAIT_S
 from ..store import CredentialRecord, CredentialStore
 
 __all__ = [
@@ -101,6 +102,9 @@ class Limits:
     heavy_read_rate: float = 15.0
     heavy_read_burst: int = 30
     window_s: float = DAY_S
+    # The longest an ask waits for a slot at this door (long-poll): a longer `wait_s` is cut
+    # to it (a proxy in front may close idle requests sooner; the fuzz test's daemon uses 1 s).
+    max_wait_s: float = MAX_WAIT_S
 
 
 def _limited(error_type: str, message: str, retry_after: float) -> ApiError:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+
+from ...limits import MAX_WAIT_S
 
 if TYPE_CHECKING:
     from ...engine import Admin
@@ -23,6 +26,17 @@ __all__ = ["register", "token_path", "ensure_first_token", "serve_on_engine"]
 
 DEFAULT_DB = "./tauopt.db"
 T = TypeVar("T")
+
+
+def _wait_cap(text: str) -> float:
+    """--max-wait-s: seconds, from 0 (asks never wait) to the protocol's MAX_WAIT_S."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_WAIT_S:
+        raise argparse.ArgumentTypeError(f"give a number of seconds from 0 to {MAX_WAIT_S:g}, not {text!r}")
+    return value
 
 
 def token_path(db: str) -> Path:
@@ -47,6 +61,10 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--max-active-experiments", type=int, default=100, help="default per-credential cap")
     serve.add_argument("--heavy-read-rate", type=float, default=15.0, help="listings per second per credential")
     serve.add_argument("--heavy-read-burst", type=int, default=30)
+    serve.add_argument(
+        "--max-wait-s", type=_wait_cap, default=MAX_WAIT_S,
+        help="the longest a waiting ask (suggest with wait_s) is held here; longer waits are cut to it (default %(default)g)",
+    )
     serve.add_argument("--header-timeout", type=float, default=10.0, help="seconds a connection has to send its request headers")
     serve.add_argument("--max-connections", type=int, default=1000, help="open connections beyond this are closed at once")
     serve.add_argument("--max-header-bytes", type=int, default=64 * 1024, help="request line + headers, in bytes")
@@ -192,6 +210,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_active_experiments=args.max_active_experiments,
         heavy_read_rate=args.heavy_read_rate,
         heavy_read_burst=args.heavy_read_burst,
+        max_wait_s=args.max_wait_s,
     )
     app = create_app(
         db=args.db, engine_options={"pool": pool, "durability": args.durability}, limits=limits,

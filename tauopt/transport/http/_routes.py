@@ -235,6 +235,8 @@ async def suggest(call: Call) -> Any:
     up to that bound; a client that hangs up meanwhile takes no slot."""
     tag = call.body.tag if call.body is not None else None
     wait_s = call.body.wait_s if call.body is not None else None
+    if wait_s:
+        wait_s = min(wait_s, call.gate.limits.max_wait_s)  # the daemon's --max-wait-s
 
     async def ask() -> Any:
         if not wait_s:
