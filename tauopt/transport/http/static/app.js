@@ -16,7 +16,7 @@ const PLOT_CONFIG = { displayModeBar: false, responsive: true };
 // every deferred script has run by DOMContentLoaded.
 const plotlyReady = new Promise((resolve) => {
   if (document.readyState !== "loading" && window.Plotly) resolve();
-  else document.addEventListener("DOMContentLoaded", () => resolve(), { once: true });
+  else document.addEventListener("DOMContentLoaded", () => { performance.mark("tauopt:plotly-ready"); resolve(); }, { once: true });
 });
 
 // plotly.js (through d3) sets a few styles with setAttribute("style", ...), which the strict
@@ -235,10 +235,10 @@ function experimentPage(view, id) {
   st.parts = parts;
   const lazy = lazyDrawing(st);
   const polling = poller(async () => {
-    const first = st.drawnAt < 0;
+    const first = st.drawnAt < 0, t0 = performance.now();
     const [summary, fresh, workers, importance, reports] = await Promise.all([
       api(`/v1/experiments/${id}/summary`),
-      api(`/v1/experiments/${id}/observations/columns?after=${st.lastId}`).then((c) => rowsOf(c, id)),
+      api(`/v1/experiments/${id}/observations/columns?after=${st.lastId}`).then((c) => timed("rows", () => rowsOf(c, id))),
       api(`/v1/experiments/${id}/workers?after=${st.cursor}&limit=${LIMITS.timeline}`),
       first ? api(`/v1/experiments/${id}/importance`) : null, // in parallel: it is in the first view
       api(`/v1/experiments/${id}/reports?after=${st.reportCursor}`),
@@ -256,6 +256,7 @@ function experimentPage(view, id) {
     st.reportCursor = reports.cursor;
     if (importance) { st.importance = importance; st.importanceAt = scored(st).length; }
     else if (importanceStale(st)) { st.importanceAt = scored(st).length; st.importance = await api(`/v1/experiments/${id}/importance`); }
+    if (first) performance.measure("tauopt:api", { start: t0, end: performance.now() });
     crumbs({ text: "Experiments", href: "#/" }, { text: st.exp.name });
     await plotlyReady;
     show("pareto", objectives(st).length > 1); show("curves", st.curves.size > 0);
@@ -376,8 +377,9 @@ function drawAll(st, dataChanged) {
 function timed(name, draw) {
   // a performance measure per drawing step, for benchmarks/dashboard_load.py and the browser's profiler
   const t0 = performance.now();
-  draw();
+  const out = draw();
   performance.measure(`tauopt:${name}`, { start: t0, end: performance.now() });
+  return out;
 }
 
 // -- header and actions ------------------------------------------------------------------
