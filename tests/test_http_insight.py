@@ -14,7 +14,10 @@ import pytest
 from tauopt.engine._activity import SPARKLINE_POINTS
 from tauopt.engine._auth import new_credential
 from tauopt.store._sqlite import SqliteStore
+from tauopt.models import Observation
+from tauopt.transport._columns import ColumnsCache, observation_columns
 from tauopt.transport.http._dashboard import CSP
+from tauopt.transport.http._render import render_json
 from tauopt.transport.http._server import create_app
 from test_http_support import ServerThread
 
@@ -347,3 +350,39 @@ def test_the_columnar_listing_carries_exactly_what_the_row_listing_does(served: 
             assert rebuilt == rows
         with served.http("bob") as bob:
             assert bob.get(f"/v1/experiments/{eid}/observations/columns").status_code == 404
+
+
+def test_the_full_columnar_listing_follows_a_growing_history_through_its_cache(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        for i in range(30):
+            if i in (4, 11, 25):  # full reads in between: the cache is extended, not rebuilt
+                full = http.get(f"/v1/experiments/{eid}/observations/columns")
+                rows = http.get(f"/v1/experiments/{eid}/observations").json()
+                assert full.json()["id"] == [r["id"] for r in rows] and full.json()["count"] == i
+            s = ask(http, eid)
+            body: dict[str, Any] = {"suggestion_id": s["id"], "value": i / 7, "metrics": {"late": 1.5} if i >= 20 else {}}
+            assert http.post(f"/v1/experiments/{eid}/observations", json=body).status_code == 201
+        cols = http.get(f"/v1/experiments/{eid}/observations/columns").json()
+        assert cols == http.get(f"/v1/experiments/{eid}/observations/columns", params={"after": 0}).json()
+        rows = http.get(f"/v1/experiments/{eid}/observations").json()
+        assert cols["value"] == [r["value"] for r in rows] and cols["count"] == 30
+        assert cols["metrics"]["late"] == [None] * 20 + [1.5] * 10  # a metric first seen late: back-filled with null
+
+
+def _obs(i: int, **extra: Any) -> Observation:
+    return Observation(str(i), "e", str(i), {"x": i / 3, "c": "a" if i % 2 else "b", **extra}, value=i * 0.1, created_at=1e9 + i)
+
+
+def test_the_columns_cache_answers_the_bytes_a_fresh_encoding_would() -> None:
+    cache, history = ColumnsCache(experiments=2), [_obs(i) for i in range(1, 8)]
+    fresh = lambda obs: render_json(observation_columns(obs)).body  # noqa: E731
+    assert cache.full("e", []) == fresh([])
+    for n in (3, 3, 7):  # a first read, the same again, then grown
+        assert cache.full("e", history[:n]) == fresh(history[:n])
+    grown = history + [_obs(8, y=2.0), _obs(9)]  # a parameter first seen (conditional): encoded afresh
+    assert cache.full("e", grown) == fresh(grown)
+    other = [_obs(i + 100) for i in range(4)]  # not an extension of what was cached
+    assert cache.full("e", other) == fresh(other)
+    assert cache.full("f", history) == fresh(history) and cache.full("g", grown) == fresh(grown)
+    assert cache.full("e", history[:2]) == fresh(history[:2])  # evicted (2 kept), then read again
