@@ -565,3 +565,49 @@ def test_a_gp_experiment_ranks_importance_by_fitted_length_scales_and_says_so(wo
     # bars are drawn bottom-up, so the top bar (the most important) is the last label
     labels = pg.evaluate("[...document.querySelectorAll('#plot-importance .ytick text')].map(t => t.textContent)")
     assert labels[-1] == "x"
+
+
+# -- the observations table; a history past the plots' limits ---------------------------
+
+
+def test_the_observations_table_sorts_by_a_column_and_filters_rows(world: World, page: Any) -> None:
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    open_experiment(pg, world.search)
+    reveal(pg, "#obs-table", "#obs-table tbody tr")
+    obs = world.http.get(f"/v1/experiments/{world.search}/observations").json()
+    values = sorted(o["value"] for o in obs if not o["failed"])
+    first_value = "document.querySelector('#obs-table tbody tr td:nth-child(2)').textContent"
+    pg.click("#obs-table th:nth-child(2)")  # the metric, ascending: the best first, failed (no value) last
+    wait_js(pg, "document.querySelector('#obs-table th:nth-child(2)').classList.contains('sorted')")
+    assert float(pg.evaluate(first_value)) == pytest.approx(values[0], rel=1e-3)
+    pg.click("#obs-table th:nth-child(2)")  # again: descending
+    wait_js(pg, "document.querySelector('#obs-table th:nth-child(2)').classList.contains('desc')")
+    assert float(pg.evaluate(first_value)) == pytest.approx(values[-1], rel=1e-3)
+    failed = [o for o in obs if o["failed"]]
+    pg.fill("#obs-filter", "failed")
+    wait_js(pg, f"document.querySelectorAll('#obs-table tbody tr').length === {len(failed)}")
+    assert pg.evaluate("[...document.querySelectorAll('#obs-table tbody tr')].every(r => r.classList.contains('failed'))")
+    assert pg.inner_text("#obs-more") == f"{len(failed)} rows"
+
+
+def test_a_history_past_the_plots_limits_is_thinned_and_the_chart_says_so(world: World, page: Any) -> None:
+    r = world.http.post("/v1/experiments", json={"name": "long-run", "parameters": PARAMS[:2], "metric": METRIC, "strategy": "random"})
+    assert r.status_code == 201, r.text
+    eid, n = r.json()["id"], 700
+    for i in range(n):  # unsolicited observations: quicker than 700 asks
+        a = {"learning_rate": 10 ** (-4 + 3 * ((i * 0.37) % 1.0)), "dropout": (i * 0.21) % 0.6}
+        body: dict[str, Any] = {"assignments": a, "failed": True} if i % 50 == 7 else {"assignments": a, "value": 1 + ((i * 0.618) % 1.0)}
+        assert world.http.post(f"/v1/experiments/{eid}/observations", json=body).status_code == 201
+    failed = len([i for i in range(n) if i % 50 == 7])
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    pg.goto(f"{world.url}/#/e/{eid}")
+    wait_js(pg, "document.querySelectorAll('#plot-history .scatterlayer .trace').length === 3")
+    traces = "#plot-history .scatterlayer .trace"
+    count = "(sel) => document.querySelectorAll(sel).length"
+    assert pg.evaluate(count, f"{traces}:nth-child(1) path.point") == 600  # evenly thinned to its limit
+    assert pg.evaluate(count, f"{traces}:nth-child(2) path.point") == failed  # under the failed marks' limit: all
+    assert pg.inner_text("#history-note") == f"showing {600 + failed} of {n} points (evenly thinned)"
+    reveal(pg, "#plot-slices", "#plot-slices .scatterlayer")
+    assert "showing 400 of" in pg.inner_text("#slices-note")

@@ -177,11 +177,7 @@ function listPage(view) {
 
   function draw() {
     const rows = state.rows.filter((r) => !state.filter || r.e.state === state.filter);
-    rows.sort((a, b) => {
-      const x = sortValue(a, state.sort), y = sortValue(b, state.sort);
-      const c = x === y ? 0 : x === null ? 1 : y === null ? -1 : x < y ? -1 : 1;
-      return state.desc ? -c : c;
-    });
+    rows.sort((a, b) => compareCells(sortValue(a, state.sort), sortValue(b, state.sort), state.desc));
     for (const th of head.children) th.classList.toggle("sorted", th.dataset.key === state.sort);
     for (const th of head.children) th.classList.toggle("desc", th.dataset.key === state.sort && state.desc);
     document.getElementById("exp-count").textContent = `${rows.length} shown`;
@@ -208,6 +204,14 @@ function listRow(r) {
     el("td", { class: "num strong" }, fmt(s.best_value), el("span", { class: "muted small" }, ` ${e.metric.objective === "minimize" ? "↓" : "↑"}`)),
     el("td", { class: "muted" }, ago(s.last_activity ?? e.created_at)),
     el("td", {}, sparkline(s.best_so_far || [])));
+}
+
+function compareCells(x, y, desc) {
+  // empty cells (a failed trial's value, an inactive parameter) last in either direction
+  const ex = x === null || x === undefined, ey = y === null || y === undefined;
+  if (ex || ey) return ex === ey ? 0 : ex ? 1 : -1;
+  const c = x === y ? 0 : x < y ? -1 : 1;
+  return desc ? -c : c;
 }
 
 function sparkline(points) {
@@ -258,9 +262,10 @@ function experimentPage(view, id) {
     else if (importanceStale(st)) { st.importanceAt = scored(st).length; st.importance = await api(`/v1/experiments/${id}/importance`); }
     if (first) performance.measure("tauopt:api", { start: t0, end: performance.now() });
     crumbs({ text: "Experiments", href: "#/" }, { text: st.exp.name });
+    drawPlain(st); // the header, its actions and the workers' tables need no Plotly: usable while it loads
     await plotlyReady;
     show("pareto", objectives(st).length > 1); show("curves", st.curves.size > 0);
-    drawAll(st, fresh.length > 0 || first || importance !== null || reports.reports.length > 0);
+    drawPlots(st, fresh.length > 0 || first || importance !== null || reports.reports.length > 0);
     if (!first) return;
     performance.mark("tauopt:experiment-drawn"); // what is in view is drawn; read by benchmarks/dashboard_load.py
     // watched from now on: before the first draw the empty page would put every plot in view
@@ -365,9 +370,14 @@ function buildExperimentLayout(root, st, redraw) {
   return { pairX, pairY, redraw };
 }
 
-function drawAll(st, dataChanged) {
+function drawAll(st, dataChanged) { drawPlain(st); drawPlots(st, dataChanged); }
+
+function drawPlain(st) {
   timed("header", () => drawHeader(st));
   timed("workers", () => drawWorkers(st));
+}
+
+function drawPlots(st, dataChanged) {
   drawLazy(st, "plot-timeline", drawTimeline); // the workers' rows change on every tick
   if (!dataChanged) return;
   st.drawnAt = st.obs.length;
@@ -531,11 +541,7 @@ function drawTable(st) {
   let rows = st.obs;
   if (st.filter) rows = rows.filter((o) => [o.id, o.value, o.failed ? "failed" : "", ...Object.values(o.assignments)].join(" ").toLowerCase().includes(st.filter));
   const { key, desc } = st.sort;
-  rows = rows.slice().sort((a, b) => {
-    const x = get(a, key), y = get(b, key);
-    const c = x === y ? 0 : x === undefined || x === null ? 1 : y === undefined || y === null ? -1 : x < y ? -1 : 1;
-    return desc ? -c : c;
-  });
+  rows = rows.slice().sort((a, b) => compareCells(get(a, key), get(b, key), desc));
   const table = document.getElementById("obs-table");
   const head = el("tr", {}, cols.map(([k, label]) => el("th", { class: `sortable${k === key ? " sorted" : ""}${k === key && desc ? " desc" : ""}`, onclick: () => {
     st.sort = { key: k, desc: st.sort.key === k ? !st.sort.desc : false }; drawTable(st);
