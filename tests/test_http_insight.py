@@ -326,6 +326,22 @@ def test_dashboard_is_served_with_a_strict_csp_and_hashed_cacheable_assets(serve
         assert http.get(assets[0].rsplit("/", 1)[0] + "/secrets.txt").status_code == 404
 
 
+def test_dashboard_assets_go_gzipped_to_a_browser_that_accepts_it(served: Served) -> None:
+    import gzip
+
+    with served.http(None) as http:
+        path = next(a for a in re.findall(r'src="(/ui/[0-9a-f]{12}/[\w.-]+)"', http.get("/").text) if a.endswith("plotly.min.js"))
+        plain = http.get(path, headers={"Accept-Encoding": "identity"})
+        assert "content-encoding" not in plain.headers and plain.headers["vary"] == "Accept-Encoding"
+        for accept in ("gzip, deflate, br", "br;q=1.0, gzip;q=0.8"):
+            with http.stream("GET", path, headers={"Accept-Encoding": accept}) as r:
+                raw = b"".join(r.iter_raw())
+            assert r.headers["content-encoding"] == "gzip" and r.headers["cache-control"] == "public, max-age=31536000, immutable"
+            assert gzip.decompress(raw) == plain.content and len(raw) < len(plain.content) / 2
+        refused = http.get(path, headers={"Accept-Encoding": "gzip;q=0, identity"})
+        assert "content-encoding" not in refused.headers and refused.content == plain.content
+
+
 def test_the_columnar_listing_carries_exactly_what_the_row_listing_does(served: Served) -> None:
     with served.http() as http:
         eid = create(http)["id"]
