@@ -121,6 +121,7 @@ def main() -> None:
         "load_to_drawn_ms": _stats(times),
         "below_fold_draw_ms": _stats(below),
         "first_visit_ms": _stats(first_visit),
+        "first_visit_plotly_ready_ms": _stats(first_visit_plotly),
         "payload_bytes": transfer,
         "load_average_1m": {"before": load_before, "after": round(os.getloadavg()[0], 2)},
         "steps_median_ms": {k: round(statistics.median(v), 1) for k, v in steps.items()},
@@ -162,7 +163,9 @@ steps: dict[str, list[float]] = {}
 below: list[float] = []
 transfer: dict[str, int] = {}
 first_visit: list[float] = []
+first_visit_plotly: list[float] = []
 other_first_visit: list[float] = []
+first_visit_plotly: list[float] = []
 WARM_UP = 2
 
 
@@ -193,6 +196,9 @@ def measure(
             drawn_at = round(page.evaluate("performance.getEntriesByName('tauopt:experiment-drawn')[0].startTime"), 1)
             if run == 0:
                 (first_visit if below_fold else other_first_visit).append(drawn_at)
+                ready = page.evaluate("performance.getEntriesByName('tauopt:plotly-ready').map(m => m.startTime)")
+                if below_fold and ready:  # how much of a first visit is Plotly's first compile and run
+                    first_visit_plotly.append(round(ready[0], 1))
             if run >= WARM_UP:
                 times.append(drawn_at)
             if run >= WARM_UP and below_fold:
