@@ -9,8 +9,7 @@ const POLL_MS = 2000;
 // observation). Sized so a 10,000-observation page draws in under a second: see
 // benchmarks/dashboard_load.py and the README.
 const LIMITS = { history: 600, parcoords: 800, slices: 400, contour: 400, timeline: 300, pareto: 800, curves: 150 };
-// okFaint: translucent through the colour, not marker.opacity, which Plotly sets point by point
-const COLORS = { ok: "#2563eb", okFaint: "rgba(37,99,235,0.55)", best: "#f59e0b", failed: "#dc2626", observed: "#16a34a", open: "#2563eb",
+const COLORS = { ok: "#2563eb", best: "#f59e0b", failed: "#dc2626", observed: "#16a34a", open: "#2563eb",
   closed: "#6b7280", expired: "#dc2626", grid: "#e5e7eb", text: "#1f2937", muted: "#6b7280" };
 const PLOT_CONFIG = { displayModeBar: false, responsive: true };
 // Plotly runs after this file (index.html orders them so the API reads start first);
@@ -518,7 +517,7 @@ function drawHistory(st) {
   const failY = ok.length ? lo : 0;
   Plotly.react("plot-history", [
     { type: "scatter", mode: "markers", name: "observation", x: shown.map((r) => r[0]), y: shown.map((r) => r[1]), text: shown.map((r) => `#${r[2]}`),
-      marker: { size: 5, color: COLORS.okFaint }, hovertemplate: "%{text}: %{y}<extra></extra>" },
+      marker: { size: 5, color: COLORS.ok, opacity: 0.55 }, hovertemplate: "%{text}: %{y}<extra></extra>" },
     { type: "scatter", mode: "markers", name: "failed", x: failShown.map((r) => r[0]), y: failShown.map(() => failY), text: failShown.map((r) => `#${r[2]} failed`),
       marker: { size: 7, symbol: "x", color: COLORS.failed }, hovertemplate: "%{text}<extra></extra>" },
     { type: "scatter", mode: "lines", name: "best so far", x: bestX, y: bestY, line: { shape: "hv", color: COLORS.best, width: 2.5 }, hoverinfo: "skip" },
@@ -655,7 +654,7 @@ function drawSlices(st) {
   names.forEach((n, i) => {
     const ax = i === 0 ? "" : String(i + 1);
     traces.push({ type: "scatter", mode: "markers", x: rows.map((o) => o.assignments[n] ?? null), y: rows.map((o) => o.value), xaxis: `x${ax}`, yaxis: `y${ax}`,
-      marker: { size: 4, color: COLORS.okFaint }, hovertemplate: `${n}=%{x}<br>%{y}<extra></extra>` });
+      marker: { size: 4, color: COLORS.ok, opacity: 0.5 }, hovertemplate: `${n}=%{x}<br>%{y}<extra></extra>` });
     layout[`xaxis${ax}`] = axis(n, isNumeric(st, n) && isLog(st, n) ? { type: "log" } : isNumeric(st, n) ? {} : { type: "category" });
     layout[`yaxis${ax}`] = axis(i % cols === 0 ? st.exp.metric.name : "");
   });
