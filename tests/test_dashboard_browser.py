@@ -611,3 +611,18 @@ def test_a_history_past_the_plots_limits_is_thinned_and_the_chart_says_so(world:
     assert pg.inner_text("#history-note") == f"showing {600 + failed} of {n} points (evenly thinned)"
     reveal(pg, "#plot-slices", "#plot-slices .scatterlayer")
     assert "showing 400 of" in pg.inner_text("#slices-note")
+
+
+def test_the_contour_follows_the_pair_chosen(world: World, page: Any) -> None:
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    open_experiment(pg, world.search)
+    reveal(pg, "#plot-contour", "#plot-contour .contourlayer")
+    assert pg.evaluate("document.querySelector('#plot-contour .xtitle').textContent") == "log10 learning_rate"
+    pg.select_option("#pair-y", "layers")
+    wait_js(pg, "document.querySelector('#plot-contour .ytitle').textContent === 'layers'")
+    ok = [o for o in world.http.get(f"/v1/experiments/{world.search}/observations").json() if not o["failed"]]
+    assert pg.evaluate("document.querySelectorAll('#plot-contour .scatterlayer .trace path.point').length") == len(ok)
+    pg.select_option("#pair-y", "learning_rate")  # the same parameter twice: no contour, and the chart says why
+    wait_js(pg, "document.querySelector('#contour-note').textContent === 'choose two different parameters'")
+    assert pg.evaluate("document.querySelector('#plot-contour .main-svg') === null")

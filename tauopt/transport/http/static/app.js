@@ -263,6 +263,7 @@ function experimentPage(view, id) {
     if (first) performance.measure("tauopt:api", { start: t0, end: performance.now() });
     crumbs({ text: "Experiments", href: "#/" }, { text: st.exp.name });
     drawPlain(st); // the header, its actions and the workers' tables need no Plotly: usable while it loads
+    if (first) performance.mark("tauopt:experiment-usable"); // read by benchmarks/dashboard_load.py
     await plotlyReady;
     show("pareto", objectives(st).length > 1); show("curves", st.curves.size > 0);
     drawPlots(st, fresh.length > 0 || first || importance !== null || reports.reports.length > 0);
@@ -674,7 +675,7 @@ function drawContour(st) {
   const [a, b] = st.pair, rows = scored(st).filter((o) => a && b && typeof o.assignments[a] === "number" && typeof o.assignments[b] === "number");
   const note = document.getElementById("contour-note");
   if (!a || !b || a === b || rows.length < 4) {
-    note.textContent = a && b && a !== b ? "needs 4 observations" : "needs two numeric parameters";
+    note.textContent = !a || !b ? "needs two numeric parameters" : a === b ? "choose two different parameters" : "needs 4 observations";
     Plotly.purge("plot-contour");
     return;
   }
