@@ -626,3 +626,34 @@ def test_the_contour_follows_the_pair_chosen(world: World, page: Any) -> None:
     pg.select_option("#pair-y", "learning_rate")  # the same parameter twice: no contour, and the chart says why
     wait_js(pg, "document.querySelector('#contour-note').textContent === 'choose two different parameters'")
     assert pg.evaluate("document.querySelector('#plot-contour .main-svg') === null")
+
+
+def test_a_live_tick_redraws_what_is_in_view_and_a_plot_out_of_view_once_scrolled_back(world: World, page: Any) -> None:
+    r = world.http.post("/v1/experiments", json={"name": "watched", "parameters": PARAMS[:2], "metric": METRIC, "strategy": "random"})
+    assert r.status_code == 201, r.text
+    eid = r.json()["id"]
+
+    def post(i: int) -> None:
+        a = {"learning_rate": 10 ** (-4 + 3 * ((i * 0.37) % 1.0)), "dropout": (i * 0.21) % 0.6}
+        assert world.http.post(f"/v1/experiments/{eid}/observations", json={"assignments": a, "value": 1 + i / 100}).status_code == 201
+
+    for i in range(30):
+        post(i)
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    pg.goto(f"{world.url}/#/e/{eid}")
+    history = "document.querySelectorAll('#plot-history .scatterlayer .trace:nth-child(1) path.point').length"
+    slices = "document.querySelectorAll('#plot-slices .scatterlayer path.point').length"  # both panels
+    wait_js(pg, f"{history} === 30")
+    reveal(pg, "#plot-slices", "#plot-slices .scatterlayer")
+    assert pg.evaluate(slices) == 60
+    pg.evaluate("window.scrollTo(0, 0)")
+    drawn = "performance.getEntriesByName('tauopt:slices').length"
+    times_drawn = pg.evaluate(drawn)
+    for i in range(30, 35):
+        post(i)
+    wait_js(pg, f"{history} === 35")  # a tick arrived and redrew the history, in view
+    pg.wait_for_timeout(2500)  # and another tick, for good measure
+    assert pg.evaluate(slices) == 60 and pg.evaluate(drawn) == times_drawn  # out of view: left stale
+    pg.locator("#plot-slices").scroll_into_view_if_needed()
+    wait_js(pg, f"{slices} === 70")  # back in view: redrawn with the new observations

@@ -231,7 +231,7 @@ function sparkline(points) {
 function experimentPage(view, id) {
   const st = { exp: null, obs: [], lastId: 0, cursor: 0, sugg: new Map(), workers: null, sort: { key: "id", desc: true },
     filter: "", xAxis: "number", pair: [null, null], importance: null, importanceAt: -1, drawnAt: -1,
-    seen: new Set(), pending: new Map(), front: [], curves: new Map(), reportCursor: 0 };
+    visible: new Set(), watching: false, pending: new Map(), front: [], curves: new Map(), reportCursor: 0 };
   crumbs({ text: "Experiments", href: "#/" }, { text: id });
   const root = el("div", { class: "experiment" });
   view.append(root);
@@ -270,13 +270,16 @@ function experimentPage(view, id) {
     if (!first) return;
     performance.mark("tauopt:experiment-drawn"); // what is in view is drawn; read by benchmarks/dashboard_load.py
     // watched from now on: before the first draw the empty page would put every plot in view
-    for (const [pid] of LAZY) if (!st.seen.has(pid)) lazy.observe(document.getElementById(pid));
+    for (const [pid] of LAZY) lazy.observe(document.getElementById(pid));
+    st.watching = true;
   });
   return { stop() { polling.stop(); lazy.disconnect(); } };
 }
 
-// Plots below the fold are drawn when they scroll into view (then kept up to date):
-// a 10,000-observation page draws only what the reader sees first.
+// A plot is drawn when it is in view, and redrawn on new data only while it is: one out of
+// view is left stale and redrawn when it scrolls back. A 10,000-observation page draws only
+// what the reader sees first, and a live tick redraws only that (every plot drawn so far
+// took ~0.8 s of each 2 s tick at 10,000 observations with workers running).
 const LAZY = [["plot-history", drawHistory], ["plot-importance", drawImportance], ["plot-pareto", drawPareto], ["plot-curves", drawCurves],
   ["plot-timeline", drawTimeline],
   ["plot-parcoords", drawParcoords], ["plot-slices", drawSlices], ["plot-contour", (st) => { fillPairs(st); drawContour(st); }],
@@ -285,9 +288,8 @@ const LAZY = [["plot-history", drawHistory], ["plot-importance", drawImportance]
 function lazyDrawing(st) {
   const observer = new IntersectionObserver((entries) => {
     for (const e of entries) {
-      if (!e.isIntersecting) continue;
-      st.seen.add(e.target.id);
-      observer.unobserve(e.target);
+      if (!e.isIntersecting) { st.visible.delete(e.target.id); continue; }
+      st.visible.add(e.target.id);
       const draw = st.pending.get(e.target.id);
       st.pending.delete(e.target.id);
       if (draw && st.exp) plotlyReady.then(() => timed(e.target.id.replace(/^plot-/, ""), () => draw(st)));
@@ -304,8 +306,8 @@ function inView(id) {
 }
 
 function drawLazy(st, id, draw) {
-  if (!st.seen.has(id) && inView(id)) st.seen.add(id); // the first tick runs before the observer's first report
-  if (st.seen.has(id)) { st.pending.delete(id); timed(id.replace(/^plot-/, ""), () => draw(st)); }
+  // the first tick runs before the observer watches: it asks the layout
+  if (st.watching ? st.visible.has(id) : inView(id)) { st.pending.delete(id); timed(id.replace(/^plot-/, ""), () => draw(st)); }
   else st.pending.set(id, draw);
 }
 
