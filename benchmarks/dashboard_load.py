@@ -16,6 +16,10 @@ wait for Plotly (the `tauopt:experiment-usable` mark).
 The machine's load average is printed with the figures: on a shared machine
 they move with it. Prints JSON.
 
+With `--live SECONDS`, a page scrolled through and back to its top is then
+watched while a worker posts an observation every 0.2 s: `live` is the page's
+drawing time per second of watching (the main thread's share, in ms/s).
+
     python benchmarks/dashboard_load.py --observations 10000 --runs 5
 
 With `--against DIR` (a checkout of another commit, e.g. `git worktree add
@@ -36,8 +40,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -45,7 +51,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-PARAMS = [
+PARAMS: list[dict[str, Any]] = [
     {"name": "learning_rate", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"},
     {"name": "dropout", "type": "double", "bounds": [0.0, 0.6]},
     {"name": "layers", "type": "int", "bounds": [1, 6]},
@@ -65,7 +71,8 @@ async def fill(db: str, n: int) -> str:
             s = await engine.suggest(exp.id, tag=f"node-{i % 4}/rank-0")
             a = s.assignments
             failed = i % 37 == 5
-            value = None if failed else 0.3 + 0.08 * (math.log10(a["learning_rate"]) + 2.5) ** 2 + 0.4 * (a["dropout"] - 0.2) ** 2
+            lr, dropout = float(a["learning_rate"]), float(a["dropout"])
+            value = None if failed else 0.3 + 0.08 * (math.log10(lr) + 2.5) ** 2 + 0.4 * (dropout - 0.2) ** 2
             await engine.observe(exp.id, suggestion_id=s.id, value=value, failed=failed)
         return exp.id
 
@@ -81,6 +88,7 @@ def main() -> None:
     parser.add_argument("--observations", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--against", default=None, help="a checkout of another commit to time on the same data, alternating")
+    parser.add_argument("--live", type=float, default=0, help="then watch a page this many seconds while a worker posts")
     args = parser.parse_args()
     from browser_support import CHROMIUM_ARGS, browser_skip_reason, chromium_path
     from playwright.sync_api import sync_playwright
@@ -111,6 +119,10 @@ def main() -> None:
                 times += measure(url, token, eid, 1 if other_url else args.runs, chromium_path(), CHROMIUM_ARGS, sync_playwright)
                 if other_url:
                     other += measure(other_url, other_token or "", eid, 1, chromium_path(), CHROMIUM_ARGS, sync_playwright, below_fold=False)
+            if args.live:
+                live["this"] = watch(url, token, eid, args.live, chromium_path(), CHROMIUM_ARGS, sync_playwright)
+                if other_url:
+                    live["against"] = watch(other_url, other_token or "", eid, args.live, chromium_path(), CHROMIUM_ARGS, sync_playwright)
         finally:
             for proc in procs:
                 proc.terminate()
@@ -127,6 +139,7 @@ def main() -> None:
         "first_visit_plotly_ready_ms": _stats(first_visit_plotly),
         "first_visit_usable_ms": _stats(first_visit_usable),
         "payload_bytes": transfer,
+        **({"live": {"seconds": args.live, **live}} if args.live else {}),
         "load_average_1m": {"before": load_before, "after": round(os.getloadavg()[0], 2)},
         "steps_median_ms": {k: round(statistics.median(v), 1) for k, v in steps.items()},
         "fill_seconds": round(fill_s, 1),
@@ -166,17 +179,55 @@ BELOW_FOLD = ["#plot-timeline", "#plot-parcoords", "#plot-slices", "#plot-contou
 steps: dict[str, list[float]] = {}
 below: list[float] = []
 transfer: dict[str, int] = {}
+live: dict[str, Any] = {}
 first_visit: list[float] = []
 first_visit_plotly: list[float] = []
 first_visit_usable: list[float] = []
 usable: list[float] = []
 USABLE = "performance.getEntriesByName('tauopt:experiment-usable').map(m => m.startTime)"
 other_first_visit: list[float] = []
-first_visit_plotly: list[float] = []
-first_visit_usable: list[float] = []
-usable: list[float] = []
-USABLE = "performance.getEntriesByName('tauopt:experiment-usable').map(m => m.startTime)"
 WARM_UP = 2
+
+
+def watch(url: str, token: str, eid: str, seconds: float, chromium: str | None, chromium_args: list[str], sync_playwright: object) -> dict[str, Any]:
+    """A reader who has scrolled through the whole page and is back at its top watches it for
+    `seconds` while a worker asks and observes every 0.2 s: the page's drawing time in that
+    window (the main thread's, summed from its `tauopt:` measures), in all and per plot."""
+    stop = threading.Event()
+
+    def worker() -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=10) as http:
+            i = 0
+            while not stop.wait(0.2):
+                s = http.post(f"/v1/experiments/{eid}/suggestions", json={"tag": "node-0/rank-0"}).json()
+                http.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": s["id"], "value": 0.5 + (i % 7) / 10})
+                i += 1
+
+    with sync_playwright() as p:  # type: ignore[operator]
+        browser = p.chromium.launch(executable_path=chromium, args=chromium_args)
+        context = browser.new_context(viewport={"width": 1360, "height": 900})
+        context.add_init_script(f"sessionStorage.setItem('tauopt.token', {json.dumps(token)})")
+        page = context.new_page()
+        page.goto(f"{url}/#/e/{eid}")
+        while not page.evaluate("performance.getEntriesByName('tauopt:experiment-drawn').length"):
+            page.wait_for_timeout(50)
+        for selector in BELOW_FOLD:
+            page.locator(selector).scroll_into_view_if_needed()
+            page.wait_for_timeout(500)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.wait_for_timeout(2500)  # a tick with nothing new
+        page.evaluate("performance.clearMeasures()")
+        feeder = threading.Thread(target=worker)
+        feeder.start()
+        page.wait_for_timeout(seconds * 1000)
+        stop.set()
+        feeder.join()
+        drawn = page.evaluate(STEPS)
+        browser.close()
+    per_step: dict[str, float] = {}
+    for name, ms in drawn:
+        per_step[name] = round(per_step.get(name, 0) + ms, 1)
+    return {"draw_ms_per_s": round(sum(per_step.values()) / seconds, 1), "draw_ms_by_step": per_step}
 
 
 def measure(

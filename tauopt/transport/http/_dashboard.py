@@ -106,7 +106,8 @@ def dashboard_routes() -> list[Route]:
         headers = {**_SECURITY, "Cache-Control": "public, max-age=31536000, immutable", "Vary": "Accept-Encoding"}
         body = assets.files[name]
         if _accepts_gzip(request.headers.get("accept-encoding", "")):
-            body = _gzipped.get(name) or await anyio.to_thread.run_sync(_gzip, name, body)
+            cached = _gzipped.get(name)
+            body = cached if cached is not None else await anyio.to_thread.run_sync(_gzip, name, body)
             headers["Content-Encoding"] = "gzip"
         return Response(body, media_type=_FILES[name] + "; charset=utf-8", headers=headers)
 
