@@ -405,3 +405,14 @@ def test_the_columns_cache_answers_the_bytes_a_fresh_encoding_would() -> None:
     assert cache.full("e", other) == fresh(other)
     assert cache.full("f", history) == fresh(history) and cache.full("g", grown) == fresh(grown)
     assert cache.full("e", history[:2]) == fresh(history[:2])  # evicted (2 kept), then read again
+
+
+def test_the_columns_cache_keeps_within_its_byte_budget_but_always_the_one_just_read() -> None:
+    history = [_obs(i) for i in range(1, 200)]
+    one = len(ColumnsCache().full("e", history))
+    cache = ColumnsCache(experiments=8, max_bytes=int(one * 1.5))
+    cache.full("a", history)
+    cache.full("b", history)  # two would be over the budget: "a" goes
+    assert "b" in cache and "a" not in cache
+    tiny = ColumnsCache(max_bytes=10)
+    assert tiny.full("a", history) == render_json(observation_columns(history)).body and "a" in tiny
