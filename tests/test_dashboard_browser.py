@@ -25,7 +25,8 @@ from browser_support import CHROMIUM_ARGS, browser_skip_reason, chromium_path, s
 from tauopt import Client
 from test_http_daemon import Daemon, token_of
 
-pytestmark = pytest.mark.skipif(browser_skip_reason() is not None, reason=browser_skip_reason() or "")
+if browser_skip_reason() is not None:  # the module as one skip: one line in the summary, not one per test
+    pytest.skip(browser_skip_reason() or "", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS = [
