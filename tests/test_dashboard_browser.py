@@ -658,3 +658,27 @@ def test_a_live_tick_redraws_what_is_in_view_and_a_plot_out_of_view_once_scrolle
     assert pg.evaluate(slices) == 60 and pg.evaluate(drawn) == times_drawn  # out of view: left stale
     pg.locator("#plot-slices").scroll_into_view_if_needed()
     wait_js(pg, f"{slices} === 70")  # back in view: redrawn with the new observations
+
+
+def test_the_workers_view_counts_and_colours_an_expired_suggestion(world: World, page: Any) -> None:
+    r = world.http.post("/v1/experiments", json={"name": "expiring", "parameters": PARAMS[:2], "metric": METRIC, "suggestion_ttl_s": 1})
+    assert r.status_code == 201, r.text
+    eid = r.json()["id"]
+    assert world.http.post(f"/v1/experiments/{eid}/suggestions", json={"tag": "node-dead/rank-0"}).status_code == 201
+    time.sleep(1.5)  # past the TTL: the next ask expires it
+    assert world.http.post(f"/v1/experiments/{eid}/suggestions", json={"tag": "node-live/rank-0"}).status_code == 201
+    tags = {t["tag"]: t for t in world.http.get(f"/v1/experiments/{eid}/workers").json()["tags"]}
+    assert tags["node-dead/rank-0"]["expired"] == 1
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    pg.goto(f"{world.url}/#/e/{eid}")
+    wait_js(pg, "document.querySelectorAll('#tag-table tbody tr').length === 2")
+    rows = pg.evaluate("[...document.querySelectorAll('#tag-table tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+    dead = next(r for r in rows if r[0] == "node-dead/rank-0")
+    assert dead[5] == "1"  # Tag, Open, Observed, Failed, Closed, Expired
+    assert pg.evaluate("document.querySelector('#tag-table tbody tr td.bad') !== null")  # expiries shown as bad
+    reveal(pg, "#plot-timeline", "#plot-timeline .scatterlayer .trace")
+    legend = "[...document.querySelectorAll('#plot-timeline .legendtext')].map(t => t.textContent)"
+    assert pg.evaluate(legend) == ["open", "expired"]
+    expired_colour = "document.querySelector('#plot-timeline .scatterlayer .trace:nth-child(2) path.js-line').style.stroke"
+    assert pg.evaluate(expired_colour) == "rgb(220, 38, 38)"  # red, as failures
