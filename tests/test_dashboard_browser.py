@@ -189,6 +189,12 @@ def test_sign_in_lists_the_experiments_and_keeps_the_token_out_of_urls_and_cooki
     wait_js(pg, f"document.querySelector('#exp-table tbody tr').dataset.id === '{world.search}'")
     pg.click('#exp-table th[data-key="observations"]')
     wait_js(pg, f"document.querySelector('#exp-table tbody tr').dataset.id === '{world.stuck}'")
+    pg.click('#exp-table th[data-key="name"]')  # names A to Z first
+    wait_js(pg, f"document.querySelector('#exp-table tbody tr').dataset.id === '{world.stuck}'")  # recovery-demo
+    pg.click('#exp-table th[data-key="name"]')
+    wait_js(pg, f"document.querySelector('#exp-table tbody tr').dataset.id === '{world.search}'")  # resnet-sweep
+    pg.click('#exp-table th[data-key="best"]')  # the best value, highest first; one with none (no observation) last
+    wait_js(pg, f"document.querySelector('#exp-table tbody tr:last-child').dataset.id === '{world.stuck}'")
     assert world.token not in pg.url
     assert pg.context.cookies() == []
     assert pg.evaluate("sessionStorage.getItem('tauopt.token')") == world.token
