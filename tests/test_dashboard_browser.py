@@ -25,7 +25,8 @@ from browser_support import CHROMIUM_ARGS, browser_skip_reason, chromium_path, s
 from tauopt import Client
 from test_http_daemon import Daemon, token_of
 
-pytestmark = pytest.mark.skipif(browser_skip_reason() is not None, reason=browser_skip_reason() or "")
+if browser_skip_reason() is not None:  # the module as one skip: one line in the summary, not one per test
+    pytest.skip(browser_skip_reason() or "", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS = [
@@ -188,6 +189,12 @@ def test_sign_in_lists_the_experiments_and_keeps_the_token_out_of_urls_and_cooki
     wait_js(pg, f"document.querySelector('#exp-table tbody tr').dataset.id === '{world.search}'")
     pg.click('#exp-table th[data-key="observations"]')
     wait_js(pg, f"document.querySelector('#exp-table tbody tr').dataset.id === '{world.stuck}'")
+    pg.click('#exp-table th[data-key="name"]')  # names A to Z first
+    wait_js(pg, f"document.querySelector('#exp-table tbody tr').dataset.id === '{world.stuck}'")  # recovery-demo
+    pg.click('#exp-table th[data-key="name"]')
+    wait_js(pg, f"document.querySelector('#exp-table tbody tr').dataset.id === '{world.search}'")  # resnet-sweep
+    pg.click('#exp-table th[data-key="best"]')  # the best value, highest first; one with none (no observation) last
+    wait_js(pg, f"document.querySelector('#exp-table tbody tr:last-child').dataset.id === '{world.stuck}'")
     assert world.token not in pg.url
     assert pg.context.cookies() == []
     assert pg.evaluate("sessionStorage.getItem('tauopt.token')") == world.token
@@ -565,3 +572,119 @@ def test_a_gp_experiment_ranks_importance_by_fitted_length_scales_and_says_so(wo
     # bars are drawn bottom-up, so the top bar (the most important) is the last label
     labels = pg.evaluate("[...document.querySelectorAll('#plot-importance .ytick text')].map(t => t.textContent)")
     assert labels[-1] == "x"
+
+
+# -- the observations table; a history past the plots' limits ---------------------------
+
+
+def test_the_observations_table_sorts_by_a_column_and_filters_rows(world: World, page: Any) -> None:
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    open_experiment(pg, world.search)
+    reveal(pg, "#obs-table", "#obs-table tbody tr")
+    obs = world.http.get(f"/v1/experiments/{world.search}/observations").json()
+    values = sorted(o["value"] for o in obs if not o["failed"])
+    first_value = "document.querySelector('#obs-table tbody tr td:nth-child(2)').textContent"
+    pg.click("#obs-table th:nth-child(2)")  # the metric, ascending: the best first, failed (no value) last
+    wait_js(pg, "document.querySelector('#obs-table th:nth-child(2)').classList.contains('sorted')")
+    assert float(pg.evaluate(first_value)) == pytest.approx(values[0], rel=1e-3)
+    pg.click("#obs-table th:nth-child(2)")  # again: descending
+    wait_js(pg, "document.querySelector('#obs-table th:nth-child(2)').classList.contains('desc')")
+    assert float(pg.evaluate(first_value)) == pytest.approx(values[-1], rel=1e-3)
+    failed = [o for o in obs if o["failed"]]
+    pg.fill("#obs-filter", "failed")
+    wait_js(pg, f"document.querySelectorAll('#obs-table tbody tr').length === {len(failed)}")
+    assert pg.evaluate("[...document.querySelectorAll('#obs-table tbody tr')].every(r => r.classList.contains('failed'))")
+    assert pg.inner_text("#obs-more") == f"{len(failed)} rows"
+
+
+def test_a_history_past_the_plots_limits_is_thinned_and_the_chart_says_so(world: World, page: Any) -> None:
+    r = world.http.post("/v1/experiments", json={"name": "long-run", "parameters": PARAMS[:2], "metric": METRIC, "strategy": "random"})
+    assert r.status_code == 201, r.text
+    eid, n = r.json()["id"], 700
+    for i in range(n):  # unsolicited observations: quicker than 700 asks
+        a = {"learning_rate": 10 ** (-4 + 3 * ((i * 0.37) % 1.0)), "dropout": (i * 0.21) % 0.6}
+        body: dict[str, Any] = {"assignments": a, "failed": True} if i % 50 == 7 else {"assignments": a, "value": 1 + ((i * 0.618) % 1.0)}
+        assert world.http.post(f"/v1/experiments/{eid}/observations", json=body).status_code == 201
+    failed = len([i for i in range(n) if i % 50 == 7])
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    pg.goto(f"{world.url}/#/e/{eid}")
+    wait_js(pg, "document.querySelectorAll('#plot-history .scatterlayer .trace').length === 3")
+    traces = "#plot-history .scatterlayer .trace"
+    count = "(sel) => document.querySelectorAll(sel).length"
+    assert pg.evaluate(count, f"{traces}:nth-child(1) path.point") == 600  # evenly thinned to its limit
+    assert pg.evaluate(count, f"{traces}:nth-child(2) path.point") == failed  # under the failed marks' limit: all
+    assert pg.inner_text("#history-note") == f"showing {600 + failed} of {n} points (evenly thinned)"
+    reveal(pg, "#plot-slices", "#plot-slices .scatterlayer")
+    assert "showing 400 of" in pg.inner_text("#slices-note")
+
+
+def test_the_contour_follows_the_pair_chosen(world: World, page: Any) -> None:
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    open_experiment(pg, world.search)
+    reveal(pg, "#plot-contour", "#plot-contour .contourlayer")
+    assert pg.evaluate("document.querySelector('#plot-contour .xtitle').textContent") == "log10 learning_rate"
+    pg.select_option("#pair-y", "layers")
+    wait_js(pg, "document.querySelector('#plot-contour .ytitle').textContent === 'layers'")
+    ok = [o for o in world.http.get(f"/v1/experiments/{world.search}/observations").json() if not o["failed"]]
+    assert pg.evaluate("document.querySelectorAll('#plot-contour .scatterlayer .trace path.point').length") == len(ok)
+    pg.select_option("#pair-y", "learning_rate")  # the same parameter twice: no contour, and the chart says why
+    wait_js(pg, "document.querySelector('#contour-note').textContent === 'choose two different parameters'")
+    assert pg.evaluate("document.querySelector('#plot-contour .main-svg') === null")
+
+
+def test_a_live_tick_redraws_what_is_in_view_and_a_plot_out_of_view_once_scrolled_back(world: World, page: Any) -> None:
+    r = world.http.post("/v1/experiments", json={"name": "watched", "parameters": PARAMS[:2], "metric": METRIC, "strategy": "random"})
+    assert r.status_code == 201, r.text
+    eid = r.json()["id"]
+
+    def post(i: int) -> None:
+        a = {"learning_rate": 10 ** (-4 + 3 * ((i * 0.37) % 1.0)), "dropout": (i * 0.21) % 0.6}
+        assert world.http.post(f"/v1/experiments/{eid}/observations", json={"assignments": a, "value": 1 + i / 100}).status_code == 201
+
+    for i in range(30):
+        post(i)
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    pg.goto(f"{world.url}/#/e/{eid}")
+    history = "document.querySelectorAll('#plot-history .scatterlayer .trace:nth-child(1) path.point').length"
+    slices = "document.querySelectorAll('#plot-slices .scatterlayer path.point').length"  # both panels
+    wait_js(pg, f"{history} === 30")
+    reveal(pg, "#plot-slices", "#plot-slices .scatterlayer")
+    assert pg.evaluate(slices) == 60
+    pg.evaluate("window.scrollTo(0, 0)")
+    drawn = "performance.getEntriesByName('tauopt:slices').length"
+    times_drawn = pg.evaluate(drawn)
+    for i in range(30, 35):
+        post(i)
+    wait_js(pg, f"{history} === 35")  # a tick arrived and redrew the history, in view
+    pg.wait_for_timeout(2500)  # and another tick, for good measure
+    assert pg.evaluate(slices) == 60 and pg.evaluate(drawn) == times_drawn  # out of view: left stale
+    pg.locator("#plot-slices").scroll_into_view_if_needed()
+    wait_js(pg, f"{slices} === 70")  # back in view: redrawn with the new observations
+
+
+def test_the_workers_view_counts_and_colours_an_expired_suggestion(world: World, page: Any) -> None:
+    r = world.http.post("/v1/experiments", json={"name": "expiring", "parameters": PARAMS[:2], "metric": METRIC, "suggestion_ttl_s": 1})
+    assert r.status_code == 201, r.text
+    eid = r.json()["id"]
+    assert world.http.post(f"/v1/experiments/{eid}/suggestions", json={"tag": "node-dead/rank-0"}).status_code == 201
+    time.sleep(1.5)  # past the TTL: the next ask expires it
+    assert world.http.post(f"/v1/experiments/{eid}/suggestions", json={"tag": "node-live/rank-0"}).status_code == 201
+    tags = {t["tag"]: t for t in world.http.get(f"/v1/experiments/{eid}/workers").json()["tags"]}
+    assert tags["node-dead/rank-0"]["expired"] == 1
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    pg.goto(f"{world.url}/#/e/{eid}")
+    wait_js(pg, "document.querySelectorAll('#tag-table tbody tr').length === 2")
+    rows = pg.evaluate("[...document.querySelectorAll('#tag-table tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+    dead = next(r for r in rows if r[0] == "node-dead/rank-0")
+    assert dead[5] == "1"  # Tag, Open, Observed, Failed, Closed, Expired
+    assert pg.evaluate("document.querySelector('#tag-table tbody tr td.bad') !== null")  # expiries shown as bad
+    reveal(pg, "#plot-timeline", "#plot-timeline .scatterlayer .trace")
+    legend = "[...document.querySelectorAll('#plot-timeline .legendtext')].map(t => t.textContent)"
+    assert pg.evaluate(legend) == ["open", "expired"]
+    expired_colour = "document.querySelector('#plot-timeline .scatterlayer .trace:nth-child(2) path.js-line').style.stroke"
+    assert pg.evaluate(expired_colour) == "rgb(220, 38, 38)"  # red, as failures

@@ -14,7 +14,10 @@ import pytest
 from tauopt.engine._activity import SPARKLINE_POINTS
 from tauopt.engine._auth import new_credential
 from tauopt.store._sqlite import SqliteStore
+from tauopt.models import Observation
+from tauopt.transport._columns import ColumnsCache, observation_columns
 from tauopt.transport.http._dashboard import CSP
+from tauopt.transport.http._render import render_json
 from tauopt.transport.http._server import create_app
 from test_http_support import ServerThread
 
@@ -245,10 +248,13 @@ def test_insight_endpoints_follow_ownership(served: Served) -> None:
 def test_openapi_documents_the_new_endpoints(served: Served) -> None:
     with served.http(None) as http:
         paths = http.get("/openapi.json").json()["paths"]
-    for p in ("/v1/experiments/{id}/summary", "/v1/experiments/{id}/workers", "/v1/experiments/{id}/importance", "/v1/experiments/{id}/reports"):
+    for p in ("/v1/experiments/{id}/summary", "/v1/experiments/{id}/workers", "/v1/experiments/{id}/importance", "/v1/experiments/{id}/reports",
+              "/v1/experiments/{id}/observations/columns"):
         assert "get" in paths[p]
-    params = {p["name"] for p in paths["/v1/experiments/{id}/observations"]["get"]["parameters"]}
-    assert "after" in params
+    for listing in ("/v1/experiments/{id}/observations", "/v1/experiments/{id}/observations/columns"):
+        assert "after" in {p["name"] for p in paths[listing]["get"]["parameters"]}
+    columns = paths["/v1/experiments/{id}/observations/columns"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert columns  # its shape documented, though a full read is answered from pre-encoded bytes
 
 
 # -- /metrics --------------------------------------------------------------------------
@@ -347,6 +353,22 @@ def test_dashboard_is_served_with_a_strict_csp_and_hashed_cacheable_assets(serve
         assert http.get(assets[0].rsplit("/", 1)[0] + "/secrets.txt").status_code == 404
 
 
+def test_dashboard_assets_go_gzipped_to_a_browser_that_accepts_it(served: Served) -> None:
+    import gzip
+
+    with served.http(None) as http:
+        path = next(a for a in re.findall(r'src="(/ui/[0-9a-f]{12}/[\w.-]+)"', http.get("/").text) if a.endswith("plotly.min.js"))
+        plain = http.get(path, headers={"Accept-Encoding": "identity"})
+        assert "content-encoding" not in plain.headers and plain.headers["vary"] == "Accept-Encoding"
+        for accept in ("gzip, deflate, br", "br;q=1.0, gzip;q=0.8"):
+            with http.stream("GET", path, headers={"Accept-Encoding": accept}) as r:
+                raw = b"".join(r.iter_raw())
+            assert r.headers["content-encoding"] == "gzip" and r.headers["cache-control"] == "public, max-age=31536000, immutable"
+            assert gzip.decompress(raw) == plain.content and len(raw) < len(plain.content) / 2
+        refused = http.get(path, headers={"Accept-Encoding": "gzip;q=0, identity"})
+        assert "content-encoding" not in refused.headers and refused.content == plain.content
+
+
 def test_the_columnar_listing_carries_exactly_what_the_row_listing_does(served: Served) -> None:
     with served.http() as http:
         eid = create(http)["id"]
@@ -371,3 +393,50 @@ def test_the_columnar_listing_carries_exactly_what_the_row_listing_does(served: 
             assert rebuilt == rows
         with served.http("bob") as bob:
             assert bob.get(f"/v1/experiments/{eid}/observations/columns").status_code == 404
+
+
+def test_the_full_columnar_listing_follows_a_growing_history_through_its_cache(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        for i in range(30):
+            if i in (4, 11, 25):  # full reads in between: the cache is extended, not rebuilt
+                full = http.get(f"/v1/experiments/{eid}/observations/columns")
+                rows = http.get(f"/v1/experiments/{eid}/observations").json()
+                assert full.json()["id"] == [r["id"] for r in rows] and full.json()["count"] == i
+            s = ask(http, eid)
+            body: dict[str, Any] = {"suggestion_id": s["id"], "value": i / 7, "metrics": {"late": 1.5} if i >= 20 else {}}
+            assert http.post(f"/v1/experiments/{eid}/observations", json=body).status_code == 201
+        cols = http.get(f"/v1/experiments/{eid}/observations/columns").json()
+        assert cols == http.get(f"/v1/experiments/{eid}/observations/columns", params={"after": 0}).json()
+        rows = http.get(f"/v1/experiments/{eid}/observations").json()
+        assert cols["value"] == [r["value"] for r in rows] and cols["count"] == 30
+        assert cols["metrics"]["late"] == [None] * 20 + [1.5] * 10  # a metric first seen late: back-filled with null
+
+
+def _obs(i: int, **extra: Any) -> Observation:
+    return Observation(str(i), "e", str(i), {"x": i / 3, "c": "a" if i % 2 else "b", **extra}, value=i * 0.1, created_at=1e9 + i)
+
+
+def test_the_columns_cache_answers_the_bytes_a_fresh_encoding_would() -> None:
+    cache, history = ColumnsCache(experiments=2), [_obs(i) for i in range(1, 8)]
+    fresh = lambda obs: render_json(observation_columns(obs)).body  # noqa: E731
+    assert cache.full("e", []) == fresh([])
+    for n in (3, 3, 7):  # a first read, the same again, then grown
+        assert cache.full("e", history[:n]) == fresh(history[:n])
+    grown = history + [_obs(8, y=2.0), _obs(9)]  # a parameter first seen (conditional): encoded afresh
+    assert cache.full("e", grown) == fresh(grown)
+    other = [_obs(i + 100) for i in range(4)]  # not an extension of what was cached
+    assert cache.full("e", other) == fresh(other)
+    assert cache.full("f", history) == fresh(history) and cache.full("g", grown) == fresh(grown)
+    assert cache.full("e", history[:2]) == fresh(history[:2])  # evicted (2 kept), then read again
+
+
+def test_the_columns_cache_keeps_within_its_byte_budget_but_always_the_one_just_read() -> None:
+    history = [_obs(i) for i in range(1, 200)]
+    one = len(ColumnsCache().full("e", history))
+    cache = ColumnsCache(experiments=8, max_bytes=int(one * 1.5))
+    cache.full("a", history)
+    cache.full("b", history)  # two would be over the budget: "a" goes
+    assert "b" in cache and "a" not in cache
+    tiny = ColumnsCache(max_bytes=10)
+    assert tiny.full("a", history) == render_json(observation_columns(history)).body and "a" in tiny

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -55,6 +56,11 @@ def test_http_port_serves_the_chiefs_experiment_to_a_token(tmp_path: Path) -> No
         one = httpx.get(f"{base}/experiments/{ready['experiment_id']}", headers=headers, timeout=10).json()
         assert one["parameters"] == [{"name": "units", "type": "int", "bounds": [8, 64], "step": 8}]
         assert httpx.get(f"{base}/experiments", timeout=10).status_code == 401  # still behind auth
+        page = httpx.get(f"http://127.0.0.1:{http_port}/", timeout=10)  # the same dashboard as `tauopt serve`'s
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        scripts = [src for src in re.findall(r'src="(/ui/[0-9a-f]{12}/[\w.-]+)"', page.text)]
+        assert {src.rsplit("/", 1)[1] for src in scripts} == {"app.js", "plotly.min.js"}
+        assert all(httpx.get(f"http://127.0.0.1:{http_port}{src}", timeout=10).status_code == 200 for src in scripts)
     finally:
         chief.send_signal(signal.SIGTERM)
         chief.communicate(timeout=30)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
+from starlette.responses import Response
 
 from .._columns import observation_columns as to_columns
 from ._routes import Call, Operation, operation
@@ -134,7 +135,12 @@ async def observation_columns(call: Call) -> Any:
     observations with an id above this (the last you have)."""
     if call.cred is not None:
         call.gate.heavy_read(call.cred)  # as the row listing: it may read the whole history
-    return to_columns(await call.engine.observations(call.path["id"], after=call.query["after"]))
+    after = call.query["after"]
+    observations = await call.engine.observations(call.path["id"], after=after)
+    if after:
+        return to_columns(observations)
+    # a full read (a page opening): encoded once, then only what arrived since
+    return Response(call.request.state.columns.full(call.path["id"], observations), media_type="application/json")
 
 
 @operation("GET", _EXP + "/importance", into=INSIGHT, response=ImportanceOut, errors=_ERRORS, tag="insight")

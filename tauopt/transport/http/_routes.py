@@ -98,7 +98,8 @@ class Operation:
 
         async def endpoint(request: Request) -> Response:
             try:
-                return render_json(await self._answer(request, queries), self.status)
+                answer = await self._answer(request, queries)
+                return answer if isinstance(answer, Response) else render_json(answer, self.status)
             except ApiError as e:
                 return render_error(e)
 

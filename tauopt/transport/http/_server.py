@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...engine._auth import Gate, Limits
 from ...errors import ApiError, api_error
+from .._columns import ColumnsCache
 from ._dashboard import dashboard_routes
 from ._insight_routes import INSIGHT
 from ._metrics import TOP_EXPERIMENTS, Metrics, MetricsMiddleware, metrics_route
@@ -138,7 +139,7 @@ def create_app(
                 eng = await stack.enter_async_context(Engine(store=db, **(engine_options or {})))
             app.state.gate = Gate(eng.store, limits, clock=clock)
             metrics.bind(eng)
-            yield {"engine": eng, "gate": app.state.gate, "auth": auth}
+            yield {"engine": eng, "gate": app.state.gate, "auth": auth, "columns": ColumnsCache()}
 
     schema: dict[str, Any] = {}
 
