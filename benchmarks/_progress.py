@@ -33,7 +33,8 @@ def progress(total: int, desc: str) -> Iterator[Callable[[str], None]]:
         with _plain(total, desc) as step:
             yield step
         return
-    bar = tqdm(total=total, desc=desc, file=sys.stderr, delay=_delay(), leave=False, dynamic_ncols=True, unit="run")
+    delay, started = _delay(), time.monotonic()
+    bar = tqdm(total=total, desc=desc, file=sys.stderr, delay=delay, leave=False, dynamic_ncols=True, unit="run")
 
     def step(label: str) -> None:
         bar.set_postfix_str(label, refresh=False)
@@ -42,6 +43,8 @@ def progress(total: int, desc: str) -> Iterator[Callable[[str], None]]:
     try:
         yield step
     finally:
+        if bar.n and time.monotonic() - started >= delay:  # a shown bar draws its last step (tqdm
+            bar.refresh()  # skips draws within mininterval), then is cleared
         bar.close()
 
 

@@ -26,6 +26,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_floor import FloorServer  # noqa: E402
+from _progress import progress  # noqa: E402
 
 
 def _free_port() -> int:
@@ -44,11 +45,17 @@ async def _pairs_tauopt(url: str, workers: int, pairs: int) -> float:
                 await client.observe("e", s.id, value=0.5)
 
         await loop(workers)  # warm: one connection at least
-        start = time.process_time()
-        async with anyio.create_task_group() as tg:
-            for _ in range(workers):
-                tg.start_soon(loop, pairs // workers)
-        return time.process_time() - start
+        with progress(workers, "client_cpu") as step:  # a step per worker done: no cost inside the loops
+
+            async def worker(n: int) -> None:
+                await loop(n)
+                step("tauopt")
+
+            start = time.process_time()
+            async with anyio.create_task_group() as tg:
+                for _ in range(workers):
+                    tg.start_soon(worker, pairs // workers)
+            return time.process_time() - start
 
 
 async def _pairs_httpx(url: str, workers: int, pairs: int) -> float:

@@ -50,6 +50,9 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _progress import progress  # noqa: E402
 
 PARAMS: list[dict[str, Any]] = [
     {"name": "learning_rate", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"},
@@ -115,14 +118,19 @@ def main() -> None:
                 other_token = Path(other_db + ".token").read_text().strip()
             load_before = round(os.getloadavg()[0], 2)
             times, other = [], []
-            for _ in range(args.runs if other_url else 1):  # alternate, so both see the same load
-                times += measure(url, token, eid, 1 if other_url else args.runs, chromium_path(), CHROMIUM_ARGS, sync_playwright)
-                if other_url:
-                    other += measure(other_url, other_token or "", eid, 1, chromium_path(), CHROMIUM_ARGS, sync_playwright, below_fold=False)
-            if args.live:
-                live["this"] = watch(url, token, eid, args.live, chromium_path(), CHROMIUM_ARGS, sync_playwright)
-                if other_url:
-                    live["against"] = watch(other_url, other_token or "", eid, args.live, chromium_path(), CHROMIUM_ARGS, sync_playwright)
+            rounds = args.runs if other_url else 1
+            with progress(rounds + (2 if args.live and other_url else 1 if args.live else 0), "dashboard_load") as step:
+                for _ in range(rounds):  # alternate, so both see the same load
+                    times += measure(url, token, eid, 1 if other_url else args.runs, chromium_path(), CHROMIUM_ARGS, sync_playwright)
+                    if other_url:
+                        other += measure(other_url, other_token or "", eid, 1, chromium_path(), CHROMIUM_ARGS, sync_playwright, below_fold=False)
+                    step("page loads")
+                if args.live:
+                    live["this"] = watch(url, token, eid, args.live, chromium_path(), CHROMIUM_ARGS, sync_playwright)
+                    step("live")
+                    if other_url:
+                        live["against"] = watch(other_url, other_token or "", eid, args.live, chromium_path(), CHROMIUM_ARGS, sync_playwright)
+                        step("live, against")
         finally:
             for proc in procs:
                 proc.terminate()

@@ -11,10 +11,16 @@ engine alone; the door's overhead is the difference.
 from __future__ import annotations
 
 import json
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _progress import progress  # noqa: E402
 
 PAIRS = int(__import__("os").environ.get("PAIRS", "3000"))
 X = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}]
@@ -75,13 +81,16 @@ async def main() -> None:
                 await owned.observe(exp.id, s.id, value=0.5)
 
             result = {}
-            for name, pair in (("engine", engine_pair), ("door", door_pair), ("engine2", engine_pair), ("door2", door_pair)):
-                for _ in range(min(200, PAIRS)):
-                    await pair()
-                start = time.perf_counter()
-                for _ in range(PAIRS):
-                    await pair()
-                result[name] = (time.perf_counter() - start) / PAIRS * 1e6
+            phases = (("engine", engine_pair), ("door", door_pair), ("engine2", engine_pair), ("door2", door_pair))
+            with progress(len(phases), "door_asgi") as step:
+                for name, pair in phases:
+                    for _ in range(min(200, PAIRS)):
+                        await pair()
+                    start = time.perf_counter()
+                    for _ in range(PAIRS):
+                        await pair()
+                    result[name] = (time.perf_counter() - start) / PAIRS * 1e6
+                    step(name)
     engine_us = min(result["engine"], result["engine2"])
     door_us = min(result["door"], result["door2"])
     print(json.dumps({"pairs": PAIRS, "app_us_per_pair": round(door_us), "engine_us_per_pair": round(engine_us),

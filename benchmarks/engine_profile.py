@@ -28,6 +28,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_common import FLOAT2, METRIC, objective  # noqa: E402
+from _progress import progress  # noqa: E402
 
 Counts = collections.Counter[str]
 
@@ -127,8 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     n = args.workers * args.pairs
     engine: Counts = collections.Counter()
     floor: Counts = collections.Counter()
-    anyio.run(_engine, args.workers, args.pairs, engine)
-    anyio.run(_mailbox, args.workers, args.pairs, floor)
+    with progress(2, "engine_profile") as step:  # a step per traced run, never inside one
+        anyio.run(_engine, args.workers, args.pairs, engine)
+        step("engine")
+        anyio.run(_mailbox, args.workers, args.pairs, floor)
+        step("mailbox floor")
     e, f = sum(engine.values()) / n, sum(floor.values()) / n
     head: dict[str, Any] = {
         "benchmark": "engine_profile", "workers": args.workers, "pairs": n,

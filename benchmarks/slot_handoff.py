@@ -18,8 +18,10 @@ import argparse
 import json
 import random
 import socket
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,6 +30,10 @@ import uvicorn
 from tauopt import AsyncClient
 from tauopt.store import MemoryStore
 from tauopt.transport.http._server import create_app
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _progress import progress  # noqa: E402
 
 X = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}]
 
@@ -57,20 +63,22 @@ async def _mode(url: str, mode: str, rounds: int, rng: random.Random) -> dict[st
     async with AsyncClient(driver="http", base_url=url) as holder, AsyncClient(driver="http", base_url=url) as waiter:
         exp = await holder.create_experiment(f"handoff-{mode}", X, {"name": "y"}, parallel_bandwidth=1, strategy="random")
         held = await holder.suggest(exp.id)
-        for _ in range(rounds):
-            got: list[Any] = []
+        with progress(rounds, f"slot_handoff {mode}") as step:
+            for _ in range(rounds):
+                got: list[Any] = []
 
-            async def want_the_slot() -> None:
-                s = await waiter.suggest(exp.id, wait_s=30 if mode == "wait" else None)
-                got.append((time.perf_counter(), s))
+                async def want_the_slot() -> None:
+                    s = await waiter.suggest(exp.id, wait_s=30 if mode == "wait" else None)
+                    got.append((time.perf_counter(), s))
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(want_the_slot)
-                await anyio.sleep(0.05 + rng.random() * 0.5)  # the holder's evaluation ends at a random moment
-                sent = time.perf_counter()
-                await holder.observe(exp.id, suggestion_id=held.id, value=1.0)
-            at, held = got[0]
-            lat.append(at - sent)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(want_the_slot)
+                    await anyio.sleep(0.05 + rng.random() * 0.5)  # the holder's evaluation ends at a random moment
+                    sent = time.perf_counter()
+                    await holder.observe(exp.id, suggestion_id=held.id, value=1.0)
+                at, held = got[0]
+                lat.append(at - sent)
+                step(mode)
     lat.sort()
     return {
         "mode": mode,

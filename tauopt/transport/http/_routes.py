@@ -30,6 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...errors import ApiError, api_error
+from ...limits import check_wait
 from .._json import loads_body
 from ._render import bad_json, invalid_fields, render_error, render_json
 from ._schema import (
@@ -237,7 +238,8 @@ async def suggest(call: Call) -> Any:
     tag = call.body.tag if call.body is not None else None
     wait_s = call.body.wait_s if call.body is not None else None
     if wait_s:
-        wait_s = min(wait_s, call.gate.limits.max_wait_s)  # the daemon's --max-wait-s
+        # refused out of bounds first, then cut to the daemon's --max-wait-s (auth on or off)
+        wait_s = min(check_wait(wait_s) or 0.0, call.request.state.gate.limits.max_wait_s)
 
     async def ask() -> Any:
         if not wait_s:
