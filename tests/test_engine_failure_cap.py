@@ -170,3 +170,19 @@ async def test_the_count_and_the_stop_survive_a_restart(tmp_path: Path) -> None:
         assert (lifted.max_consecutive_failures, lifted.consecutive_failures, lifted.stopped_reason) == (5, 0, None)
         await engine.suggest(other.id)
         assert (await refused(engine, exp.id)).error_type == "too_many_failures"
+
+
+async def test_a_database_written_before_the_cap_existed_reads_as_no_cap_and_takes_one(tmp_path: Path) -> None:
+    # tests/data/schema2_single_objective.db was written by main at 9fd124c: no cap fields in its experiments
+    import shutil
+
+    db = tmp_path / "old.db"
+    shutil.copy(Path(__file__).parent / "data" / "schema2_single_objective.db", db)
+    db.chmod(0o600)
+    async with Engine(store=str(db), pool=None) as engine:
+        old = {e.name: e for e in await engine.experiments()}["old-min"]
+        assert (old.max_consecutive_failures, old.consecutive_failures, old.stopped_reason) == (None, 0, None)
+        await engine.update_experiment(old.id, max_consecutive_failures=1)
+        await fail_one(engine, old.id)
+    async with Engine(store=str(db), pool=None) as engine:
+        assert (await engine.experiment(old.id)).stopped_reason is not None
