@@ -87,6 +87,13 @@ class CreateExperimentBody(BaseModel):
         '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
         examples=[{"rule": "asha", "max_step": 81}],
     )
+    max_consecutive_failures: JsonInt | None = Field(
+        default=None,
+        description="stop handing out suggestions (409 too_many_failures) after this many failed runs in a row "
+        "(failed observations, suggestions out of lease attempts); null: no cap. Setting it with PATCH, even to "
+        "its value, lifts a stop and counts from zero",
+        json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]),
+    )
 
 
 class UpdateExperimentBody(BaseModel):
@@ -106,6 +113,13 @@ class UpdateExperimentBody(BaseModel):
         description='{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
         '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
         examples=[{"rule": "asha", "max_step": 81}],
+    )
+    max_consecutive_failures: JsonInt | None = Field(
+        default=None,
+        description="stop handing out suggestions (409 too_many_failures) after this many failed runs in a row "
+        "(failed observations, suggestions out of lease attempts); null: no cap. Setting it with PATCH, even to "
+        "its value, lifts a stop and counts from zero",
+        json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]),
     )
 
 
@@ -191,6 +205,9 @@ class ExperimentOut(BaseModel):
     open_suggestions: int
     observations: int
     early_stopping: dict[str, Any]
+    max_consecutive_failures: int | None
+    consecutive_failures: int = Field(description="failed runs in a row since the last success or since the cap was set")
+    stopped_reason: str | None = Field(description="why asks answer 409 too_many_failures; null while they do not")
 
 
 class SuggestionOut(BaseModel):
