@@ -186,3 +186,51 @@ async def test_a_database_written_before_the_cap_existed_reads_as_no_cap_and_tak
         await fail_one(engine, old.id)
     async with Engine(store=str(db), pool=None) as engine:
         assert (await engine.experiment(old.id)).stopped_reason is not None
+
+
+class _HeldPool:
+    """A pool whose every job waits on a gate: a pooled ask stays parked until then."""
+
+    def __init__(self) -> None:
+        self.gate, self.started = anyio.Event(), anyio.Event()
+
+    async def propose(self, key, strategy, request, deadline_s=None):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        from tauopt.strategies import StrategyOutcome, propose
+
+        self.started.set()
+        await self.gate.wait()
+        return StrategyOutcome(tuple(propose("sobol", request, np.random.default_rng(0))), "gp", None, 0.0)
+
+    async def __aenter__(self):  # type: ignore[no-untyped-def]
+        return self
+
+    async def __aexit__(self, *exc):  # type: ignore[no-untyped-def]
+        return None
+
+
+async def test_an_ask_parked_for_a_pooled_proposal_hears_the_stop_at_once() -> None:
+    pool = _HeldPool()
+    async with Engine(pool=pool) as engine:
+        exp = await engine.create_experiment(
+            "gp", X, M, strategy="gp", parallel_bandwidth=2, strategy_options={"initial_points": 1}, max_consecutive_failures=1
+        )
+        await engine.observe(exp.id, assignments={"x": 0.5}, value=1.0)
+        got: list[ApiError] = []
+
+        async def parked() -> None:
+            with pytest.raises(ApiError) as err:
+                await engine.suggest(exp.id)
+            got.append(err.value)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(parked)
+                await pool.started.wait()  # the ask waits on the held fit
+                await engine.observe(exp.id, assignments={"x": 0.25}, failed=True)
+        assert [e.error_type for e in got] == ["too_many_failures"]  # answered while the fit is still held
+        pool.gate.set()
+        with anyio.fail_after(10):
+            while (await engine.inspect(exp.id))["proposals"] < 1:  # the held fit lands before the engine closes
+                await anyio.sleep(0.01)
