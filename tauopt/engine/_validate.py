@@ -48,20 +48,20 @@ def check_ttl(ttl: Any) -> float | None:
     return float(ttl)
 
 
-def check_budget(budget: Any) -> int | None:
-    if budget is None:
-        return None
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise invalid(f"observation_budget: give an integer >= 1 (or null for none), got {budget!r}")
-    return budget
-
-
-def check_max_failures(n: Any) -> int | None:
+def _count_or_none(field: str, n: Any, none_means: str) -> int | None:
     if n is None:
         return None
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise invalid(f"max_consecutive_failures: give an integer >= 1 (or null for no cap), got {n!r}")
+        raise invalid(f"{field}: give an integer >= 1 (or null for {none_means}), got {n!r}")
     return n
+
+
+def check_budget(budget: Any) -> int | None:
+    return _count_or_none("observation_budget", budget, "none")
+
+
+def check_max_failures(n: Any) -> int | None:
+    return _count_or_none("max_consecutive_failures", n, "no cap")
 
 
 def check_strategy(strategy: Any) -> str:

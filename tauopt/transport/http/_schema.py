@@ -55,6 +55,17 @@ def _says(**schema: Any) -> Any:
     return schema
 
 
+def _failure_cap() -> Any:
+    """The failure cap, in both the create and the PATCH body."""
+    return Field(
+        default=None,
+        description="stop handing out suggestions (409 too_many_failures) after this many failed runs in a row "
+        "(failed observations, suggestions out of lease attempts); null: no cap. Setting it with PATCH, even to "
+        "its value, lifts a stop and counts from zero",
+        json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]),
+    )
+
+
 class CreateExperimentBody(BaseModel):
     model_config = _STRICT
     name: str = Field(json_schema_extra=_says(minLength=1, maxLength=256, pattern=r"\S"))
@@ -87,13 +98,7 @@ class CreateExperimentBody(BaseModel):
         '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
         examples=[{"rule": "asha", "max_step": 81}],
     )
-    max_consecutive_failures: JsonInt | None = Field(
-        default=None,
-        description="stop handing out suggestions (409 too_many_failures) after this many failed runs in a row "
-        "(failed observations, suggestions out of lease attempts); null: no cap. Setting it with PATCH, even to "
-        "its value, lifts a stop and counts from zero",
-        json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]),
-    )
+    max_consecutive_failures: JsonInt | None = _failure_cap()
 
 
 class UpdateExperimentBody(BaseModel):
@@ -114,13 +119,7 @@ class UpdateExperimentBody(BaseModel):
         '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}',
         examples=[{"rule": "asha", "max_step": 81}],
     )
-    max_consecutive_failures: JsonInt | None = Field(
-        default=None,
-        description="stop handing out suggestions (409 too_many_failures) after this many failed runs in a row "
-        "(failed observations, suggestions out of lease attempts); null: no cap. Setting it with PATCH, even to "
-        "its value, lifts a stop and counts from zero",
-        json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]),
-    )
+    max_consecutive_failures: JsonInt | None = _failure_cap()
 
 
 class SuggestBody(BaseModel):
