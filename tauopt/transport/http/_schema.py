@@ -102,7 +102,7 @@ class CreateExperimentBody(BaseModel):
 
 
 class UpdateExperimentBody(BaseModel):
-    """Keys left out are unchanged; null unsets suggestion_ttl_s or observation_budget."""
+    """Keys left out are unchanged; null unsets suggestion_ttl_s, observation_budget or max_consecutive_failures."""
 
     model_config = _STRICT
     name: str | None = Field(default=None, json_schema_extra=_says(anyOf=[_NAME, {"type": "null"}]))
