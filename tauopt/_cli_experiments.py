@@ -30,7 +30,7 @@ __all__ = ["register", "Target", "target_from", "load_spec", "SPEC_KEYS"]
 DEFAULT_DB = "./tauopt.db"
 SPEC_KEYS = (
     "name", "parameters", "metric", "parallel_bandwidth", "suggestion_ttl_s",
-    "observation_budget", "strategy", "strategy_options",
+    "observation_budget", "strategy", "strategy_options", "max_consecutive_failures",
 )  # fmt: skip
 
 
@@ -198,11 +198,14 @@ def _none_or(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 def _update(args: argparse.Namespace) -> int:
     changes = {
         k: getattr(args, k)
-        for k in ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget")
+        for k in ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "max_consecutive_failures")
         if getattr(args, k) is not _KEEP
     }
     if not changes:
-        raise CliError("nothing to update: pass --name, --parallel-bandwidth, --suggestion-ttl-s or --observation-budget", 2)
+        raise CliError(
+            "nothing to update: pass --name, --parallel-bandwidth, --suggestion-ttl-s, --observation-budget "
+            "or --max-consecutive-failures", 2,
+        )  # fmt: skip
     with _client(target_from(args, os.environ), writing=True) as c:
         exp = c.update_experiment(args.experiment_id, **changes)
     print(json.dumps(exp.to_dict(), indent=2) if args.json else exp.id, flush=True)
@@ -302,11 +305,15 @@ def register(subparsers: Any) -> None:
     close_all = target(esub.add_parser("close-all", help="close every open suggestion; prints how many"))
     close_all.add_argument("experiment_id")
     close_all.set_defaults(func=_run(_close_all))
-    update = target(esub.add_parser("update", help="change name, bandwidth, ttl or budget ('none' unsets)"))
+    update = target(esub.add_parser("update", help="change name, bandwidth, ttl, budget or failure cap ('none' unsets)"))
     update.add_argument("experiment_id")
     update.add_argument("--name", default=_KEEP)
     update.add_argument("--parallel-bandwidth", type=int, default=_KEEP)
     update.add_argument("--suggestion-ttl-s", type=_none_or(float), default=_KEEP)
     update.add_argument("--observation-budget", type=_none_or(int), default=_KEEP)
+    update.add_argument(
+        "--max-consecutive-failures", type=_none_or(int), default=_KEEP,
+        help="the failure cap; setting it (even to its value) lifts a too_many_failures stop",
+    )  # fmt: skip
     update.add_argument("--json", action="store_true", help="print the experiment, not just its id")
     update.set_defaults(func=_run(_update))

@@ -130,16 +130,19 @@ class AsyncClient:
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
+        max_consecutive_failures: int | None = None,
         *,
         deadline_s: float | None = None,
     ) -> Experiment:
         """Create an active experiment; its id is chosen by the engine. `metric`: one
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
-        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
+        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
+        `max_consecutive_failures`: that many failed runs in a row stop the asks
+        (`too_many_failures`) until update_experiment sets it again (None: no cap)."""
         with self._bounded(deadline_s):
             return await self._require().create_experiment(
                 name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
-                strategy_options, early_stopping, metrics,
+                strategy_options, early_stopping, metrics, max_consecutive_failures,
             )  # fmt: skip
 
     async def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -162,13 +165,17 @@ class AsyncClient:
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
+        max_consecutive_failures: int | None = UNSET,
         deadline_s: float | None = None,
     ) -> Experiment:
-        """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
+        """Change the given fields (UNSET leaves one as it is; None unsets ttl, budget or
+        the failure cap). Setting max_consecutive_failures, even to its value, clears a
+        `too_many_failures` stop and counts failures from zero."""
         with self._bounded(deadline_s):
             return await self._require().update_experiment(
                 experiment_id, name=name, parallel_bandwidth=parallel_bandwidth, suggestion_ttl_s=suggestion_ttl_s,
                 observation_budget=observation_budget, parameters=parameters, early_stopping=early_stopping,
+                max_consecutive_failures=max_consecutive_failures,
             )  # fmt: skip
 
     async def archive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -376,15 +383,19 @@ class Client:
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
+        max_consecutive_failures: int | None = None,
         *,
         deadline_s: float | None = None,
     ) -> Experiment:
         """Create an active experiment; its id is chosen by the engine. `metric`: one
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
-        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
+        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
+        `max_consecutive_failures`: that many failed runs in a row stop the asks
+        (`too_many_failures`) until update_experiment sets it again (None: no cap)."""
         return self._run(
             self._client.create_experiment, name, parameters, metric, parallel_bandwidth, suggestion_ttl_s,
-            observation_budget, strategy, strategy_options, early_stopping, metrics, deadline_s=deadline_s,
+            observation_budget, strategy, strategy_options, early_stopping, metrics, max_consecutive_failures,
+            deadline_s=deadline_s,
         )  # fmt: skip
 
     def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -405,13 +416,16 @@ class Client:
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
+        max_consecutive_failures: int | None = UNSET,
         deadline_s: float | None = None,
     ) -> Experiment:
-        """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
+        """Change the given fields (UNSET leaves one as it is; None unsets ttl, budget or
+        the failure cap). Setting max_consecutive_failures, even to its value, clears a
+        `too_many_failures` stop and counts failures from zero."""
         return self._run(
             self._client.update_experiment, experiment_id, name=name, parallel_bandwidth=parallel_bandwidth,
             suggestion_ttl_s=suggestion_ttl_s, observation_budget=observation_budget, parameters=parameters,
-            early_stopping=early_stopping, deadline_s=deadline_s,
+            early_stopping=early_stopping, max_consecutive_failures=max_consecutive_failures, deadline_s=deadline_s,
         )  # fmt: skip
 
     def archive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:

@@ -86,6 +86,9 @@ def summary(view: ExperimentReport, now: float) -> str:
     failed = [o for o in view.observations if o.failed]
     lines.append("  suggestions  " + (", ".join(f"{k} {v}" for k, v in sorted(by_state.items())) or "none"))
     lines.append(f"  observations {e.observations} ({view.failed} failed)")
+    if e.stopped_reason is not None:
+        lines.append(f"  stopped      {e.stopped_reason}; asks answer too_many_failures until")
+        lines.append("               `tauopt experiments update ID --max-consecutive-failures N|none`")
     tags = Counter(shown(s.tag) if s.tag is not None else "(untagged)" for s in view.suggestions)
     if tags:
         lines.append("  by tag       " + ", ".join(f"{t} {n}" for t, n in tags.most_common(10)))

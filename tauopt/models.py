@@ -453,6 +453,13 @@ class Experiment:
     # every metric, objectives first; `metric` is metrics[0]. Empty means (metric,):
     # experiments written before multi-objective (no "metrics" key) read that way.
     metrics: tuple[Metric, ...] = ()
+    # The cap on consecutive failed runs (None: off), the failed runs in a row since
+    # the last success or since the cap was last set, and why asks are refused once
+    # the cap was reached (None while they are not). Stored with the experiment;
+    # experiments written before the cap existed read as off, 0, None.
+    max_consecutive_failures: int | None = None
+    consecutive_failures: int = 0
+    stopped_reason: str | None = None
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -479,6 +486,9 @@ class Experiment:
             "strategy": self.strategy,
             "strategy_options": self.strategy_options.to_dict(),
             "early_stopping": dict(self.early_stopping),
+            "max_consecutive_failures": self.max_consecutive_failures,
+            "consecutive_failures": self.consecutive_failures,
+            "stopped_reason": self.stopped_reason,
             "state": self.state,
             "created_at": self.created_at,
             "open_suggestions": self.open_suggestions,
@@ -504,6 +514,9 @@ class Experiment:
             strategy_options=StrategyOptions.parse(d.get("strategy_options")),
             owner=owner if owner is not None else d.get("owner"),
             early_stopping=dict(d.get("early_stopping") or {"rule": "none"}),
+            max_consecutive_failures=d.get("max_consecutive_failures"),
+            consecutive_failures=int(d.get("consecutive_failures", 0)),
+            stopped_reason=d.get("stopped_reason"),
         )
 
     def evolve(self, **changes: Any) -> "Experiment":

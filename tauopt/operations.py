@@ -61,10 +61,13 @@ class Operations(Protocol):
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
+        max_consecutive_failures: int | None = None,
     ) -> Experiment:
         """Create an active experiment; its id is chosen by the engine. `metric`: one
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
-        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`)."""
+        `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
+        `max_consecutive_failures`: that many failed runs in a row stop the asks
+        (`too_many_failures`) until update_experiment sets it again (None: no cap)."""
         ...
 
     async def experiment(self, experiment_id: str) -> Experiment:
@@ -85,8 +88,11 @@ class Operations(Protocol):
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
+        max_consecutive_failures: int | None = UNSET,
     ) -> Experiment:
-        """Change the given fields (UNSET leaves one as it is; None unsets ttl or budget)."""
+        """Change the given fields (UNSET leaves one as it is; None unsets ttl, budget or
+        the failure cap). Setting max_consecutive_failures, even to its value, clears a
+        `too_many_failures` stop and counts failures from zero."""
         ...
 
     async def archive_experiment(self, experiment_id: str) -> Experiment:

@@ -111,6 +111,20 @@ def test_list_show_update_close_all_and_archive_on_a_file(db: Path) -> None:
     assert r.returncode == 2 and "nothing to update" in r.stderr
 
 
+def test_show_says_why_the_failure_cap_stopped_an_experiment_and_update_lifts_it(db: Path) -> None:
+    spec = db.parent / "capped.json"
+    spec.write_text(json.dumps(dict(SPEC, max_consecutive_failures=1)))
+    exp_id = created_id(tauopt("experiments", "create", "--spec", str(spec), "--db", str(db)))
+    with Client(driver="local", store=str(db)) as c:
+        c.observe(exp_id, suggestion_id=c.suggest(exp_id).id, failed=True)
+    shown = tauopt("experiments", "show", exp_id, "--db", str(db)).stdout
+    assert "stopped      stopped after 1 consecutive failed runs" in shown and "--max-consecutive-failures" in shown
+    r = tauopt("experiments", "update", exp_id, "--max-consecutive-failures", "none", "--db", str(db), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (json.loads(r.stdout)["max_consecutive_failures"], json.loads(r.stdout)["stopped_reason"]) == (None, None)
+    assert "stopped " not in tauopt("experiments", "show", exp_id, "--db", str(db)).stdout
+
+
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     d = Daemon(tmp_path_factory.mktemp("cli") / "tauopt.db")

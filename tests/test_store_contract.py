@@ -86,6 +86,18 @@ async def test_load_returns_what_was_written(store: Store) -> None:
     assert await store.has_experiment("e1")
 
 
+async def test_the_failure_cap_its_count_and_stopped_reason_round_trip_in_load_and_listing(store: Store) -> None:
+    capped = experiment(max_consecutive_failures=3, consecutive_failures=3, stopped_reason="stopped after 3 failed runs")
+    await store.write([PutExperiment(capped), PutExperiment(experiment("e2"))])
+    snap = await store.load("e1")
+    assert snap is not None and snap.experiment == capped
+    listed = {e.id: e for e in await store.list_experiments()}
+    assert (listed["e1"].max_consecutive_failures, listed["e1"].consecutive_failures, listed["e1"].stopped_reason) == (
+        3, 3, "stopped after 3 failed runs",
+    )
+    assert (listed["e2"].max_consecutive_failures, listed["e2"].consecutive_failures, listed["e2"].stopped_reason) == (None, 0, None)
+
+
 async def test_suggestions_keep_creation_order_across_state_changes(store: Store) -> None:
     await store.write([PutExperiment(experiment())])
     for i in range(5):

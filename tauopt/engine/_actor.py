@@ -10,7 +10,8 @@ leans on three collaborators, each with one job:
 - `ComputeAhead` (_ahead.py): pooled strategies (gp) computed ahead, asks
   parked until a proposal lands, never blocking the mailbox;
 - `SlotWaiters` (_slots.py): asks waiting (`wait_s`) for a free slot;
-- `release` (_leases.py): a suggestion whose holder is declared dead.
+- `release` (_leases.py): a suggestion whose holder is declared dead;
+- `count_failure` (_failures.py): the cap on consecutive failed runs.
 
 Inline strategies (random, sobol, grid: the registry says which) answer within
 the message. An ask that finds the bandwidth full may wait (`wait_s`) for a
@@ -39,6 +40,7 @@ from ..strategies import get as get_strategy
 from ._admin import best_observation
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
 from ._curves import Curves, check_report
+from ._failures import count_failure, count_success, reset_changes, stopped_error
 from ._ledger import Ledger
 from ._messages import (
     ArchiveExperiment,
@@ -264,6 +266,8 @@ class ExperimentActor:
             self._ahead.points.clear()
         if "early_stopping" in changes:
             self._curves.set_rule(changes["early_stopping"])
+        if "max_consecutive_failures" in changes:
+            changes.update(reset_changes(changes["max_consecutive_failures"]))  # the user's "fixed it, try again"
         exp = self._exp.evolve(**changes)
         self._exp = exp.evolve(state=self._state_for(exp))
         self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
@@ -283,7 +287,7 @@ class ExperimentActor:
     def _on_suggest(self, request: Request[Any], msg: Suggest) -> None:
         tag = check_tag(msg.tag)
         writes = self._expire()
-        if self._ledger.released and self._exp.state == "active":
+        if self._ledger.released and self._exp.state == "active" and self._exp.stopped_reason is None:
             # a suggestion whose holder died goes first: its slot is already counted
             s = self._ledger.rehand(tag, self._clock())
             if s is not None:
@@ -328,6 +332,8 @@ class ExperimentActor:
                 f"experiment {self.id!r} reached its observation_budget={self._exp.observation_budget}; "
                 "raise observation_budget to continue",
             )
+        if self._exp.stopped_reason is not None:
+            raise stopped_error(self._exp)
         size = self._finite_size()
         if size is not None and self._ledger.used_count() >= size:
             raise api_error(
@@ -408,6 +414,8 @@ class ExperimentActor:
         self._slot_waiters.park(request, msg, self._tg, self._self_ref)
 
     def _has_room(self) -> bool:
+        if self._exp.stopped_reason is not None:
+            return True  # every waiting ask is answered at once (too_many_failures)
         full = len(self._ledger.open) + len(self._ahead.waiters) >= self._exp.parallel_bandwidth
         return not full or bool(self._ledger.released)
 
@@ -445,6 +453,8 @@ class ExperimentActor:
         while self._ahead.waiters:
             request, ask = self._ahead.waiters.popleft()
             try:
+                if self._exp.stopped_reason is not None:
+                    raise stopped_error(self._exp)
                 # parked asks take what just landed (the newest model there is), then the buffer
                 point = self._pop_unused(landed)
                 if point is not None:
@@ -500,10 +510,15 @@ class ExperimentActor:
             obs = ledger.observations[-1] = replace(obs, stopped_at_step=stopped_at)
         state = self._state_for(self._exp)
         writes.append(PutObservation(obs))
-        if state != self._exp.state:
-            self._exp = self._exp.evolve(state=state)
+        counted = count_failure(self._exp, f"observation {obs.id} failed") if failed else count_success(self._exp)
+        exp = counted or self._exp
+        stops = exp.stopped_reason is not None and self._exp.stopped_reason is None
+        if state != exp.state or counted is not None:
+            self._exp = exp.evolve(state=state)
             writes.append(PutExperiment(self._header(), self._drawn))
         self._commit(request, writes, obs)
+        if stops:
+            self._refuse_waiters()
         if self._ahead.observed(self._exp.parallel_bandwidth):
             self._ensure_job()
         if sid is not None:
@@ -547,9 +562,27 @@ class ExperimentActor:
 
     def _on_release(self, request: Request[Any], msg: ReleaseSuggestion) -> None:
         out = release(self._ledger, msg.suggestion_id, msg.max_attempts, self._clock())
-        self._commit(request, [PutSuggestion(out.suggestion)] if out.changed else [], out.suggestion)
+        writes: list[Write] = [PutSuggestion(out.suggestion)] if out.changed else []
+        counted = None
+        if out.changed and out.suggestion.state == "closed":  # its attempts are used up: a failed run
+            what = f"suggestion {out.suggestion.id} used up its {out.suggestion.attempts} attempt(s)"
+            counted = count_failure(self._exp, what)
+        stops = counted is not None and counted.stopped_reason is not None and self._exp.stopped_reason is None
+        if counted is not None:
+            self._exp = counted
+            writes.append(PutExperiment(self._header(), self._drawn))
+        self._commit(request, writes, out.suggestion)
+        if stops:
+            self._refuse_waiters()
         if out.changed:
             self._retry_slot_waiters()  # a waiting ask can take it, or the freed slot
+
+    def _refuse_waiters(self) -> None:
+        """The failure cap was just reached: every waiting ask hears it now."""
+        while self._ahead.waiters:
+            request, _ = self._ahead.waiters.popleft()
+            self._commit(request, [], stopped_error(self._exp))  # after the stop is durable
+        self._retry_slot_waiters()  # _has_room is True while stopped: each retry answers too_many_failures
 
     def _on_inspect(self, request: Request[Any]) -> None:
         stats = dict(

@@ -31,7 +31,7 @@ from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
 from ._curves import check_early_stopping
 from ._importance import ImportanceCache
-from ._validate import check_bandwidth, check_budget, check_name, check_strategy, check_ttl, check_wait
+from ._validate import check_bandwidth, check_budget, check_max_failures, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
 
@@ -239,6 +239,7 @@ class Engine:
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
+        max_consecutive_failures: int | None = None,
     ) -> Experiment:
         """Create an active experiment and return it (its id is chosen here).
 
@@ -248,6 +249,8 @@ class Engine:
         {'<=': x}}). At most `parallel_bandwidth` suggestions are open at once;
         `suggestion_ttl_s` expires forgotten ones; `observation_budget` completes it.
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`).
+        `max_consecutive_failures`: that many failed runs in a row stop the asks
+        (`too_many_failures`) until update_experiment sets the cap again; None: no cap.
         Raises ApiError `invalid_request` saying which field to fix."""
         all_metrics = parse_metrics(metric, metrics)
         options = StrategyOptions.parse(strategy_options)
@@ -276,6 +279,7 @@ class Engine:
             strategy_options=options,
             owner=self._owner,
             early_stopping=stopping,
+            max_consecutive_failures=check_max_failures(max_consecutive_failures),
         )
         await self._commit([PutExperiment(exp, 0)])
         return exp
@@ -300,9 +304,12 @@ class Engine:
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
+        max_consecutive_failures: int | None = UNSET,
     ) -> Experiment:
-        """Change the fields given (leave the others out; None unsets ttl or budget) and
-        return the experiment. Raises ApiError `invalid_request` for a bad value."""
+        """Change the fields given (leave the others out; None unsets ttl, budget or the
+        failure cap) and return the experiment. Setting `max_consecutive_failures` (even
+        to its value) clears a `too_many_failures` stop and counts failures from zero.
+        Raises ApiError `invalid_request` for a bad value."""
         changes = {
             k: v
             for k, v in (
@@ -312,6 +319,7 @@ class Engine:
                 ("observation_budget", observation_budget),
                 ("parameters", parameters),
                 ("early_stopping", early_stopping),
+                ("max_consecutive_failures", max_consecutive_failures),
             )
             if v is not UNSET
         }

@@ -13,9 +13,9 @@ from ..models import Experiment
 from ..strategies import names  # the registry: every strategy name, and auto
 from ._curves import check_early_stopping
 
-__all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_observation", "check_name", "check_strategy", "check_wait"]
+__all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_observation", "check_name", "check_strategy", "check_wait", "check_max_failures"]
 
-_UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters", "early_stopping")
+_UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters", "early_stopping", "max_consecutive_failures")
 
 
 def check_name(name: Any) -> str:
@@ -48,12 +48,20 @@ def check_ttl(ttl: Any) -> float | None:
     return float(ttl)
 
 
-def check_budget(budget: Any) -> int | None:
-    if budget is None:
+def _count_or_none(field: str, n: Any, none_means: str) -> int | None:
+    if n is None:
         return None
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise invalid(f"observation_budget: give an integer >= 1 (or null for none), got {budget!r}")
-    return budget
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise invalid(f"{field}: give an integer >= 1 (or null for {none_means}), got {n!r}")
+    return n
+
+
+def check_budget(budget: Any) -> int | None:
+    return _count_or_none("observation_budget", budget, "none")
+
+
+def check_max_failures(n: Any) -> int | None:
+    return _count_or_none("max_consecutive_failures", n, "no cap")
 
 
 def check_strategy(strategy: Any) -> str:
@@ -78,6 +86,8 @@ def check_update(changes: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = check_budget(value)
         elif key == "early_stopping":
             out[key] = check_early_stopping(value)
+        elif key == "max_consecutive_failures":
+            out[key] = check_max_failures(value)
         else:
             out[key] = value
     return out

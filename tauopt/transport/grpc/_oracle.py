@@ -11,7 +11,13 @@ it. A trial is a suggestion (trial id = suggestion id, tuner id = its tag), and:
   whose runs are used up; one budget of runs per trial covers both ways a run
   ends without a result: INVALID (max_retries_per_trial + 1) and expiry
   (max(1, max_retries_per_trial) + 1);
-- results are observations (`Observation.metrics` keeps every metric).
+- results are observations (`Observation.metrics` keeps every metric);
+- consecutive failures are the engine's cap (`max_consecutive_failures`, set from
+  --max-consecutive-failures): a failed trial is a failed observation, a trial
+  whose runs are used up by expiry is a suggestion closed by its lease (or, for a
+  trial the engine does not hold, a failed observation), and once the engine
+  says the cap is reached (`stopped_reason`, or an ask answering
+  `too_many_failures`) the search ends with an error every worker sees.
 
 What stays here is KerasTuner's own: the *baseline* (while no space is known,
 one worker gets a trial without values, runs its defaults, and its EndTrial
@@ -23,10 +29,10 @@ which trial since when (for `trial_ttl_s`). The holds only this door knows of
 (the baseline runs, every max_trials place is taken, Hyperband idles) wait for
 the oracle's next change. On restart all of it is rebuilt from the engine:
 open suggestions are trials still running on the worker named by their tag,
-or queued when the engine holds them released; consecutive failures are
-re-counted from the stored observations (the trailing failed ones), unless
-they had already ended the search: that restart is the user's "fixed it, try
-again", so it starts from zero.
+or queued when the engine holds them released; the engine keeps the count of
+consecutive failures, and a chief that finds its experiment stopped by the cap
+(or with another cap) sets the cap again: that restart is the user's "fixed it,
+try again", so the count starts from zero.
 
 Differences from KerasTuner's reference chief: CreateTrial is held open
 instead of answering IDLE (no hot loop); a trial whose worker died is handed
@@ -48,7 +54,7 @@ import anyio
 
 from ...errors import ApiError, api_error, invalid
 from ...limits import MAX_WAIT_S
-from ...models import MAX_OBJECTIVES, Experiment, Observation, Parameter, Suggestion, Value
+from ...models import MAX_OBJECTIVES, Experiment, Parameter, Suggestion, Value
 from ...space import Space
 from ...strategies.hyperband import Finished, HyperbandSchedule, Idle, NewTrial, Promote
 from ._convert import Learned, assignments_for, merge_space
@@ -197,7 +203,6 @@ class KerasTunerOracle:
         # whose trial ids are not suggestion ids). Every other retry is a released suggestion.
         self._local_retries: deque[str] = deque()
         self._completed = 0
-        self._consecutive_failures = 0
         self._baselines = 0
         self.known: set[str] = set()
         self.stopped: set[str] = set()
@@ -236,6 +241,9 @@ class KerasTunerOracle:
                     raise invalid(f"--space does not extend project {cfg.project!r}: {'; '.join(skipped)}")
                 if len(merged.parameters) > len(exp.parameters):
                     exp = await self.engine.update_experiment(exp.id, parameters=[p.to_dict() for p in merged.parameters])
+            if exp.stopped_reason is not None or exp.max_consecutive_failures != cfg.max_consecutive_failures:
+                # the restart is the user's "fixed it, try again": a fresh count under this chief's cap
+                exp = await self.engine.update_experiment(exp.id, max_consecutive_failures=cfg.max_consecutive_failures)
         else:
             exp = await self.engine.create_experiment(
                 cfg.project,
@@ -244,6 +252,7 @@ class KerasTunerOracle:
                 parallel_bandwidth=cfg.parallel_bandwidth or cfg.max_trials,
                 strategy=cfg.strategy,
                 strategy_options={"seed": cfg.seed} if cfg.seed is not None else None,
+                max_consecutive_failures=cfg.max_consecutive_failures,
             )
         self.experiment = exp
         self._space = Space(exp.parameters)
@@ -268,7 +277,6 @@ class KerasTunerOracle:
                     t.history.setdefault(k, {0: [v]})
                 self._completed += 1
             self._trials[tid] = t
-        self._consecutive_failures = _trailing_failures(observations, self.config.max_consecutive_failures)
         now = self._clock()
         for s in await self.engine.suggestions(exp.id, state="open"):
             if s.released:  # waiting for a retry when the chief stopped: it still is (the engine holds it)
@@ -357,11 +365,30 @@ class KerasTunerOracle:
                 if not self.done and await self._queue_retry(t, max_runs=runs + 1):
                     continue
                 t.state = "failed"
+                if not self.done:
+                    await self._fail_expired(t)
                 await self._close(t)
-                self._count_failure(f"trial {t.trial_id} expired without an EndTrial after {t.runs} run(s)")
+                await self._check_failures(f"trial {t.trial_id} expired without an EndTrial after {t.runs} run(s)")
             if expired:
                 self._notify()
             self._check_done()
+
+    async def _fail_expired(self, t: _Trial) -> None:
+        """A trial whose runs expired is a failed run for the engine's cap. An engine-held
+        one was closed by its lease (counted there); a trial of this door's own is closed
+        as used up (one attempt) or, without a suggestion, observed as failed, as its
+        EndTrial FAILED would have been."""
+        assert self.experiment is not None
+        if self._engine_holds(t):
+            return
+        if t.suggestion_id is None:
+            await self._observe(t, {}, None, 0)
+            return
+        try:
+            await self.engine.release_suggestion(self.experiment.id, t.suggestion_id, max_attempts=1)
+        except ApiError as exc:
+            if exc.error_type not in ("suggestion_closed", "suggestion_expired", "suggestion_observed"):
+                raise
 
     async def _queue_retry(self, t: _Trial, max_runs: int) -> bool:
         """Queue the trial for another run unless it had `max_runs` runs; False: used up.
@@ -466,6 +493,10 @@ class KerasTunerOracle:
         except ApiError as exc:
             if exc.error_type == "bandwidth_full":
                 return None
+            if exc.error_type == "too_many_failures":
+                async with self._lock:
+                    await self._check_failures(None)
+                return None  # the next round answers SearchFailed
             if exc.error_type in ("space_exhausted", "experiment_completed", "experiment_archived"):
                 async with self._lock:
                     self.exhausted = True
@@ -526,6 +557,9 @@ class KerasTunerOracle:
                 self._hb_trials -= 1
                 if exc.error_type == "bandwidth_full":
                     return None
+                if exc.error_type == "too_many_failures":
+                    await self._check_failures(None)
+                    return None  # the next round answers SearchFailed
                 raise
             t = _Trial(tid, s.id, dict(s.assignments), "queued", tuner_values=hb_values)
         self._trials[tid] = t
@@ -599,24 +633,25 @@ class KerasTunerOracle:
                 await self._observe(t, values, score, step)
                 t.state, t.score, t.best_step = "completed", score, step
                 self._completed += 1
-                self._consecutive_failures = 0
             elif status == "INVALID" and t.runs <= self.config.max_retries_per_trial:
                 await self._queue_retry(t, max_runs=self.config.max_retries_per_trial + 1)  # runs are left: it queues
                 log.info("trial %s INVALID: retry %d of %d", trial_id, t.runs, self.config.max_retries_per_trial)
             else:
                 await self._observe(t, values, None, 0)
                 t.state = "failed"
-                self._count_failure(f"trial {trial_id} ended {status}")
+                await self._check_failures(f"trial {trial_id} ended {status}")
             self._check_done()
             self._notify()
 
-    def _count_failure(self, what: str) -> None:
-        self._consecutive_failures += 1
-        limit = self.config.max_consecutive_failures
-        if self._consecutive_failures >= limit and not self.done:
+    async def _check_failures(self, what: str | None) -> None:
+        """After a failed run the engine counted (`what`; None: an ask was refused for
+        it), end the search when the engine says its cap is reached."""
+        assert self.experiment is not None
+        exp = await self.engine.experiment(self.experiment.id)
+        if exp.stopped_reason is not None and not self.done:
             self._finish(
-                f"tauopt chief: the search stopped after {limit} consecutive failed trials (last: {what}); "
-                "fix the model code or the space, then restart the chief and the workers"
+                f"tauopt chief: the search stopped after {exp.max_consecutive_failures} consecutive failed trials "
+                f"(last: {what or exp.stopped_reason}); fix the model code or the space, then restart the chief and the workers"
             )
 
     async def _observe(self, t: _Trial, values: Mapping[str, Value], score: float | None, step: int) -> None:
@@ -706,14 +741,3 @@ class KerasTunerOracle:
             "failure": self.failure,
         }
 
-
-def _trailing_failures(observations: list[Observation], limit: int) -> int:
-    """Failed observations since the last success: the consecutive-failure count a
-    chief had when it stopped. At `limit` that chief ended the search on them, and
-    restarting it is how the user retries (the error says so): then zero."""
-    n = 0
-    for o in reversed(observations):
-        if not o.failed:
-            break
-        n += 1
-    return n if n < limit else 0

@@ -267,6 +267,7 @@ class HttpDriver:
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
+        max_consecutive_failures: int | None = None,
     ) -> Experiment:
         body = {
             "name": name,
@@ -279,6 +280,7 @@ class HttpDriver:
             "strategy": strategy,
             "strategy_options": _as_dict(strategy_options) if strategy_options is not None else None,
             "early_stopping": dict(early_stopping) if early_stopping is not None else None,
+            "max_consecutive_failures": max_consecutive_failures,
         }
         return Experiment.from_dict(await self._request("POST", "/v1/experiments", body=body))
 
@@ -299,6 +301,7 @@ class HttpDriver:
         observation_budget: int | None = UNSET,
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
+        max_consecutive_failures: int | None = UNSET,
     ) -> Experiment:
         given = {
             "name": name,
@@ -307,6 +310,7 @@ class HttpDriver:
             "observation_budget": observation_budget,
             "parameters": [_as_dict(p) for p in parameters] if _is_sequence(parameters) else parameters,
             "early_stopping": early_stopping,
+            "max_consecutive_failures": max_consecutive_failures,
         }
         body = {k: v for k, v in given.items() if v is not UNSET}
         return Experiment.from_dict(await self._request("PATCH", _exp(experiment_id), body=body))

@@ -83,6 +83,17 @@ _EARLY_STOPPING_DOC = (
 )
 
 
+def _failure_cap() -> Any:
+    """The failure cap, in both the create and the PATCH body."""
+    return Field(
+        default=None,
+        description="stop handing out suggestions (409 too_many_failures) after this many failed runs in a row "
+        "(failed observations, suggestions out of lease attempts); null: no cap. Setting it with PATCH, even to "
+        "its value, lifts a stop and counts from zero",
+        json_schema_extra=_says(anyOf=[_AT_LEAST_1, {"type": "null"}]),
+    )
+
+
 class CreateExperimentBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_says(oneOf=METRICS_RULE))
     name: str = Field(json_schema_extra=_says(**_NAME))
@@ -113,11 +124,13 @@ class CreateExperimentBody(BaseModel):
         default=None, description=_EARLY_STOPPING_DOC, examples=[{"rule": "asha", "max_step": 81}],
         json_schema_extra=_says(anyOf=[EARLY_STOPPING_SCHEMA, {"type": "null"}]),
     )
+    max_consecutive_failures: JsonInt | None = _failure_cap()
 
 
 class UpdateExperimentBody(BaseModel):
-    """Keys left out are unchanged; null unsets suggestion_ttl_s or observation_budget
-    (and early_stopping, to none); name, parallel_bandwidth and parameters are never null."""
+    """Keys left out are unchanged; null unsets suggestion_ttl_s, observation_budget or
+    max_consecutive_failures (and early_stopping, to none); name, parallel_bandwidth and
+    parameters are never null."""
 
     model_config = _STRICT
     name: str | None = Field(default=None, json_schema_extra=_instead(_NAME))
@@ -132,6 +145,7 @@ class UpdateExperimentBody(BaseModel):
         default=None, description=_EARLY_STOPPING_DOC, examples=[{"rule": "asha", "max_step": 81}],
         json_schema_extra=_says(anyOf=[EARLY_STOPPING_SCHEMA, {"type": "null"}]),
     )
+    max_consecutive_failures: JsonInt | None = _failure_cap()
 
 
 class SuggestBody(BaseModel):
@@ -215,6 +229,9 @@ class ExperimentOut(BaseModel):
     open_suggestions: int
     observations: int
     early_stopping: dict[str, Any]
+    max_consecutive_failures: int | None
+    consecutive_failures: int = Field(description="failed runs in a row since the last success or since the cap was set")
+    stopped_reason: str | None = Field(description="why asks answer 409 too_many_failures; null while they do not")
 
 
 class SuggestionOut(BaseModel):
