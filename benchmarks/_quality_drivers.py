@@ -39,6 +39,7 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp_warp": {"output_warp": True},
     "gp_tr": {"trust_region": True},
     "gp_grad_warp": {"gradient": True, "output_warp": True},
+    "gp_grad_iw": {"gradient": True, "input_warp": True},
     "gp_all": {"gradient": True, "output_warp": True, "trust_region": True},
 }
 
