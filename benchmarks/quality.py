@@ -15,8 +15,9 @@ read at 10*d and 20*d (--budgets). Methods (benchmarks/_quality_drivers.py):
   gp, sobol, random           tauopt strategies, driven directly; gp is `auto` as
                               users get it (Sobol for the first max(5, 2d) points)
   gp_grad, gp_iw, gp_hr,      gp with opt-in refinements of GPConfig on: what
-  gp_warp, gp_tr, gp_grad_iw, each one buys, measured in the same run
-  gp_grad_warp, gp_all        (_quality_drivers.GP_VARIANTS)
+  gp_warp, gp_tr, gp_notr,    each one buys, measured in the same run
+  gp_grad_iw, gp_grad_warp,   (_quality_drivers.GP_VARIANTS; gp_notr: the trust
+  gp_all                      region, on by default from d = 10, off)
   optuna_gp, optuna_tpe,      Optuna 5.0 GPSampler, TPESampler(multivariate=True),
   optuna_cmaes                CmaEsSampler (d >= 5 only), through ask/tell
   engine@E                    gp through AsyncClient (local engine, process pool)
