@@ -25,7 +25,7 @@ Choices (see the README `gp` section):
   GPConfig(gradient=True): multi-start L-BFGS-B with torch gradients,
   `_gp_acquisition`); the winners are projected to the space and re-scored,
   and the best unused one is taken.
-- Trust region (`_gp_trust_region`, opt-in: GPConfig(trust_region=True)) when
+- Trust region (`_gp_trust_region`, on by default; GPConfig(trust_region=False)) when
   there are >= 10 continuous coordinates: candidates and the optimizer stay in
   a TuRBO box around the incumbent that grows and shrinks with success,
   replayed from the history.
