@@ -37,8 +37,10 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp_hr": {"half_rank": True, "min_separation": 0.02},  # half-rank output warp, separated batches
     "gp_grad": {"gradient": True},
     "gp_warp": {"output_warp": True},
-    "gp_tr": {"trust_region": True},
+    "gp_tr": {"trust_region": True},  # the default since issue 17's third round
+    "gp_notr": {"trust_region": False},  # the default before: no trust region at any d
     "gp_grad_warp": {"gradient": True, "output_warp": True},
+    "gp_grad_iw": {"gradient": True, "input_warp": True},
     "gp_all": {"gradient": True, "output_warp": True, "trust_region": True},
 }
 

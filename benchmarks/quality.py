@@ -14,8 +14,10 @@ read at 10*d and 20*d (--budgets). Methods (benchmarks/_quality_drivers.py):
 
   gp, sobol, random           tauopt strategies, driven directly; gp is `auto` as
                               users get it (Sobol for the first max(5, 2d) points)
-  gp_grad, gp_warp, gp_tr,    gp with opt-in refinements of GPConfig on: what
-  gp_grad_warp, gp_all        each one buys, measured in the same run
+  gp_grad, gp_iw, gp_hr,      gp with opt-in refinements of GPConfig on: what
+  gp_warp, gp_tr, gp_notr,    each one buys, measured in the same run
+  gp_grad_iw, gp_grad_warp,   (_quality_drivers.GP_VARIANTS; gp_notr: the trust
+  gp_all                      region, on by default from d = 10, off)
   optuna_gp, optuna_tpe,      Optuna 5.0 GPSampler, TPESampler(multivariate=True),
   optuna_cmaes                CmaEsSampler (d >= 5 only), through ask/tell
   engine@E                    gp through AsyncClient (local engine, process pool)
@@ -86,6 +88,12 @@ def _strategy_run(problem: _suite.Problem, method: str, budget: int, workers: in
     return run_strategy(problem, method, budget, workers, seed)
 
 
+def _seeds(args: argparse.Namespace) -> range:
+    # Seeds pick the instance (shift, rotation) and every method's own seed. Choose
+    # settings on one range (--first-seed 100) and report on another (the default 0..).
+    return range(args.first_seed, args.first_seed + args.seeds)
+
+
 def _cells(args: argparse.Namespace) -> list[tuple[str, int]]:
     dims = [int(x) for x in args.dims.split(",")]
     return [(f, d) for f in args.functions.split(",") for d in dims if d in _suite.dims_for(f)]
@@ -105,7 +113,7 @@ def run_all(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[tuple,
     with progress(len(cells), "quality") as step:
         for fname, d, w, method in cells:
             t0 = time.monotonic()
-            runs = [_strategy_run(_suite.make(fname, d, s), method, max(mults) * d, w, s) for s in range(args.seeds)]
+            runs = [_strategy_run(_suite.make(fname, d, s), method, max(mults) * d, w, s) for s in _seeds(args)]
             rows.append(_row(fname, d, w, method, runs, mults, curves, time.monotonic() - t0))
             step(f"{fname} d={d} W={w} {method}")
     if args.engine:
@@ -134,7 +142,7 @@ def _engine_all(args: argparse.Namespace, mults: list[int], curves: dict[tuple, 
                     with ahead_policy(pol):
                         runs = [
                             await run_engine(client, _suite.make(fname, d, s), max(mults) * d, w, s, e)
-                            for s in range(args.seeds)
+                            for s in _seeds(args)
                         ]
                     name = f"engine@{e:g}s" + ("" if pol == "ahead8" else f"/{pol}")
                     out.append(_row(fname, d, w, name, runs, mults, curves, time.monotonic() - t0))
@@ -269,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="the README's subset (defaults below are the full run)")
     for key, default in FULL.items():
         ap.add_argument("--" + key.replace("_", "-"), type=type(default), default=None, help=f"full run: {default!r}")
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds run are first-seed .. first-seed+seeds-1 (choose on one range, report on another)")
     ap.add_argument("--policies", default="ahead8", help=f"engine compute-ahead policies, of {sorted(POLICIES)}")
     ap.add_argument("--out", default="benchmarks/quality.png", help="PNG of regret curves ('' to skip)")
     args = ap.parse_args(argv)

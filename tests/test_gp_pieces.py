@@ -224,11 +224,17 @@ def test_gp_searches_inside_the_trust_region_box_in_twelve_dimensions() -> None:
     assert len(r.candidates) == 2 and r.candidates[0] != r.candidates[1]
 
 
-def test_gp_uses_no_trust_region_below_ten_dimensions_or_by_default() -> None:
+def test_gp_uses_no_trust_region_below_ten_dimensions_or_when_switched_off() -> None:
     on = GPConfig(trust_region=True)
     assert propose_gp(_sphere_request(6, 20), np.random.default_rng(0), config=on).info.tr_length is None
-    off = propose_gp(_sphere_request(12, 40), np.random.default_rng(0))  # opt-in: measured worse (README)
+    assert propose_gp(_sphere_request(6, 20), np.random.default_rng(0)).info.tr_length is None
+    off = propose_gp(_sphere_request(12, 40), np.random.default_rng(0), config=GPConfig(trust_region=False))
     assert off.info.fallback_reason is None and off.info.tr_length is None
+
+
+def test_gp_uses_the_trust_region_by_default_from_ten_dimensions() -> None:
+    r = propose_gp(_sphere_request(12, 40, pending=3), np.random.default_rng(0))  # on by default: measured (README)
+    assert r.info.fallback_reason is None and r.info.tr_length is not None
 
 
 def test_the_opt_in_refinements_propose_distinct_points_without_falling_back() -> None:

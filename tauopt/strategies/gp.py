@@ -25,7 +25,7 @@ Choices (see the README `gp` section):
   GPConfig(gradient=True): multi-start L-BFGS-B with torch gradients,
   `_gp_acquisition`); the winners are projected to the space and re-scored,
   and the best unused one is taken.
-- Trust region (`_gp_trust_region`, opt-in: GPConfig(trust_region=True)) when
+- Trust region (`_gp_trust_region`, on by default; GPConfig(trust_region=False)) when
   there are >= 10 continuous coordinates: candidates and the optimizer stay in
   a TuRBO box around the incumbent that grows and shrinks with success,
   replayed from the history.
@@ -79,17 +79,19 @@ class GPConfig:
     "What each direction bought"; benchmarks/quality.py runs each switch as a
     variant: gp_old, gp_lbfgs, gp_hr, gp_iw, gp_grad, gp_warp, gp_tr). On by
     default: the L-BFGS-B fit and the Gamma noise prior (sphere d=2: log10
-    regret -4.64 against -2.58 with the Adam fit and log-normal prior). Off:
-    the gradient ascent (tied), the power output warp (cost the sphere 2
-    orders), input warping (tied with 1 worker, worse with 8), the half-rank
-    warp (the largest gains, Rosenbrock d=5 by 1.8 orders, but mixed overall
-    and it clusters batches unless min_separation is set), the trust region."""
+    regret -4.64 against -2.58 with the Adam fit and log-normal prior), and the
+    trust region, which acts only from tr.MIN_DIM continuous coordinates (d=10,
+    100 evaluations, choosing seeds 100-102: lower median regret on sphere,
+    ellipsoid and Rosenbrock with 1 and 8 workers, ellipsoid by 0.5-0.9 orders).
+    Off: the gradient ascent (mixed, 2-4x the suggestion time), the power output
+    warp (cost the sphere 2 orders), input warping (mixed; worse with 8 workers
+    on sphere d=5), the half-rank warp (better with 1 worker, worse with 8: it
+    clusters batches unless min_separation is set, and that costs the sphere)."""
 
     gradient: bool = False  # L-BFGS-B on log EI; off: random hill-climb of the best candidates
     output_warp: bool = False  # Box-Cox / Yeo-Johnson on the outputs; off: standardize only
-    # TuRBO box when >= tr.MIN_DIM continuous coordinates (sphere, d=10, 50
-    # evaluations, 8 workers, 1 seed: log10 regret 0.79 with, -0.03 without).
-    trust_region: bool = False
+    # TuRBO box when >= tr.MIN_DIM continuous coordinates; below that the global search.
+    trust_region: bool = True
     half_rank: bool = False  # the worse half of the outputs warped by rank (_gp_warping.HalfRankWarp)
     # A new point keeps this far (unit-cube distance, times the search box's mean side)
     # from pending points when the acquisition offers one that does. 0: off (the
