@@ -29,8 +29,9 @@ Choices (see the README `gp` section):
   there are >= 10 continuous coordinates: candidates and the optimizer stay in
   a TuRBO box around the incumbent that grows and shrinks with success,
   replayed from the history.
-- Bounded cost: hyperparameters come from at most COLD_ITERS Adam steps
-  (WARM_ITERS when warm-started), on at most SUBSET_FIT points; the posterior
+- Bounded cost: hyperparameters come from at most COLD_ITERS L-BFGS-B iterations
+  of the marginal likelihood (WARM_ITERS when warm-started; `_gp_mll.py`; the
+  older Adam fit stays selectable), on at most SUBSET_FIT points; the posterior
   conditions on at most SUBSET_POSTERIOR points. Beyond those sizes a subset is
   used: the best fifth (by value) plus a uniform random draw of the rest, so
   the incumbent region is always represented and cost stops growing cubically.
