@@ -19,8 +19,8 @@ import numpy as np
 __all__ = ["Hyper", "GPState", "FitTimeout", "fit", "Posterior", "log_ei"]
 
 _SQRT5 = math.sqrt(5.0)
-COLD_ITERS = 60  # Adam steps from the prior's mode
-WARM_ITERS = 20  # Adam steps from the previous fit's hyperparameters
+COLD_ITERS = 60  # fit iterations (L-BFGS-B, or Adam steps) from the prior's mode
+WARM_ITERS = 20  # fit iterations from the previous fit's hyperparameters
 _LR = 0.1
 
 
