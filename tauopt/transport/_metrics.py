@@ -104,8 +104,12 @@ class Metrics:
         observations (EndTrial). Labels stay bounded whatever a caller sends."""
         method = method if method in RPC_METHODS else "other"
         code = code if code.isupper() and code.replace("_", "").isalpha() and len(code) <= 24 else "UNKNOWN"
-        self.rpcs.labels(method, code).inc()
-        self.rpc_seconds.labels(method).observe(seconds)
+        key = ("rpc", method, code)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (self.rpcs.labels(method, code), self.rpc_seconds.labels(method))
+        children[0].inc()
+        children[1].observe(seconds)
         kind = _RPC_KIND.get(method)
         if kind is not None:
             self.record(kind, "grpc", outcome if outcome.isidentifier() and len(outcome) <= 40 else "internal", seconds)
