@@ -187,3 +187,35 @@ def test_health_and_another_experiments_ask_answer_while_a_huge_create_is_checke
     assert answered == [200, 201, 201] * 3
     assert created and created[0].status_code == 201, created[0].text if created else "no reply"
     assert len(created[0].json()["parameters"]) == 10_000
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"a": [1, 2.5, "x"]}'.encode("utf-8"),
+        '{"a": "é"}'.encode("utf-16"),
+        '{"a": "é"}'.encode("utf-32-le"),
+        b'\xef\xbb\xbf{"a": 1}',
+        '{"a": 1}',
+        '\ufeff{"a": 1}',
+        b'{"a": NaN}',
+        b'{"a": 1',
+        b'\xff\xfe\xfd',
+    ],
+)
+def test_the_shared_body_decoder_accepts_and_refuses_what_json_loads_does_nan_aside(body: bytes | str) -> None:
+    from tauopt.transport._json import loads_body
+
+    def outcome(parse: Any) -> Any:
+        try:
+            return ("ok", parse(body))
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError both
+            return ("refused", type(exc).__name__)
+
+    def no_constants(name: str) -> Any:
+        raise json.JSONDecodeError(f"{name} is not valid JSON", name, 0)
+
+    def strict(b: bytes | str) -> Any:  # what loads_body did before it kept one decoder
+        return json.loads(b, parse_constant=no_constants)
+
+    assert outcome(loads_body) == outcome(strict)

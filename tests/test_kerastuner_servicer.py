@@ -279,3 +279,67 @@ def test_a_wide_seed_int_is_sampled_without_enumeration_and_a_tiny_log_step_is_r
             assert "lr" not in [p.name for p in (await oracle.engine.experiment(oracle.experiment.id)).parameters]
 
     run(main)
+
+
+def test_an_end_trial_being_written_holds_up_neither_asks_nor_updates_and_a_duplicate_waits_for_it() -> None:
+    async def main() -> None:
+        async with chief(max_trials=10, parallel_bandwidth=3) as (stub, oracle):
+            write = anyio.Event()
+            real_observe = oracle.engine.observe
+
+            async def slow_observe(*args: Any, **kw: Any) -> Any:
+                await write.wait()  # the observation's commit, held open
+                return await real_observe(*args, **kw)
+
+            oracle.engine.observe = slow_observe
+            a = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="a"))).trial
+            b = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="b"))).trial
+            await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=a.trial_id, metrics={"score": 0.5}))
+            ended: list[str] = []
+
+            async def end_a(who: str) -> None:
+                await stub.EndTrial(end(a.trial_id, kt.COMPLETED))
+                ended.append(who)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(end_a, "first")
+                await anyio.sleep(0.2)
+                tg.start_soon(end_a, "duplicate")
+                with anyio.fail_after(2):  # answered while A's write is still open
+                    c = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="c"))).trial
+                    await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=b.trial_id, metrics={"score": 0.7}))
+                    running = (await stub.GetTrial(pb.GetTrialRequest(trial_id=a.trial_id))).trial
+                assert c.status == kt.RUNNING and c.trial_id not in (a.trial_id, b.trial_id)
+                assert running.status == kt.RUNNING and ended == []  # no reply before the write
+                write.set()
+            assert sorted(ended) == ["duplicate", "first"]
+            done = (await stub.GetTrial(pb.GetTrialRequest(trial_id=a.trial_id))).trial
+            assert done.status == kt.COMPLETED and done.score.value == 0.5
+            assert oracle.experiment is not None
+            observed = await oracle.engine.observations(oracle.experiment.id)
+            assert [o.suggestion_id for o in observed] == [a.trial_id]
+
+    run(main)
+
+
+def test_an_end_trial_whose_write_fails_leaves_the_trial_running_for_the_retry() -> None:
+    async def main() -> None:
+        async with chief(max_trials=10) as (stub, oracle):
+            real_observe = oracle.engine.observe
+            failures = [RuntimeError("the disk is full")]
+
+            async def failing_observe(*args: Any, **kw: Any) -> Any:
+                if failures:
+                    raise failures.pop()
+                return await real_observe(*args, **kw)
+
+            oracle.engine.observe = failing_observe
+            a = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="a"))).trial
+            await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=a.trial_id, metrics={"score": 0.25}))
+            with pytest.raises(grpc.aio.AioRpcError):
+                await stub.EndTrial(end(a.trial_id, kt.COMPLETED))
+            assert (await stub.GetTrial(pb.GetTrialRequest(trial_id=a.trial_id))).trial.status == kt.RUNNING
+            await stub.EndTrial(end(a.trial_id, kt.COMPLETED))
+            assert (await stub.GetTrial(pb.GetTrialRequest(trial_id=a.trial_id))).trial.status == kt.COMPLETED
+
+    run(main)

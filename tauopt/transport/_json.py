@@ -20,11 +20,19 @@ def _reject_constant(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not valid JSON", name, 0)
 
 
+# One decoder for every body: json.loads with an option builds a new one per call.
+_DECODE = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
 def loads_body(body: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """The JSON value of body. NaN and Infinity raise json.JSONDecodeError (as JSON says);
     nesting deeper than max_depth raises ApiError invalid_request."""
+    if isinstance(body, (bytes, bytearray)):  # as json.loads does: UTF-8/16/32, undecodable -> ValueError
+        body = body.decode(json.detect_encoding(body), "surrogatepass")
+    elif body.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", body, 0)
     try:
-        value = json.loads(body, parse_constant=_reject_constant)
+        value = _DECODE(body)
     except RecursionError:  # the C decoder's own guard: deeper than Python's recursion limit
         raise _too_deep(max_depth) from None
     _check_depth(value, max_depth)

@@ -60,6 +60,9 @@ class Metrics:
         self.rpcs = Counter("tauopt_grpc_requests", "KerasTuner Oracle RPCs at the gRPC door, by method and status code", ["method", "code"], registry=r)
         self.rpc_seconds = Histogram("tauopt_grpc_request_seconds", "KerasTuner Oracle RPC latency", ["method"], buckets=_LATENCY_BUCKETS, registry=r)
         self._engine: Any = None
+        # Each label set's child, looked up once: `labels()` validates and locks on every
+        # call (~3 us each, three a pair). Label values are bounded, and no child is ever removed.
+        self._children: dict[tuple[str, ...], tuple[Any, ...]] = {}
         r.register(_EngineCollector(self))
 
     @classmethod
@@ -83,11 +86,17 @@ class Metrics:
         self.commit_batches.observe(batches)
 
     def record(self, kind: str, door: str, outcome: str, seconds: float) -> None:
-        if kind == "ask":
-            self.asks.labels(door, outcome).inc()
-            self.ask_seconds.labels(door).observe(seconds)
-        else:
-            self.observations.labels(door, outcome).inc()
+        key = (kind, door, outcome)
+        children = self._children.get(key)
+        if children is None:
+            if kind == "ask":
+                children = (self.asks.labels(door, outcome), self.ask_seconds.labels(door))
+            else:
+                children = (self.observations.labels(door, outcome), None)
+            self._children[key] = children
+        children[0].inc()
+        if children[1] is not None:
+            children[1].observe(seconds)
 
     def record_rpc(self, method: str, code: str, outcome: str, seconds: float) -> None:
         """One Oracle RPC answered with status `code` (a grpc.StatusCode name); `outcome`
@@ -95,8 +104,12 @@ class Metrics:
         observations (EndTrial). Labels stay bounded whatever a caller sends."""
         method = method if method in RPC_METHODS else "other"
         code = code if code.isupper() and code.replace("_", "").isalpha() and len(code) <= 24 else "UNKNOWN"
-        self.rpcs.labels(method, code).inc()
-        self.rpc_seconds.labels(method).observe(seconds)
+        key = ("rpc", method, code)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (self.rpcs.labels(method, code), self.rpc_seconds.labels(method))
+        children[0].inc()
+        children[1].observe(seconds)
         kind = _RPC_KIND.get(method)
         if kind is not None:
             self.record(kind, "grpc", outcome if outcome.isidentifier() and len(outcome) <= 40 else "internal", seconds)

@@ -171,7 +171,8 @@ class _Trial:
     trial_id: str
     suggestion_id: str | None  # None: the baseline, or an unsolicited observation
     values: dict[str, Value]
-    state: Literal["running", "queued", "completed", "failed"]
+    # "ending": its COMPLETED EndTrial is being written (outside the oracle's lock); `ended` is set after
+    state: Literal["running", "queued", "ending", "completed", "failed"]
     tuner_id: str | None = None
     handed_at: float = 0.0
     runs: int = 0
@@ -179,6 +180,7 @@ class _Trial:
     score: float | None = None
     best_step: int = 0
     tuner_values: dict[str, Value] = field(default_factory=dict)  # Hyperband's tuner/* keys, never stored
+    ended: anyio.Event | None = None  # while "ending": set once its observation is written or refused
 
 
 class _AskEngine:
@@ -295,7 +297,7 @@ class KerasTunerOracle:
         self._changed = anyio.Event()
 
     def _in_progress(self) -> int:
-        return sum(1 for t in self._trials.values() if t.state in ("running", "queued"))
+        return sum(1 for t in self._trials.values() if t.state in ("running", "queued", "ending"))
 
     def _running(self) -> int:
         return sum(1 for t in self._trials.values() if t.state == "running")
@@ -335,7 +337,7 @@ class KerasTunerOracle:
         return self._view(t)
 
     def _view(self, t: _Trial) -> TrialView:
-        status: Status = {"running": "RUNNING", "queued": "RUNNING", "completed": "COMPLETED", "failed": "FAILED"}[t.state]  # type: ignore[assignment]
+        status: Status = {"running": "RUNNING", "queued": "RUNNING", "ending": "RUNNING", "completed": "COMPLETED", "failed": "FAILED"}[t.state]  # type: ignore[assignment]
         metrics = {name: tuple((step, tuple(vals)) for step, vals in sorted(h.items())) for name, h in t.history.items()}
         return TrialView(t.trial_id, status, {**t.values, **t.tuner_values}, metrics, t.score, t.best_step)
 
@@ -616,32 +618,65 @@ class KerasTunerOracle:
     async def end_trial(self, trial_id: str, status: str, values: Mapping[str, Value], learned: Learned | None) -> None:
         if status not in ("COMPLETED", "INVALID", "FAILED"):
             raise invalid(f"trial.status: {status} is not an end status; send COMPLETED, INVALID or FAILED")
-        async with self._lock:
-            t = self._trial(trial_id)
-            if learned is not None:
-                await self._learn(learned)
-            if t.state in ("completed", "failed"):
-                log.info("EndTrial for trial %s, which already ended (%s): ignored", trial_id, t.state)
-                return
-            if t.trial_id in self._local_retries:
-                self._local_retries.remove(t.trial_id)
-            score, step = self._best(t)
-            if status == "COMPLETED" and (score is None or math.isnan(score)):
-                log.warning("trial %s: COMPLETED without a finite %r: counted as INVALID", trial_id, self.config.objective)
-                status = "INVALID"
-            if status == "COMPLETED":
-                await self._observe(t, values, score, step)
-                t.state, t.score, t.best_step = "completed", score, step
+        while True:
+            async with self._lock:
+                t = self._trial(trial_id)
+                if learned is not None:
+                    await self._learn(learned)
+                    learned = None
+                ending = t.ended
+                if ending is None:
+                    begun = await self._end_locked(t, status, values)
+                    break
+            await ending.wait()  # the same trial's other EndTrial is being written: its outcome decides
+        if begun is None:
+            return
+        before, score, step, ended = begun
+        try:
+            await self._observe(t, values, score, step)  # write-before-reply all the same
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                async with self._lock:
+                    t.state, t.ended = before, None  # as it was: the worker's retry ends it again
+            ended.set()
+            raise
+        with anyio.CancelScope(shield=True):
+            async with self._lock:
+                t.state, t.score, t.best_step, t.ended = "completed", score, step, None
                 self._completed += 1
-            elif status == "INVALID" and t.runs <= self.config.max_retries_per_trial:
-                await self._queue_retry(t, max_runs=self.config.max_retries_per_trial + 1)  # runs are left: it queues
-                log.info("trial %s INVALID: retry %d of %d", trial_id, t.runs, self.config.max_retries_per_trial)
-            else:
-                await self._observe(t, values, None, 0)
-                t.state = "failed"
-                await self._check_failures(f"trial {trial_id} ended {status}")
-            self._check_done()
-            self._notify()
+                self._check_done()
+                self._notify()
+        ended.set()
+
+    async def _end_locked(
+        self, t: _Trial, status: str, values: Mapping[str, Value]
+    ) -> tuple[str, float | None, int, anyio.Event] | None:
+        """EndTrial's work under the lock. A COMPLETED run is only marked "ending" here and
+        its observation written by the caller outside the lock (every other RPC would
+        otherwise wait for that commit, and commits could not group across workers):
+        then (state before, score, step, the event set when written). None: done here."""
+        if t.state in ("completed", "failed"):
+            log.info("EndTrial for trial %s, which already ended (%s): ignored", t.trial_id, t.state)
+            return None
+        if t.trial_id in self._local_retries:
+            self._local_retries.remove(t.trial_id)
+        score, step = self._best(t)
+        if status == "COMPLETED" and (score is None or math.isnan(score)):
+            log.warning("trial %s: COMPLETED without a finite %r: counted as INVALID", t.trial_id, self.config.objective)
+            status = "INVALID"
+        if status == "COMPLETED":
+            before, t.state, t.ended = t.state, "ending", anyio.Event()
+            return before, score, step, t.ended
+        if status == "INVALID" and t.runs <= self.config.max_retries_per_trial:
+            await self._queue_retry(t, max_runs=self.config.max_retries_per_trial + 1)  # runs are left: it queues
+            log.info("trial %s INVALID: retry %d of %d", t.trial_id, t.runs, self.config.max_retries_per_trial)
+        else:
+            await self._observe(t, values, None, 0)
+            t.state = "failed"
+            await self._check_failures(f"trial {t.trial_id} ended {status}")
+        self._check_done()
+        self._notify()
+        return None
 
     async def _check_failures(self, what: str | None) -> None:
         """After a failed run the engine counted (`what`; None: an ask was refused for

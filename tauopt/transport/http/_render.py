@@ -28,10 +28,13 @@ MAX_BODY_BYTES = 1 << 20
 _JSON = "application/json"
 
 
+# One encoder for every answer: json.dumps with options builds a new one per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
 def render_json(value: Any, status: int = 200) -> Response:
     """A JSON answer, compact and strict (NaN and Infinity are not JSON)."""
-    data = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
-    return Response(data, status_code=status, media_type=_JSON)
+    return Response(_ENCODE(value).encode(), status_code=status, media_type=_JSON)
 
 
 def render_error(e: ApiError) -> Response:
@@ -39,7 +42,7 @@ def render_error(e: ApiError) -> Response:
     kind = kind_of(e)
     body = {"error": {"type": e.error_type, "message": e.message, "details": _jsonable(e.details)}}
     return Response(
-        json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(),
+        _ENCODE(body).encode(),
         status_code=kind.http_status, headers=kind.http_headers(e), media_type=_JSON,
     )  # fmt: skip
 
