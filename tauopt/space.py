@@ -125,9 +125,6 @@ class Space:
         the space to another process, which rebuilds them on first use."""
         return {k: v for k, v in self.__dict__.items() if k != "_dim_samplers"}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
     def __post_init__(self) -> None:
         names: dict[str, Parameter] = {}
         for i, p in enumerate(self.parameters):

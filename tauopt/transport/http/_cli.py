@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
@@ -16,7 +15,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
-from ...limits import MAX_WAIT_S
+from ...errors import ApiError
+from ...limits import MAX_WAIT_S, check_wait
 
 if TYPE_CHECKING:
     from ...engine import Admin
@@ -29,14 +29,11 @@ T = TypeVar("T")
 
 
 def _wait_cap(text: str) -> float:
-    """--max-wait-s: seconds, from 0 (asks never wait) to the protocol's MAX_WAIT_S."""
+    """--max-wait-s: seconds, from 0 (asks never wait) to the protocol's MAX_WAIT_S, as check_wait says."""
     try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= MAX_WAIT_S:
-        raise argparse.ArgumentTypeError(f"give a number of seconds from 0 to {MAX_WAIT_S:g}, not {text!r}")
-    return value
+        return check_wait(float(text)) or 0.0
+    except (ValueError, ApiError):
+        raise argparse.ArgumentTypeError(f"give a number of seconds from 0 to {MAX_WAIT_S:g}, not {text!r}") from None
 
 
 def token_path(db: str) -> Path:
