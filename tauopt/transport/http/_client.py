@@ -54,10 +54,14 @@ __all__ = ["HttpDriver", "DEFAULT_BASE_URL"]
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 WAIT_MARGIN_S = 10.0  # read timeout beyond a waiting ask's wait_s: the answer's own time on the wire
 Sleep = Callable[[float], Awaitable[Any]]
+Answer = tuple[httpx.Response, bytes]  # a response and its body, read
 
 # A call's own deadline (anyio.current_time() clock), set by `HttpDriver.deadline`
 # around one operation; a context variable so concurrent calls keep their own.
 _CALL_DEADLINE: ContextVar[float | None] = ContextVar("tauopt_call_deadline", default=None)
+
+# One encoder for every body: json.dumps with options builds a new one per call.
+_ENCODE = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
 
 
 
@@ -127,6 +131,7 @@ class HttpDriver:
         for name in ("Accept-Encoding", "Connection"):
             self._http.headers.pop(name, None)
         self._urls: dict[str, httpx.URL] = {}
+        self._heads: dict[tuple[str, int], httpx.Headers] = {}
         self._json_headers = httpx.Headers(self._http.headers)
         self._json_headers["Content-Type"] = "application/json"
         self._extensions = self._http.build_request("GET", "/").extensions
@@ -181,7 +186,7 @@ class HttpDriver:
         content = None
         if body is not None:
             try:
-                content = json.dumps(plain_json(body), allow_nan=False, separators=(",", ":")).encode()
+                content = _ENCODE(plain_json(body)).encode()
             except ValueError as exc:
                 raise invalid(
                     f"{method} {path}: the body holds NaN or infinity, which JSON cannot carry; "
@@ -194,24 +199,24 @@ class HttpDriver:
             if clean:
                 path += "?" + urlencode(clean)
         if wait_s:
-            response = await self._send_single_request(method, path, content, self._waiting(wait_s))
+            response, answer = await self._send_single_request(method, path, content, self._waiting(wait_s))
         else:
-            response = await self._send_handling_retries(method, path, content)
+            response, answer = await self._send_handling_retries(method, path, content)
         if response.is_success:
-            if not response.content:
+            if not answer:
                 return None
-            return json.loads(response.content)
+            return json.loads(answer)
         raise _api_error(response)
 
-    async def _send_handling_retries(self, method: str, path: str, content: bytes | None) -> httpx.Response:
+    async def _send_handling_retries(self, method: str, path: str, content: bytes | None) -> Answer:
         attempt = 1
         deadline = self._deadline()
         while True:
-            response = await self._send_single_request(method, path, content)
-            delay = retry_delay(response.status_code, method, attempt, response.headers)
+            answer = await self._send_single_request(method, path, content)
+            delay = retry_delay(answer[0].status_code, method, attempt, answer[0].headers)
             delay = within_deadline(delay, anyio.current_time(), deadline)
             if delay is None:
-                return response
+                return answer
             await self._sleep(delay)
             attempt += 1
 
@@ -225,7 +230,7 @@ class HttpDriver:
 
     async def _send_single_request(
         self, method: str, path: str, content: bytes | None, extensions: dict[str, Any] | None = None
-    ) -> httpx.Response:
+    ) -> Answer:
         try:
             return await self._send_on_the_wire(method, path, content, extensions or self._extensions)
         except httpx.ConnectError as exc:
@@ -233,22 +238,43 @@ class HttpDriver:
 
     async def _send_on_the_wire(
         self, method: str, path: str, content: bytes | None, extensions: dict[str, Any]
-    ) -> httpx.Response:
-        # The request as `AsyncClient.build_request` makes it (base URL, client
-        # headers, timeout), with the merged URL and headers cached: merging costs
-        # more client CPU than the whole wire. The driver sends no cookies.
+    ) -> Answer:
+        """One attempt: (the response, its body). The request is the one
+        `AsyncClient.build_request` makes (base URL, client headers, Host and
+        Content-Length, timeout), with the merged URL and each distinct header
+        set cached: merging and encoding cost more client CPU than the wire
+        itself. The driver sends no cookies."""
         url = self._urls.get(path)
         if url is None:
             if len(self._urls) >= 1024:
                 self._urls.clear()
             url = self._urls[path] = self._http.build_request("GET", path).url
-        headers = self._json_headers if content is not None else self._http.headers
-        request = httpx.Request(method, url, headers=headers, content=content, extensions=extensions)
-        if self._direct is not None:
-            if self._http.is_closed:
-                raise RuntimeError("Cannot send a request, as the client has been closed.")
-            return await self._direct.handle_async_request(request)  # the body is read already
-        return await self._http.send(request, follow_redirects=False)
+        if self._direct is None:
+            headers = self._json_headers if content is not None else self._http.headers
+            request = httpx.Request(method, url, headers=headers, content=content, extensions=extensions)
+            response = await self._http.send(request, follow_redirects=False)
+            return response, response.content
+        if self._http.is_closed:
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
+        body = b"" if content is None else content
+        request = httpx.Request(
+            method, url, headers=self._headers_for(method, url, content), stream=httpx.ByteStream(body),
+            extensions=extensions,
+        )  # fmt: skip
+        request.read()  # a ByteStream: its content, readable as on any request httpx builds
+        return await self._direct.exchange(request, body)
+
+    def _headers_for(self, method: str, url: httpx.URL, content: bytes | None) -> httpx.Headers:
+        """The headers httpx gives `method` with `content`, built by httpx once per
+        (method, body length) and reused; the base URL fixes the Host header."""
+        key = (method, -1 if content is None else len(content))
+        headers = self._heads.get(key)
+        if headers is None:
+            if len(self._heads) >= 256:
+                self._heads.clear()
+            base = self._json_headers if content is not None else self._http.headers
+            headers = self._heads[key] = httpx.Request(method, url, headers=base, content=content).headers
+        return headers
 
     # -- operations (same as Engine) -------------------------------------------
 
@@ -471,6 +497,7 @@ def _proxied(base_url: str) -> bool:
 
 def _api_error(response: httpx.Response) -> ApiError:
     """The ApiError a non-2xx answer stands for, with its headers and Retry-After."""
+    response.read()  # the direct path hands it over unread (its body is in memory): readable as usual
     status = response.status_code
     headers = dict(response.headers)
     retry_after = parse_retry_after(response.headers.get("retry-after"))

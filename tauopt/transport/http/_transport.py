@@ -81,12 +81,19 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._slots: anyio.Semaphore | None = None
         self._idle: dict[Origin, list[_Conn]] = {}
         self._closed = False
-        # h11 validates every header with regexes per request; a driver sends the
-        # same few header sets over and over, so each distinct set is validated
-        # once (by h11, on first use) and its validated form reused.
-        self._heads: dict[tuple[tuple[bytes, bytes], ...], h11._headers.Headers] = {}
+        self._events: dict[tuple[str, bytes, tuple[tuple[bytes, bytes], ...]], h11.Request] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """httpx's transport API: the answer comes back unread, as from httpx's own
+        transports (the client reads it; here it is in memory already)."""
+        response, _ = await self.exchange(request, await request.aread())
+        return response
+
+    async def exchange(self, request: httpx.Request, body: bytes) -> tuple[httpx.Response, bytes]:
+        """Send `request` with `body` and read the answer whole: (the response,
+        unread, its body). The driver's direct path: reading an httpx.Response
+        through its decoder chain costs more than building it, and the body is
+        in memory already."""
         if self._closed:
             raise RuntimeError("this transport is closed; open a new client")
         if self._slots is None:  # created in the running event loop, whichever backend
@@ -94,7 +101,6 @@ class H11Transport(httpx.AsyncBaseTransport):
         url = request.url
         origin: Origin = (url.raw_scheme, url.raw_host, url.port or (443 if url.raw_scheme == b"https" else 80))
         timeouts = request.extensions.get("timeout", {})
-        body = request.content if request.stream is not None else b""
         slots = self._slots
         try:  # a free slot is taken without a trip through the event loop (the request's I/O yields anyway)
             slots.acquire_nowait()
@@ -103,7 +109,7 @@ class H11Transport(httpx.AsyncBaseTransport):
         try:
             conn = await self._take_idle(origin) or await self._connect(origin, request, timeouts.get("connect"))
             try:
-                response, keep = await self._roundtrip(conn, request, body, timeouts)
+                head, content, keep = await self._roundtrip(conn, request, body, timeouts)
             except BaseException:
                 await anyio.aclose_forcefully(conn.stream)
                 raise
@@ -114,7 +120,14 @@ class H11Transport(httpx.AsyncBaseTransport):
                 await anyio.aclose_forcefully(conn.stream)
         finally:
             slots.release()
-        return response
+        response = httpx.Response(
+            head.status_code,
+            headers=head.headers.raw_items(),
+            stream=httpx.ByteStream(content),
+            request=request,
+            extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason},
+        )
+        return response, content
 
     async def aclose(self) -> None:
         self._closed = True
@@ -157,7 +170,8 @@ class H11Transport(httpx.AsyncBaseTransport):
 
     async def _roundtrip(
         self, conn: _Conn, request: httpx.Request, body: bytes, timeouts: dict[str, float | None]
-    ) -> tuple[httpx.Response, bool]:
+    ) -> tuple[h11.Response, bytes, bool]:
+        """One exchange on `conn`: (the answer's head, its body, whether the connection can be reused)."""
         c = conn.h11
         try:
             data = c.send(self._h11_request(request))
@@ -180,14 +194,25 @@ class H11Transport(httpx.AsyncBaseTransport):
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 raise httpx.WriteError(f"writing the request failed: {exc}", request=request) from exc
             reading = True
-            while True:
-                event = await self._next_event(conn, request, scope, read_s)
-                if isinstance(event, h11.Response):
-                    head = event
-                elif isinstance(event, h11.Data):
-                    parts.append(bytes(event.data))
-                elif isinstance(event, h11.EndOfMessage):
+            while True:  # h11's events, read in this one frame (the answer usually sits in one chunk)
+                try:
+                    event = c.next_event()
+                except h11.RemoteProtocolError as exc:
+                    raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+                kind = type(event)
+                if kind is h11.Data:
+                    parts.append(event.data)  # type: ignore[union-attr]
+                elif kind is h11.Response:
+                    head = event  # type: ignore[assignment]
+                elif kind is h11.EndOfMessage:
                     break
+                elif event is h11.NEED_DATA:
+                    scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s  # per read, as httpx
+                    c.receive_data(await self._receive(conn, request))
+                elif kind is h11.ConnectionClosed or event is h11.PAUSED:
+                    raise httpx.RemoteProtocolError(
+                        "Server disconnected without sending a complete response.", request=request
+                    )
                 # InformationalResponse (100 Continue, 103): the real answer follows
         if scope.cancelled_caught:
             if reading:
@@ -197,44 +222,21 @@ class H11Transport(httpx.AsyncBaseTransport):
         keep = c.our_state is h11.DONE and c.their_state is h11.DONE
         if keep:
             c.start_next_cycle()
-        response = httpx.Response(
-            head.status_code,
-            headers=head.headers.raw_items() if hasattr(head.headers, "raw_items") else list(head.headers),
-            content=b"".join(parts),
-            request=request,
-            extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason},
-        )
-        return response, keep
+        return head, b"".join(parts), keep  # bytes, whatever h11 handed out (bytearray slices)
 
     def _h11_request(self, request: httpx.Request) -> h11.Request:
-        raw = tuple(request.headers.raw)
-        head = self._heads.get(raw)
-        if head is None:
-            event = h11.Request(method=request.method, target=request.url.raw_path, headers=list(raw))
-            if len(self._heads) >= 256:  # e.g. many body lengths: stay bounded
-                self._heads.clear()
-            self._heads[raw] = event.headers
-            return event
-        return h11.Request(method=request.method, target=request.url.raw_path, headers=head)
-
-    async def _next_event(
-        self, conn: _Conn, request: httpx.Request, scope: anyio.CancelScope, read_s: float | None
-    ) -> h11.Event:
-        c = conn.h11
-        while True:
-            try:
-                event = c.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
-            if event is h11.NEED_DATA:
-                scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s  # per read, as httpx
-                c.receive_data(await self._receive(conn, request))
-                continue
-            if isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
-                raise httpx.RemoteProtocolError(
-                    "Server disconnected without sending a complete response.", request=request
-                )
-            return event
+        """The request's h11 event. h11 validates a request's method, target and
+        headers with regexes each time; a driver sends the same few requests over
+        and over, so each distinct one is validated once (by h11, on first use)
+        and its event reused (h11's events are immutable)."""
+        key = (request.method, request.url.raw_path, tuple(request.headers.raw))
+        event = self._events.get(key)
+        if event is None:
+            event = h11.Request(method=key[0], target=key[1], headers=list(key[2]))
+            if len(self._events) >= 256:  # e.g. many ids or body lengths: stay bounded
+                self._events.clear()
+            self._events[key] = event
+        return event
 
     async def _receive(self, conn: _Conn, request: httpx.Request) -> bytes:
         try:
