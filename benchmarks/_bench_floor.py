@@ -62,8 +62,8 @@ def http_app() -> Any:
 def serve_http(port: int) -> None:
     import uvicorn
 
-    # the same defaults as `tauopt serve`: uvloop and httptools where installed
-    uvicorn.run(http_app(), host="127.0.0.1", port=port, log_level="warning")
+    # the same defaults as `tauopt serve`: uvloop and httptools where installed, no Server header
+    uvicorn.run(http_app(), host="127.0.0.1", port=port, log_level="warning", server_header=False)
 
 
 def serve_grpc(port: int) -> None:

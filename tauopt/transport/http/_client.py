@@ -160,12 +160,12 @@ class HttpDriver:
         finally:
             _CALL_DEADLINE.reset(token)
 
-    def _deadline(self) -> float | None:
-        """The tightest of the call's, the client's and the enclosing cancel scope's deadlines."""
-        now = anyio.current_time()
+    def _deadline(self, started: float | None) -> float | None:
+        """The tightest of the call's, the client's (from `started`, the call's start)
+        and the enclosing cancel scope's deadlines."""
         candidates = [_CALL_DEADLINE.get(), anyio.current_effective_deadline()]
-        if self.deadline_s is not None:
-            candidates.append(now + self.deadline_s)
+        if self.deadline_s is not None and started is not None:
+            candidates.append(started + self.deadline_s)
         finite = [d for d in candidates if d is not None and math.isfinite(d)]
         return min(finite) if finite else None
 
@@ -210,11 +210,13 @@ class HttpDriver:
 
     async def _send_handling_retries(self, method: str, path: str, content: bytes | None) -> Answer:
         attempt = 1
-        deadline = self._deadline()
+        started = anyio.current_time() if self.deadline_s is not None else None
         while True:
             answer = await self._send_single_request(method, path, content)
             delay = retry_delay(answer[0].status_code, method, attempt, answer[0].headers)
-            delay = within_deadline(delay, anyio.current_time(), deadline)
+            if delay is None:  # the usual case: no clock read, no deadline to work out
+                return answer
+            delay = within_deadline(delay, anyio.current_time(), self._deadline(started))
             if delay is None:
                 return answer
             await self._sleep(delay)

@@ -38,6 +38,7 @@ from anyio.abc import SocketAttribute
 __all__ = ["H11Transport", "KEEPALIVE_S"]
 
 KEEPALIVE_S = 4.0
+_SAME_STEP_S = 0.001  # a write that took less is "no time" for the first read's timeout
 _RECV = 65536
 Origin = tuple[bytes, bytes, int]
 
@@ -181,19 +182,24 @@ class H11Transport(httpx.AsyncBaseTransport):
         except h11.LocalProtocolError as exc:
             raise httpx.LocalProtocolError(str(exc), request=request) from exc
         # One cancel scope for the whole exchange, its deadline moved per step (the
-        # write, then each read): httpx's per-operation timeouts at the cost of one scope.
+        # write, then each read): httpx's per-operation timeouts at the cost of one
+        # scope. Moving a deadline costs a timer; when the write found room at once
+        # (under _SAME_STEP_S) and both timeouts are equal, as httpx.Timeout(60) makes
+        # them, the write's deadline is the first read's.
         write_s, read_s = timeouts.get("write"), timeouts.get("read")
         head: h11.Response | None = None
         parts: list[bytes] = []
         reading = False
         with anyio.CancelScope() as scope:
+            start = anyio.current_time()
             if write_s is not None:
-                scope.deadline = anyio.current_time() + write_s
+                scope.deadline = start + write_s
             try:
                 await conn.stream.send(data)
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 raise httpx.WriteError(f"writing the request failed: {exc}", request=request) from exc
             reading = True
+            armed = read_s == write_s and anyio.current_time() - start < _SAME_STEP_S
             while True:  # h11's events, read in this one frame (the answer usually sits in one chunk)
                 try:
                     event = c.next_event()
@@ -207,7 +213,9 @@ class H11Transport(httpx.AsyncBaseTransport):
                 elif kind is h11.EndOfMessage:
                     break
                 elif event is h11.NEED_DATA:
-                    scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s  # per read, as httpx
+                    if not armed:  # per read, as httpx
+                        scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s
+                    armed = False
                     c.receive_data(await self._receive(conn, request))
                 elif kind is h11.ConnectionClosed or event is h11.PAUSED:
                     raise httpx.RemoteProtocolError(
