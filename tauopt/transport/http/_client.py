@@ -347,11 +347,13 @@ class HttpDriver:
         return Experiment.from_dict(await self._request("POST", _exp(experiment_id) + "/archive"))
 
     async def suggest(self, experiment_id: str, tag: str | None = None, wait_s: float | None = None) -> Suggestion:
+        path = _exp(experiment_id) + "/suggestions"
+        if tag is None and wait_s is None:  # the body is optional: none is the worker loop's plain ask
+            return Suggestion.from_dict(await self._request("POST", path))
         body: dict[str, Any] = {"tag": tag}
         if wait_s is not None:
             body["wait_s"] = check_wait(wait_s)  # refused here with the server's message, before the wire
-        data = await self._request("POST", _exp(experiment_id) + "/suggestions", body=body, wait_s=body.get("wait_s"))
-        return Suggestion.from_dict(data)
+        return Suggestion.from_dict(await self._request("POST", path, body=body, wait_s=body.get("wait_s")))
 
     async def observe(
         self,

@@ -38,7 +38,7 @@ from anyio.abc import SocketAttribute
 __all__ = ["H11Transport", "KEEPALIVE_S"]
 
 KEEPALIVE_S = 4.0
-_SAME_STEP_S = 0.001  # a write that took less is "no time" for the first read's timeout
+_FIRST_READ_SLACK = 0.01  # how early (a share of the read timeout) a first read's timeout may count from
 _RECV = 65536
 Origin = tuple[bytes, bytes, int]
 
@@ -183,12 +183,12 @@ class H11Transport(httpx.AsyncBaseTransport):
             raise httpx.LocalProtocolError(str(exc), request=request) from exc
         # One cancel scope for the whole exchange, its deadline moved per step (the
         # write, then each read): httpx's per-operation timeouts at the cost of one
-        # scope. Moving a deadline costs a timer; when the write found room at once
-        # (under _SAME_STEP_S) and both timeouts are equal, as httpx.Timeout(60) makes
-        # them, the write's deadline is the first read's.
+        # scope. Moving a deadline costs a timer, so when both timeouts are equal (as
+        # httpx.Timeout(60) makes them) and the write took under _FIRST_READ_SLACK of
+        # it (anyio's send yields once to the loop even when the socket took the bytes
+        # at once), the write's deadline serves as the first read's: that read's
+        # timeout then counts from the write's start, at most 1% early.
         write_s, read_s = timeouts.get("write"), timeouts.get("read")
-        head: h11.Response | None = None
-        parts: list[bytes] = []
         reading = False
         with anyio.CancelScope() as scope:
             start = anyio.current_time()
@@ -199,38 +199,48 @@ class H11Transport(httpx.AsyncBaseTransport):
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 raise httpx.WriteError(f"writing the request failed: {exc}", request=request) from exc
             reading = True
-            armed = read_s == write_s and anyio.current_time() - start < _SAME_STEP_S
-            while True:  # h11's events, read in this one frame (the answer usually sits in one chunk)
-                try:
-                    event = c.next_event()
-                except h11.RemoteProtocolError as exc:
-                    raise httpx.RemoteProtocolError(str(exc), request=request) from exc
-                kind = type(event)
-                if kind is h11.Data:
-                    parts.append(event.data)  # type: ignore[union-attr]
-                elif kind is h11.Response:
-                    head = event  # type: ignore[assignment]
-                elif kind is h11.EndOfMessage:
-                    break
-                elif event is h11.NEED_DATA:
-                    if not armed:  # per read, as httpx
-                        scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s
-                    armed = False
-                    c.receive_data(await self._receive(conn, request))
-                elif kind is h11.ConnectionClosed or event is h11.PAUSED:
-                    raise httpx.RemoteProtocolError(
-                        "Server disconnected without sending a complete response.", request=request
-                    )
-                # InformationalResponse (100 Continue, 103): the real answer follows
+            took = anyio.current_time() - start
+            armed = read_s is not None and read_s == write_s and took < read_s * _FIRST_READ_SLACK
+            head, content = await self._read_answer(conn, request, scope, read_s, armed)
         if scope.cancelled_caught:
             if reading:
                 raise httpx.ReadTimeout(f"no answer within {read_s} s", request=request)
             raise httpx.WriteTimeout("writing the request timed out", request=request)
-        assert head is not None
         keep = c.our_state is h11.DONE and c.their_state is h11.DONE
         if keep:
             c.start_next_cycle()
-        return head, b"".join(parts), keep  # bytes, whatever h11 handed out (bytearray slices)
+        return head, content, keep
+
+    async def _read_answer(
+        self, conn: _Conn, request: httpx.Request, scope: anyio.CancelScope, read_s: float | None, armed: bool
+    ) -> tuple[h11.Response, bytes]:
+        """h11's events up to the end of the answer, in this one frame (the answer
+        usually sits in one chunk). `armed`: the scope's deadline already bounds the
+        first read."""
+        c = conn.h11
+        head: h11.Response | None = None
+        parts: list[bytes] = []
+        while True:
+            try:
+                event = c.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+            kind = type(event)
+            if kind is h11.Data:
+                parts.append(event.data)  # type: ignore[union-attr]
+            elif kind is h11.Response:
+                head = event  # type: ignore[assignment]
+            elif kind is h11.EndOfMessage:
+                assert head is not None
+                return head, b"".join(parts)  # bytes, whatever h11 handed out (bytearray slices)
+            elif event is h11.NEED_DATA:
+                if not armed:  # per read, as httpx
+                    scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s
+                armed = False
+                c.receive_data(await self._receive(conn, request))
+            elif kind is h11.ConnectionClosed or event is h11.PAUSED:
+                raise httpx.RemoteProtocolError("Server disconnected without sending a complete response.", request=request)
+            # InformationalResponse (100 Continue, 103): the real answer follows
 
     def _h11_request(self, request: httpx.Request) -> h11.Request:
         """The request's h11 event. h11 validates a request's method, target and
