@@ -251,7 +251,7 @@ async def test_the_driver_calls_our_transport_directly_with_httpx_semantics() ->
         bad = HttpDriver(url, "t0k")
         bad._json_headers["X-Bad"] = "a\x00b"  # h11 refuses it on first use, as httpx's own transport would
         with pytest.raises(httpx.LocalProtocolError):
-            await bad.suggest("e")
+            await bad.suggest("e", tag="a")  # a body: the JSON header set
         await bad.aclose()
 
 
