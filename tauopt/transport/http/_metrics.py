@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...errors import api_error
 from .._metrics import CONTENT_TYPE_LATEST, TOP_EXPERIMENTS, Metrics
+from ._routes import hot_call
 
 __all__ = ["Metrics", "MetricsMiddleware", "TOP_EXPERIMENTS", "metrics_route"]
 
@@ -60,13 +61,12 @@ class MetricsMiddleware:
                 self.metrics.record(kind, "http", outcome, time.perf_counter() - t0)
 
 
+_KIND = {"suggest": "ask", "observe": "observe"}
+
+
 def _kind(scope: Scope) -> str | None:
-    if scope["type"] != "http" or scope["method"] != "POST":
-        return None
-    parts = scope["path"].split("/")
-    if len(parts) == 5 and parts[1] == "v1" and parts[2] == "experiments":
-        return {"suggestions": "ask", "observations": "observe"}.get(parts[4])
-    return None
+    hot = hot_call(scope)
+    return None if hot is None else _KIND[hot[0]]
 
 
 def _error_type(body: bytes, status: int) -> str:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ApiError, api_error
 from ...limits import check_wait
@@ -53,7 +54,7 @@ from ._schema import (
     integral_values,
 )
 
-__all__ = ["Call", "Operation", "OPERATIONS", "operation", "routes"]
+__all__ = ["Call", "Operation", "OPERATIONS", "operation", "routes", "hot_call", "HotRoutes"]
 
 _NOT_AN_OBJECT = [{"loc": ("body",), "msg": "Input should be a valid dictionary or object to extract fields from"}]
 
@@ -349,13 +350,55 @@ async def pareto_front(call: Call) -> Any:
     return [o.to_dict() for o in await call.engine.pareto_front(call.path["id"])]
 
 
-# Starlette tries routes in order: the worker loop's two calls first, so an ask
-# or an observe is matched at the first or second regex, not the 7th and 12th.
-# (The paths do not overlap, so the order changes nothing else; /openapi.json
-# keeps OPERATIONS' order.)
-_HOT = ("suggest", "observe")
+# The worker loop's two calls, POST EXP/suggestions and POST EXP/observations, by
+# their last path segment. Starlette tries routes in order: these two first, so
+# they are matched at the first or second regex, not the 7th and 12th (the paths
+# do not overlap, so the order changes nothing else; /openapi.json keeps
+# OPERATIONS' order); `HotRoutes` serves them without the router.
+_HOT = {"suggestions": "suggest", "observations": "observe"}
 
 
 def routes(operations: list[Operation]) -> list[Route]:
     """The served routes of `operations`, the worker loop's two first."""
-    return [op.route() for op in sorted(operations, key=lambda op: op.name not in _HOT)]
+    return [op.route() for op in sorted(operations, key=lambda op: op.name not in _HOT.values())]
+
+
+def hot_call(scope: Scope) -> tuple[str, str] | None:
+    """(operation name, experiment id) when `scope` is one of the worker loop's
+    two calls: POST /v1/experiments/{id}/suggestions or .../observations (the id
+    may be empty: no route, but the metrics still count it as an ask or observe)."""
+    if scope["type"] != "http" or scope["method"] != "POST":
+        return None
+    parts = scope["path"].split("/")
+    if len(parts) == 5 and parts[1] == "v1" and parts[2] == "experiments" and parts[4] in _HOT:
+        return _HOT[parts[4]], parts[3]
+    return None
+
+
+class HotRoutes:
+    """ASGI middleware: the worker loop's two calls go straight to their route's
+    endpoint, the same function the Starlette route calls (parse, authenticate,
+    quota, call the engine, render: written once, in `Operation`); everything
+    else, and these two under a root_path, goes through the router.
+
+    Why: per ask+observe, Starlette's exception middleware, route matching and
+    request/response wrapping cost about as much as the door's own work
+    (BENCHMARKS.md, "The HTTP door"). Nothing they do applies here: the endpoint
+    renders every catalogue error itself, a body over the limit is answered by
+    the `BodyLimit` around this, and anything else raised reaches the app's
+    catch-all (ServerErrorMiddleware, rendered from the catalogue) as before.
+    """
+
+    def __init__(self, app: ASGIApp, *, routes: list[Route]) -> None:
+        self.app = app
+        self.endpoints = {r.name: r.endpoint for r in routes if r.name in _HOT.values()}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        hot = None if scope.get("root_path") else hot_call(scope)
+        endpoint = self.endpoints.get(hot[0]) if hot is not None and hot[1] else None  # no id: the router's 404
+        if endpoint is None:
+            await self.app(scope, receive, send)
+            return
+        scope["path_params"] = {"id": hot[1]}  # type: ignore[index]
+        response = await endpoint(Request(scope, receive, send))
+        await response(scope, receive, send)

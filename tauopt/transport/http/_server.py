@@ -4,7 +4,8 @@ Declared once, Starlette style: the routes (one per operation, `_routes.py`;
 the dashboard's read-only insight operations in `_insight_routes.py`; GET
 /metrics, `_metrics.py`; the dashboard's static files, `_dashboard.py`),
 /openapi.json and /docs (FastAPI-generated from the same declarations,
-`_openapi.py`), the middleware (the metrics, the body limit), the exception handlers (every
+`_openapi.py`), the middleware (the metrics, the body limit, the worker loop's two
+calls served without the router), the exception handlers (every
 error rendered by `_render.render_error` from the catalogue) and the lifespan
 (the engine and the door's gate, read as `request.state`). The app only
 translates; auth and per-credential limits sit at the door
@@ -35,7 +36,7 @@ from ._insight_routes import INSIGHT
 from ._metrics import TOP_EXPERIMENTS, Metrics, MetricsMiddleware, metrics_route
 from ._openapi import openapi_document
 from ._render import MAX_BODY_BYTES, from_http_exception, internal_error, render_error
-from ._routes import OPERATIONS, Operation, routes
+from ._routes import OPERATIONS, HotRoutes, Operation, routes
 
 __all__ = ["create_app", "render_error", "MAX_BODY_BYTES", "BodyLimit", "SERVED"]
 
@@ -152,9 +153,10 @@ def create_app(
         root = request.scope.get("root_path", "")
         return get_swagger_ui_html(openapi_url=root + "/openapi.json", title="tauopt - Swagger UI")
 
+    served = routes(SERVED)
     return Starlette(
         routes=[
-            *routes(SERVED),
+            *served,
             Route("/openapi.json", openapi, include_in_schema=False),
             Route("/docs", docs, include_in_schema=False),
             metrics_route(metrics, metrics_token),
@@ -163,6 +165,7 @@ def create_app(
         middleware=[  # outermost first: the metrics see every answer, the body limit's too
             Middleware(MetricsMiddleware, metrics=metrics),
             Middleware(BodyLimit, limit=max_body_bytes),
+            Middleware(HotRoutes, routes=served),  # asks and observations: their route's endpoint, no router
         ],
         exception_handlers={
             ApiError: _on_api_error,
