@@ -255,3 +255,20 @@ def test_ttl_expiry_only_at_the_next_ask_on_the_one_route_path(servers: list[tup
             r = http.post(path + "/observations", json={"suggestion_id": lost["id"], "value": 0.5})
             assert r.status_code == 409 and r.json()["error"]["type"] == "suggestion_expired", (url, r.text)
             assert r.json()["error"]["details"]["assignments"] == lost["assignments"]
+
+
+def test_an_unexpected_error_on_a_hot_route_is_the_catalogues_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hot routes skip the router, not the app's catch-all: a bug answers 500
+    `internal` from the catalogue, as any other route's does."""
+    from tauopt.engine._engine import Engine
+
+    async def broken(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(Engine, "suggest", broken)
+    app = create_app(db=MemoryStore(), auth=False)
+    with ServerThread(app) as server, httpx.Client(base_url=server.url) as http:
+        exp = http.post("/v1/experiments", json={"name": "e", "parameters": X, "metric": METRIC}).json()
+        r = http.post(f"/v1/experiments/{exp['id']}/suggestions", json={})
+        assert (r.status_code, r.json()["error"]["type"]) == (500, "internal")
+        assert "RuntimeError" in r.json()["error"]["message"]
