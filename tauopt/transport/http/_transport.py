@@ -11,6 +11,11 @@ framing is h11's, the parser httpcore itself is built on; nothing is parsed
 by hand. Client policy (base URL, headers, timeouts, redirects off, retries)
 stays in `httpx.AsyncClient` and `HttpDriver`, as in httpx.
 
+The driver calls `exchange` (the response unread, with its body beside it:
+reading an httpx.Response through its decoder chain costs more than building
+it); through httpx, `handle_async_request` returns the response unread, as
+httpx's own transports do.
+
 Errors are httpx's own, raised with the request: ConnectError / ConnectTimeout
 (nothing was sent), WriteError / WriteTimeout, ReadError / ReadTimeout,
 RemoteProtocolError (the server closed or spoke garbage). Nothing is retried
