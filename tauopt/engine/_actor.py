@@ -116,6 +116,8 @@ class ExperimentActor:
         self._ledger = Ledger(snapshot, self._space)
         self._curves = Curves(snapshot)
         self._replies = CommitThenReply(store, self.id, self._add_header)
+        # commit(request, writes, outcome): the replies' own method, no frame of the actor's around it
+        self._commit = self._replies.commit
         self._ahead = ComputeAhead(self.id, pool, fit_deadline_s, ahead)
         self._slot_waiters = SlotWaiters()
         self._tg: TaskGroup | None = None
@@ -166,15 +168,11 @@ class ExperimentActor:
 
     # -- commits -------------------------------------------------------------
 
-    def _commit(self, request: Request[Any] | None, writes: list[Write], outcome: Any) -> None:
-        self._replies.commit(request, writes, outcome)
-
     def _add_header(self, writes: list[Write]) -> None:
         """Every mutation carries the experiment's counters and `drawn`: just those
         (PutCounters), unless it rewrites the header anyway."""
-        for w in writes:
-            if isinstance(w, PutExperiment):
-                return
+        if PutExperiment in map(type, writes):  # by exact type (no write type is subclassed), looped in C
+            return
         ledger = self._ledger
         writes.append(PutCounters(self.id, len(ledger.open), len(ledger.observations), self._drawn))
 
