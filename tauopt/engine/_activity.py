@@ -73,7 +73,7 @@ class Activity:
             held = by_id.get(o.suggestion_id or "")
             if held is not None:
                 a.ended[held.id] = o.created_at
-            a._observation(o, None if held is None else held.tag)
+            a.observed(o, None if held is None else held.tag)
         return a
 
     @classmethod
@@ -116,7 +116,19 @@ class Activity:
         self._touch(new.created_at)
 
     def observed(self, o: Observation, tag: str | None) -> None:
-        self._observation(o, tag)
+        """An observation arrived (`tag`: its suggestion's, None when unsolicited)."""
+        self.observations += 1
+        if o.created_at > self._latest:
+            self._latest = o.created_at
+        if o.failed or o.value is None:
+            self.failed += 1
+            if o.suggestion_id is not None:
+                self._counts(tag)["failed"] += 1
+            return
+        if not self.feasible(o):
+            return
+        if not self.improvements or self.sign * o.value < self.sign * self.improvements[-1][1]:
+            self.improvements.append((self.observations, o.value))
 
     # -- reads ------------------------------------------------------------------------
 
@@ -158,20 +170,6 @@ class Activity:
         if counts is None:
             counts = self.tags[tag] = dict.fromkeys(_KINDS, 0)
         return counts
-
-    def _observation(self, o: Observation, tag: str | None) -> None:
-        self.observations += 1
-        if o.created_at > self._latest:
-            self._latest = o.created_at
-        if o.failed or o.value is None:
-            self.failed += 1
-            if o.suggestion_id is not None:
-                self._counts(tag)["failed"] += 1
-            return
-        if not self.feasible(o):
-            return
-        if not self.improvements or self.sign * o.value < self.sign * self.improvements[-1][1]:
-            self.improvements.append((self.observations, o.value))
 
     def _touch(self, t: float) -> None:
         if t > self._latest:

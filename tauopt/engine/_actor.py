@@ -280,7 +280,10 @@ class ExperimentActor:
     # -- suggestions --------------------------------------------------------
 
     def _expire(self) -> list[Write]:
-        return [PutSuggestion(s) for s in self._ledger.expired(self._clock(), self._exp.suggestion_ttl_s)]
+        ttl = self._exp.suggestion_ttl_s
+        if ttl is None:  # no TTL: nothing to scan, no clock to read
+            return []
+        return [PutSuggestion(s) for s in self._ledger.expired(self._clock(), ttl)]
 
     def _on_suggest(self, request: Request[Any], msg: Suggest) -> None:
         tag = check_tag(msg.tag)
