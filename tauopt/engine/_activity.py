@@ -31,16 +31,13 @@ def _tag_row(tag: str | None, counts: dict[str, int]) -> dict[str, Any]:
     return {"tag": tag, **counts}
 
 
-def _succeeded(o: Observation) -> bool:
-    return not o.failed and o.value is not None
-
-
 @dataclass
 class Activity:
     sign: float
     # which observations can be the best: the engine passes `pareto.is_feasible` for its
-    # experiment, so the best-so-far line ends at the value `best` answers
-    feasible: Callable[[Observation], bool] = _succeeded
+    # experiment, so the best-so-far line ends at the value `best` answers; None: every
+    # observation that has a value (what is_feasible says when there is one metric and no constraint)
+    feasible: Callable[[Observation], bool] | None = None
     # per tag, counts by kind (_KINDS): a plain dict, so a state change is one `counts[state] += 1`
     tags: dict[str | None, dict[str, int]] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)  # suggestion ids, in order of change
@@ -60,7 +57,7 @@ class Activity:
         sign: float,
         suggestions: Iterable[Suggestion],
         observations: Iterable[Observation],
-        feasible: Callable[[Observation], bool] = _succeeded,
+        feasible: Callable[[Observation], bool] | None = None,
     ) -> "Activity":
         a = cls(sign, feasible)
         by_id: dict[str, Suggestion] = {}
@@ -82,7 +79,9 @@ class Activity:
     ) -> "Activity":
         """An experiment's activity rebuilt from its stored suggestions and observations:
         what an actor starts from and what the admin API reports for a stored experiment."""
-        return cls.of(experiment.metric.sign, suggestions, observations, functools.partial(is_feasible, experiment))
+        judged = experiment.metrics != (experiment.metric,) or experiment.metric.constraint is not None
+        feasible = functools.partial(is_feasible, experiment) if judged else None
+        return cls.of(experiment.metric.sign, suggestions, observations, feasible)
 
     # -- updates (called by the actor) -------------------------------------------
 
@@ -125,7 +124,7 @@ class Activity:
             if o.suggestion_id is not None:
                 self._counts(tag)["failed"] += 1
             return
-        if not self.feasible(o):
+        if self.feasible is not None and not self.feasible(o):
             return
         if not self.improvements or self.sign * o.value < self.sign * self.improvements[-1][1]:
             self.improvements.append((self.observations, o.value))
