@@ -65,7 +65,7 @@ class MemoryStore(Store):
     def submit(self, writes: Sequence[Write], done: Done) -> None:
         # each write's method, by exact type, looked up in C: the batch is checked whole
         # first (nothing applied unless all of it is), then applied
-        steps = list(map(self._apply.get, map(type, writes)))
+        steps: list[Any] = list(map(self._apply.get, map(type, writes)))
         if None in steps:
             done(StoreError(f"not a store write: {[w for w in writes if type(w) not in self._apply]!r}"))
             return
