@@ -51,9 +51,10 @@ class Ledger:
     def _key(self, point: dict[str, Value]) -> Key:
         """space.key, remembered for the last point: an ask keys its point twice (is it
         used? then open it), always the same dict object in a row; leaving open
-        remembers the key it was opened with, for the observation that follows. Points are never mutated once made (a suggestion's
-        assignments are shared by every evolved copy), and the memo holds the dict, so
-        its identity cannot be reused while it is remembered."""
+        remembers the key the point was opened with, for the observation that follows.
+        Points are never mutated once made (a suggestion's assignments are shared by
+        every evolved copy), and the memo holds the dict, so its identity cannot be
+        reused while it is remembered."""
         last = self._last_key
         if last is not None and last[0] is point:
             return last[1]
