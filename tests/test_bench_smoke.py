@@ -109,6 +109,20 @@ def test_tiny_engine_profile_counts_the_engine_above_its_floor() -> None:
     assert "| **total** |" in proc.stdout
 
 
+def test_tiny_engine_profile_cpu_times_both_runs_in_turn() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "engine_profile.py"), "--workers", "2", "--pairs", "3", "--cpu", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    head = json.loads(proc.stdout.splitlines()[0])
+    assert (head["benchmark"], head["pairs"], head["rounds"]) == ("engine_profile_cpu", 6, 2)
+    assert len(head["engine_runs"]) == len(head["floor_runs"]) == 2
+    assert head["engine_cpu_us_per_pair"] > 0 and head["floor_cpu_us_per_pair"] > 0  # figures, not a speed check
+
+
 def test_tiny_slot_handoff_answers_a_waiting_ask_before_the_retry_loop() -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "slot_handoff.py"), "--rounds", "3"],
