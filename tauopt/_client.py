@@ -52,6 +52,9 @@ def _say_private_engine() -> None:
         )
 
 
+_NO_DEADLINE: AbstractContextManager[None] = nullcontext()  # reusable: one for every call without a deadline
+
+
 def check_deadline_s(deadline_s: Any) -> float | None:
     """deadline_s as a float (None: no deadline), or an invalid_request ApiError saying what is accepted."""
     if deadline_s is None:
@@ -111,9 +114,11 @@ class AsyncClient:
 
     def _bounded(self, deadline_s: float | None) -> AbstractContextManager[None]:
         """The call's deadline over the HTTP driver's retries; in process there is no retry to bound."""
-        if self.driver == "local" or deadline_s is None:
+        if deadline_s is None:
+            return _NO_DEADLINE
+        if self.driver == "local":
             check_deadline_s(deadline_s)
-            return nullcontext()
+            return _NO_DEADLINE
         return self._require().deadline(deadline_s)  # type: ignore[attr-defined]
 
     # -- operations (tauopt.operations.Operations) ------------------------------------

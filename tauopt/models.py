@@ -525,6 +525,15 @@ class Experiment:
         return _evolved(self, changes)
 
 
+# Suggestion and Observation write their __init__ out (a dataclass keeps an __init__
+# its class defines): the generated one of a frozen dataclass sets each field through
+# object.__setattr__, 8 bytecodes and a C call a field, and every ask and observe
+# builds one of each. These set the instance dict in one call; the classes stay
+# frozen (assigning a field still raises), and tests/test_models_evolve.py pins that
+# each __init__ takes the fields, in order, with their defaults.
+_FRESH_DICT: Any = object()  # the default of a dict field: a new {} each time, like field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Suggestion:
     id: str
@@ -537,6 +546,21 @@ class Suggestion:
     # dead (it then goes to the next ask, same id). Not on the wire yet.
     attempts: int = 1
     released: bool = False
+
+    def __init__(
+        self,
+        id: str,
+        experiment_id: str,
+        assignments: dict[str, Value],
+        state: Literal["open", "observed", "closed", "expired"] = "open",
+        tag: str | None = None,
+        created_at: float = 0.0,
+        attempts: int = 1,
+        released: bool = False,
+    ) -> None:
+        # written out (see _FRESH_DICT): the fields above, in order, with their defaults
+        self.__dict__.update(id=id, experiment_id=experiment_id, assignments=assignments, state=state, tag=tag,
+                    created_at=created_at, attempts=attempts, released=released)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -578,6 +602,23 @@ class Observation:
     metrics: dict[str, float] = field(default_factory=dict)
     # observed with stopped=True: the last step the trial reported before it stopped
     stopped_at_step: int | None = None
+
+    def __init__(
+        self,
+        id: str,
+        experiment_id: str,
+        suggestion_id: str | None,
+        assignments: dict[str, Value],
+        value: float | None = None,
+        failed: bool = False,
+        created_at: float = 0.0,
+        metrics: dict[str, float] = _FRESH_DICT,
+        stopped_at_step: int | None = None,
+    ) -> None:
+        # written out (see _FRESH_DICT): the fields above, in order, with their defaults
+        self.__dict__.update(id=id, experiment_id=experiment_id, suggestion_id=suggestion_id, assignments=assignments,
+                    value=value, failed=failed, created_at=created_at,
+                    metrics={} if metrics is _FRESH_DICT else metrics, stopped_at_step=stopped_at_step)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -655,10 +696,8 @@ def _evolved(obj: _D, changes: Mapping[str, Any]) -> _D:
     Experiment, and the engine evolves one on every commit. Only for fields that no
     __post_init__ derives from (the callers above route those to `replace`)."""
     cls: type = type(obj)  # mypy does not see type[_D] as Hashable (the cache key)
-    unknown = changes.keys() - _field_names(cls)
-    if unknown:
-        raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+    if not changes.keys() <= _field_names(cls):
+        raise TypeError(f"{cls.__name__} has no field(s) {sorted(changes.keys() - _field_names(cls))}")
     new: _D = object.__new__(cls)
-    new.__dict__.update(obj.__dict__)
-    new.__dict__.update(changes)
+    new.__dict__.update(obj.__dict__, **changes)
     return new

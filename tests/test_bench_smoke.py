@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,18 +96,30 @@ def test_tiny_report_latency_run_prints_one_line_per_rule() -> None:
         assert r["report_ms"]["p50"] <= r["report_ms"]["p99"] <= r["report_ms"]["max"]
 
 
-def test_tiny_engine_profile_counts_the_engine_above_its_floor() -> None:
+def _engine_profile(*args: str) -> tuple[dict[str, Any], str]:
+    """engine_profile.py with 2 workers x 3 pairs: its JSON line, and all it printed."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "engine_profile.py"), "--workers", "2", "--pairs", "3", "--top", "5"],
+        [sys.executable, str(ROOT / "benchmarks" / "engine_profile.py"), "--workers", "2", "--pairs", "3", *args],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    head = json.loads(proc.stdout.splitlines()[0])
+    return json.loads(proc.stdout.splitlines()[0]), proc.stdout
+
+
+def test_tiny_engine_profile_counts_the_engine_above_its_floor() -> None:
+    head, out = _engine_profile("--top", "5")
     assert head["pairs"] == 6
     assert head["engine_bytecodes_per_pair"] > head["floor_bytecodes_per_pair"] > 0
-    assert "| **total** |" in proc.stdout
+    assert "| **total** |" in out
+
+
+def test_tiny_engine_profile_cpu_times_both_runs_in_turn() -> None:
+    head, _ = _engine_profile("--cpu", "2")
+    assert (head["benchmark"], head["pairs"], head["rounds"]) == ("engine_profile_cpu", 6, 2)
+    assert len(head["engine_runs"]) == len(head["floor_runs"]) == 2
+    assert head["engine_cpu_us_per_pair"] > 0 and head["floor_cpu_us_per_pair"] > 0  # figures, not a speed check
 
 
 def test_tiny_slot_handoff_answers_a_waiting_ask_before_the_retry_loop() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -23,36 +24,32 @@ SPARKLINE_POINTS = 40
 _STATES = ("open", "observed", "closed", "expired")
 
 
-@dataclass
-class _TagCounts:
-    open: int = 0
-    observed: int = 0
-    closed: int = 0
-    expired: int = 0
-    failed: int = 0
-
-    def as_dict(self, tag: str | None) -> dict[str, Any]:
-        return {"tag": tag, "open": self.open, "observed": self.observed, "closed": self.closed,
-                "expired": self.expired, "failed": self.failed}  # fmt: skip
+_KINDS = (*_STATES, "failed")  # what is counted per tag: suggestions by state, and failed runs
 
 
-def _succeeded(o: Observation) -> bool:
-    return not o.failed and o.value is not None
+def _tag_row(tag: str | None, counts: dict[str, int]) -> dict[str, Any]:
+    return {"tag": tag, **counts}
 
 
 @dataclass
 class Activity:
     sign: float
     # which observations can be the best: the engine passes `pareto.is_feasible` for its
-    # experiment, so the best-so-far line ends at the value `best` answers
-    feasible: Callable[[Observation], bool] = _succeeded
-    tags: dict[str | None, _TagCounts] = field(default_factory=dict)
+    # experiment, so the best-so-far line ends at the value `best` answers; None: every
+    # observation that has a value (what is_feasible says when there is one metric and no constraint)
+    feasible: Callable[[Observation], bool] | None = None
+    # per tag, counts by kind (_KINDS): a plain dict, so a state change is one `counts[state] += 1`
+    tags: dict[str | None, dict[str, int]] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)  # suggestion ids, in order of change
     ended: dict[str, float] = field(default_factory=dict)  # when a suggestion left "open"
     improvements: list[tuple[int, float]] = field(default_factory=list)  # (observation number, best so far)
     failed: int = 0
     observations: int = 0
-    last_activity: float | None = None
+    _latest: float = -math.inf  # the latest time anything happened (see last_activity)
+
+    @property
+    def last_activity(self) -> float | None:
+        return None if self._latest == -math.inf else self._latest
 
     @classmethod
     def of(
@@ -60,20 +57,20 @@ class Activity:
         sign: float,
         suggestions: Iterable[Suggestion],
         observations: Iterable[Observation],
-        feasible: Callable[[Observation], bool] = _succeeded,
+        feasible: Callable[[Observation], bool] | None = None,
     ) -> "Activity":
         a = cls(sign, feasible)
         by_id: dict[str, Suggestion] = {}
         for s in sorted(suggestions, key=_sid_order):
             by_id[s.id] = s
-            setattr(a._counts(s.tag), s.state, getattr(a._counts(s.tag), s.state) + 1)
+            a._counts(s.tag)[s.state] += 1
             a.log.append(s.id)
             a._touch(s.created_at)
         for o in observations:
             held = by_id.get(o.suggestion_id or "")
             if held is not None:
                 a.ended[held.id] = o.created_at
-            a._observation(o, None if held is None else held.tag)
+            a.observed(o, None if held is None else held.tag)
         return a
 
     @classmethod
@@ -82,33 +79,55 @@ class Activity:
     ) -> "Activity":
         """An experiment's activity rebuilt from its stored suggestions and observations:
         what an actor starts from and what the admin API reports for a stored experiment."""
-        return cls.of(experiment.metric.sign, suggestions, observations, functools.partial(is_feasible, experiment))
+        judged = experiment.metrics != (experiment.metric,) or experiment.metric.constraint is not None
+        feasible = functools.partial(is_feasible, experiment) if judged else None
+        return cls.of(experiment.metric.sign, suggestions, observations, feasible)
 
     # -- updates (called by the actor) -------------------------------------------
 
+    # opened, left and observed run on every ask and observe: _counts and _touch written
+    # out in them (a call each saved), the same code as the helpers below
+
     def opened(self, s: Suggestion) -> None:
-        self._counts(s.tag).open += 1
+        counts = self.tags.get(s.tag)
+        if counts is None:
+            counts = self._counts(s.tag)
+        counts["open"] += 1
         self.log.append(s.id)
-        self._touch(s.created_at)
+        if s.created_at > self._latest:
+            self._latest = s.created_at
 
     def left(self, s: Suggestion, now: float) -> None:
         """`s` (already in its new state) left "open"."""
-        counts = self._counts(s.tag)
-        counts.open -= 1
-        setattr(counts, s.state, getattr(counts, s.state) + 1)
+        counts = self.tags[s.tag]  # it was opened under this tag
+        counts["open"] -= 1
+        counts[s.state] += 1
         self.ended[s.id] = now
         self.log.append(s.id)
-        self._touch(now)
+        if now > self._latest:
+            self._latest = now
 
     def rehanded(self, old: Suggestion, new: Suggestion) -> None:
         """A released suggestion handed to a new holder: its open slot moves to the new tag."""
-        self._counts(old.tag).open -= 1
-        self._counts(new.tag).open += 1
+        self._counts(old.tag)["open"] -= 1
+        self._counts(new.tag)["open"] += 1
         self.log.append(new.id)
         self._touch(new.created_at)
 
     def observed(self, o: Observation, tag: str | None) -> None:
-        self._observation(o, tag)
+        """An observation arrived (`tag`: its suggestion's, None when unsolicited)."""
+        self.observations += 1
+        if o.created_at > self._latest:
+            self._latest = o.created_at
+        if o.failed or o.value is None:
+            self.failed += 1
+            if o.suggestion_id is not None:
+                self._counts(tag)["failed"] += 1
+            return
+        if self.feasible is not None and not self.feasible(o):
+            return
+        if not self.improvements or self.sign * o.value < self.sign * self.improvements[-1][1]:
+            self.improvements.append((self.observations, o.value))
 
     # -- reads ------------------------------------------------------------------------
 
@@ -124,7 +143,7 @@ class Activity:
 
     def by_state(self) -> dict[str, int]:
         """How many suggestions are in each state (states with none left out)."""
-        totals = {state: sum(getattr(c, state) for c in self.tags.values()) for state in _STATES}
+        totals = {state: sum(c[state] for c in self.tags.values()) for state in _STATES}
         return {state: n for state, n in totals.items() if n}
 
     def workers(
@@ -139,34 +158,21 @@ class Activity:
             "now": now,
             "suggestion_ttl_s": ttl,
             "cursor": len(self.log),
-            "tags": [c.as_dict(tag) for tag, c in sorted(self.tags.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))],
+            "tags": [_tag_row(tag, c) for tag, c in sorted(self.tags.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))],
             "changes": rows,
         }
 
     # -- internals ----------------------------------------------------------------
 
-    def _counts(self, tag: str | None) -> _TagCounts:
+    def _counts(self, tag: str | None) -> dict[str, int]:
         counts = self.tags.get(tag)
         if counts is None:
-            counts = self.tags[tag] = _TagCounts()
+            counts = self.tags[tag] = dict.fromkeys(_KINDS, 0)
         return counts
 
-    def _observation(self, o: Observation, tag: str | None) -> None:
-        self.observations += 1
-        self._touch(o.created_at)
-        if o.failed or o.value is None:
-            self.failed += 1
-            if o.suggestion_id is not None:
-                self._counts(tag).failed += 1
-            return
-        if not self.feasible(o):
-            return
-        if not self.improvements or self.sign * o.value < self.sign * self.improvements[-1][1]:
-            self.improvements.append((self.observations, o.value))
-
     def _touch(self, t: float) -> None:
-        if self.last_activity is None or t > self.last_activity:
-            self.last_activity = t
+        if t > self._latest:
+            self._latest = t
 
 
 def _sid_order(s: Suggestion) -> tuple[int, str]:

@@ -116,6 +116,8 @@ class ExperimentActor:
         self._ledger = Ledger(snapshot, self._space)
         self._curves = Curves(snapshot)
         self._replies = CommitThenReply(store, self.id, self._add_header)
+        # commit(request, writes, outcome): the replies' own method, no frame of the actor's around it
+        self._commit = self._replies.commit
         self._ahead = ComputeAhead(self.id, pool, fit_deadline_s, ahead)
         self._slot_waiters = SlotWaiters()
         self._tg: TaskGroup | None = None
@@ -166,15 +168,11 @@ class ExperimentActor:
 
     # -- commits -------------------------------------------------------------
 
-    def _commit(self, request: Request[Any] | None, writes: list[Write], outcome: Any) -> None:
-        self._replies.commit(request, writes, outcome)
-
     def _add_header(self, writes: list[Write]) -> None:
         """Every mutation carries the experiment's counters and `drawn`: just those
         (PutCounters), unless it rewrites the header anyway."""
-        for w in writes:
-            if isinstance(w, PutExperiment):
-                return
+        if PutExperiment in map(type, writes):  # by exact type (no write type is subclassed), looped in C
+            return
         ledger = self._ledger
         writes.append(PutCounters(self.id, len(ledger.open), len(ledger.observations), self._drawn))
 
@@ -282,7 +280,10 @@ class ExperimentActor:
     # -- suggestions --------------------------------------------------------
 
     def _expire(self) -> list[Write]:
-        return [PutSuggestion(s) for s in self._ledger.expired(self._clock(), self._exp.suggestion_ttl_s)]
+        ttl = self._exp.suggestion_ttl_s
+        if ttl is None:  # no TTL: nothing to scan, no clock to read
+            return []
+        return [PutSuggestion(s) for s in self._ledger.expired(self._clock(), ttl)]
 
     def _on_suggest(self, request: Request[Any], msg: Suggest) -> None:
         tag = check_tag(msg.tag)
@@ -351,7 +352,7 @@ class ExperimentActor:
 
     def _finite_size(self) -> int | None:
         """Points in the space (grid points for `grid`), None when unbounded."""
-        if self._grid_size is None:
+        if self._exp.strategy != "grid":  # _grid_size is None: the usual ask, without the property's frame
             return self._space.finite_size
         if self._grid_size_cache is None or self._grid_size_cache[0] is not self._space:
             self._grid_size_cache = (self._space, self._space.size(self._grid_size))
@@ -359,7 +360,8 @@ class ExperimentActor:
 
     def _open_suggestion(self, point: dict[str, Value], tag: str | None) -> Suggestion:
         s = self._ledger.open_suggestion(point, tag, self._clock())
-        self.stats.max_open_seen = max(self.stats.max_open_seen, len(self._ledger.open))
+        if len(self._ledger.open) > self.stats.max_open_seen:
+            self.stats.max_open_seen = len(self._ledger.open)
         return s
 
     def _request(self, n: int, extra_pending: tuple[dict[str, Value], ...] = (), state: bool = True) -> SuggestRequest:
@@ -483,6 +485,7 @@ class ExperimentActor:
 
     def _on_observe(self, request: Request[Any], msg: Observe) -> None:
         value, failed, metrics = check_observation(self._exp, msg.value, msg.failed, msg.metrics, msg.values)
+        now = self._clock()  # the suggestion leaves open when the observation arrives
         writes: list[Write] = []
         if msg.suggestion_id is not None and msg.assignments is not None:
             raise invalid("give suggestion_id or assignments, not both")
@@ -498,14 +501,14 @@ class ExperimentActor:
                 self._commit(request, writes, not_open_error(s))
                 return
             stopped_at = self._curves.observed(s.id, msg.stopped)
-            s = ledger.leave_open(s, "observed", self._clock())
+            s = ledger.leave_open(s, "observed", now)
             writes.append(PutSuggestion(s))
             assignments, sid = s.assignments, s.id
         elif msg.assignments is not None:
             assignments, sid = self._space.validate(msg.assignments), None
         else:
             raise invalid("give suggestion_id (an open suggestion) or assignments (an unsolicited observation)")
-        obs = ledger.observe(assignments, sid, value, failed, self._clock(), metrics)
+        obs = ledger.observe(assignments, sid, value, failed, now, metrics)
         if stopped_at is not None:
             obs = ledger.observations[-1] = replace(obs, stopped_at_step=stopped_at)
         state = self._state_for(self._exp)

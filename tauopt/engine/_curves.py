@@ -64,11 +64,14 @@ class Curves:
 
     def observed(self, suggestion_id: str, stopped: bool) -> int | None:
         """The suggestion was observed; returns the step it stopped at (stopped=True)."""
+        if not stopped:  # the usual observe: no step to look up
+            self.stats.complete(suggestion_id)
+            return None
         last = self.stats.last_step(suggestion_id)
-        if stopped and last is None:
+        if last is None:
             raise invalid("stopped: this suggestion reported no step; report before observing with stopped=true")
-        self.stats.complete(suggestion_id, stopped=stopped)
-        return last if stopped else None
+        self.stats.complete(suggestion_id, stopped=True)
+        return last
 
     def log_after(self, after: int, limit: int | None = None) -> dict[str, Any]:
         """The reports from cursor `after` on (at most `limit` of them, the oldest first),

@@ -28,13 +28,15 @@ class Ledger:
         self.observations: list[Observation] = list(snapshot.observations)
         self._observed_keys: set[Key] = set()
         self._open_keys: dict[Key, str] = {}
+        self._key_of_open: dict[str, Key] = {}  # each open suggestion's key: a point is keyed once, when opened
         self.released: deque[str] = deque()  # open, holder declared dead: the next asks get them, in order
         self._last_key: tuple[dict[str, Value], Key] | None = None  # see _key
         for s in snapshot.suggestions:
             self.suggestions[s.id] = s
             if s.state == "open":
                 self.open[s.id] = s
-                self._open_keys[space.key(s.assignments)] = s.id
+                key = self._key_of_open[s.id] = space.key(s.assignments)
+                self._open_keys[key] = s.id
                 if s.released:
                     self.released.append(s.id)
         for o in self.observations:
@@ -48,10 +50,11 @@ class Ledger:
 
     def _key(self, point: dict[str, Value]) -> Key:
         """space.key, remembered for the last point: an ask keys its point twice (is it
-        used? then open it) and an observe twice (leave open, then observe), always the
-        same dict object in a row. Points are never mutated once made (a suggestion's
-        assignments are shared by every evolved copy), and the memo holds the dict, so
-        its identity cannot be reused while it is remembered."""
+        used? then open it), always the same dict object in a row; leaving open
+        remembers the key the point was opened with, for the observation that follows.
+        Points are never mutated once made (a suggestion's assignments are shared by
+        every evolved copy), and the memo holds the dict, so its identity cannot be
+        reused while it is remembered."""
         last = self._last_key
         if last is not None and last[0] is point:
             return last[1]
@@ -81,7 +84,8 @@ class Ledger:
         s = Suggestion(sid, self.experiment_id, point, "open", tag, now)
         self.suggestions[sid] = s
         self.open[sid] = s
-        self._open_keys[self._key(point)] = sid
+        key = self._key_of_open[sid] = self._key(point)
+        self._open_keys[key] = sid
         self.activity.opened(s)
         return s
 
@@ -109,9 +113,10 @@ class Ledger:
         self.suggestions[s.id] = s
         del self.open[s.id]
         self.activity.left(s, now)
-        key = self._key(s.assignments)
+        key = self._key_of_open.pop(s.id)
         if self._open_keys.get(key) == s.id:
             del self._open_keys[key]
+        self._last_key = (s.assignments, key)  # an observe of this point keys it next
         return s
 
     def expired(self, now: float, ttl: float | None) -> list[Suggestion]:

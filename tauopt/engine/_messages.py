@@ -1,5 +1,10 @@
 """The messages an ExperimentActor takes. Every one names the credential asking
-(`owner`, None = no check) so ownership is checked where the state lives."""
+(`owner`, None = no check) so ownership is checked where the state lives.
+
+Slotted plain dataclasses, not frozen ones: a frozen __init__ sets each field
+through object.__setattr__ (~8 bytecodes and a C call a field), and two of these
+are built for every ask + observe pair. A message is made by the engine, read by
+one actor and dropped, and no code assigns to a message's fields."""
 
 from __future__ import annotations
 
@@ -9,27 +14,27 @@ from typing import Any, Mapping
 from ..strategies import StrategyOutcome
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Msg:
     owner: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GetExperiment(Msg):
     pass
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class UpdateExperiment(Msg):
     changes: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ArchiveExperiment(Msg):
     pass
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Suggest(Msg):
     """wait_s: when the bandwidth is full, wait up to this many seconds for a slot
     (long-poll) instead of answering bandwidth_full at once. None or 0: no wait."""
@@ -38,7 +43,7 @@ class Suggest(Msg):
     wait_s: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Observe(Msg):
     suggestion_id: str | None = None
     assignments: Mapping[str, Any] | None = None
@@ -49,35 +54,35 @@ class Observe(Msg):
     stopped: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Report(Msg):
     suggestion_id: str = ""
     step: Any = None
     value: Any = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ListReports(Msg):
     suggestion_id: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ListSuggestions(Msg):
     state: str | None = None
     tag: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GetSuggestion(Msg):
     suggestion_id: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CloseSuggestion(Msg):
     suggestion_id: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ReleaseSuggestion(Msg):
     """The holder of an open suggestion is declared dead: hand it to the next ask
     (same id), unless it was handed out `max_attempts` times already: then close it."""
@@ -86,32 +91,32 @@ class ReleaseSuggestion(Msg):
     max_attempts: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CloseAllSuggestions(Msg):
     pass
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ListObservations(Msg):
     after: int | None = None  # only observations with a numeric id above this
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ParetoFront(Msg):
     pass
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Best(Msg):
     pass
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Summary(Msg):
     """Counts, best value, last activity and a thinned best-so-far line (the dashboard's list)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Workers(Msg):
     """Per-tag counts and the suggestions changed since cursor `after` (the workers' view);
     with `limit`, only the latest `limit` of those."""
@@ -120,7 +125,7 @@ class Workers(Msg):
     limit: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ReportLog(Msg):
     """Every intermediate report from cursor `after` on (arrival order; the learning curves),
     at most `limit` of them."""
@@ -129,7 +134,7 @@ class ReportLog(Msg):
     limit: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ProposalReady(Msg):
     """A background proposal (GP fit) finished; sent by the actor's own job task."""
 
@@ -138,13 +143,13 @@ class ProposalReady(Msg):
     error: BaseException | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SlotWaitOver(Msg):
     """The wait_s of a parked ask ran out; sent by the actor's own timer task."""
 
     request: Any = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Inspect(Msg):
     """Internal counters (max open ever seen, proposals, fallbacks), for tests and benchmarks."""

@@ -34,12 +34,12 @@ class CommitThenReply:
     def commit(self, request: Request[Any] | None, writes: list[Write], outcome: Any) -> None:
         """Queue writes and answer `request` once they, and every earlier write of this
         actor, are committed. `outcome` is a value or an ApiError."""
-        if not writes and not self.uncommitted:
+        if writes:
+            self._header(writes)
+        elif not self.uncommitted:
             if request is not None:
                 answer(request, outcome)
             return
-        if writes:
-            self._header(writes)
         self.uncommitted += 1
 
         def done(exc: BaseException | None) -> None:
@@ -49,9 +49,11 @@ class CommitThenReply:
                 log.error("store commit failed for experiment %s: %r", self._id, exc)
                 if request is not None:
                     fail(request, commit_error(exc, "nothing of this request was kept, retry it"))
-                return
-            if request is not None:
-                answer(request, outcome)
+            elif request is not None:  # answer(), written out: this runs for every ask and observe
+                if isinstance(outcome, BaseException):
+                    fail(request, outcome)
+                else:
+                    reply(request, outcome)
 
         self._store.submit(writes, done)
 

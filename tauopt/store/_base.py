@@ -61,7 +61,7 @@ class PutExperiment:
     drawn: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: built on every ask and observe (see tauopt/engine/_messages.py)
 class PutCounters:
     """Update only an experiment's counters and `drawn` (what most mutations change),
     not its whole header. The counters stored here win over those in the header."""
@@ -72,14 +72,14 @@ class PutCounters:
     drawn: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: built on every ask and observe (see tauopt/engine/_messages.py)
 class PutSuggestion:
     """Insert or replace one suggestion (new, or a state change)."""
 
     suggestion: Suggestion
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: built on every ask and observe (see tauopt/engine/_messages.py)
 class PutObservation:
     observation: Observation
 

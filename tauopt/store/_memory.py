@@ -63,19 +63,20 @@ class MemoryStore(Store):
         }
 
     def submit(self, writes: Sequence[Write], done: Done) -> None:
-        apply = self._apply
-        kinds = set(map(type, writes))
-        if not kinds <= apply.keys():  # check the whole batch first: nothing applied unless all of it is
-            done(StoreError(f"not a store write: {[w for w in writes if type(w) not in apply]!r}"))
+        # each write's method, by exact type, looked up in C: the batch is checked whole
+        # first (nothing applied unless all of it is), then applied
+        steps: list[Any] = list(map(self._apply.get, map(type, writes)))
+        if None in steps:
+            done(StoreError(f"not a store write: {[w for w in writes if type(w) not in self._apply]!r}"))
             return
-        if PutCredential in kinds:
+        if self._put_credential in steps:
             try:
                 self._check_credentials(writes)
             except StoreError as exc:
                 done(exc)  # nothing of the batch applied, like a rolled-back transaction
                 return
-        for w in writes:
-            apply[type(w)](w)
+        for apply, w in zip(steps, writes):
+            apply(w)
         done(None)
 
     def _put_suggestion(self, w: PutSuggestion) -> None:
@@ -83,7 +84,8 @@ class MemoryStore(Store):
 
     def _put_counters(self, w: PutCounters) -> None:
         rec = self._data[w.experiment_id]
-        rec.counters, rec.drawn = (w.open_suggestions, w.observations), w.drawn
+        rec.counters = (w.open_suggestions, w.observations)
+        rec.drawn = w.drawn
 
     def _put_observation(self, w: PutObservation) -> None:
         self._data[w.observation.experiment_id].observations.append(w.observation)

@@ -10,7 +10,7 @@ from ..space import Space
 __all__ = ["SuggestRequest"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: an inline ask builds one, and a frozen __init__ costs ~8 bytecodes a field
 class SuggestRequest:
     """Everything a strategy may look at. Picklable, so it can cross into a worker process.
 
