@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Hyper", "GPState", "FitTimeout", "fit", "Posterior", "log_ei"]
+__all__ = ["Hyper", "GPState", "FitTimeout", "fit", "Posterior", "CandidateBatch", "log_ei"]
 
 _SQRT5 = math.sqrt(5.0)
 COLD_ITERS = 60  # fit iterations (L-BFGS-B, or Adam steps) from the prior's mode
@@ -158,18 +158,65 @@ class Posterior:
     def predict_torch(self, xc):  # type: ignore[no-untyped-def]
         """Mean and standard deviation as torch tensors, differentiable in xc
         (the gradient-based acquisition optimizer needs d/dx)."""
+        mu, var, _ = self._moments(self.h.warp_inputs(xc))
+        return mu, var.sqrt()
+
+    def _moments(self, wx):  # type: ignore[no-untyped-def]
+        """Mean, variance and v = L^-1 k(X, wx) at (warped) features wx."""
         import torch
 
-        ks = matern52(self.h.warp_inputs(xc), self._tx, self.h)
+        ks = matern52(wx, self._tx, self.h)
         mu = self.h.mean + ks @ self._alpha
         v = torch.linalg.solve_triangular(self._chol, ks.T, upper=False)
-        var = (self.h.outputscale - (v * v).sum(0)).clamp_min(1e-12)
-        return mu, var.sqrt()
+        return mu, (self.h.outputscale - (v * v).sum(0)).clamp_min(1e-12), v
+
+    def candidates(self, feats: np.ndarray) -> "CandidateBatch":
+        """This posterior on a fixed set of candidate features, ready to take
+        some of them as kriging believers (CandidateBatch)."""
+        return CandidateBatch(self, feats)
 
     def with_points(self, xp: np.ndarray, yp: np.ndarray, noise: float) -> "Posterior":
         return Posterior(
             np.vstack([self.x, xp]), np.concatenate([self.y, yp]), np.concatenate([self.noise, np.full(len(xp), noise)]), self.h
         )
+
+
+class CandidateBatch:
+    """A posterior's mean and variance on a fixed candidate set, updated in place
+    as candidates of the set join it as kriging believers (one batch's picks).
+
+    A believer sits at its own predicted mean, so the means do not move; every
+    candidate's variance drops by its posterior covariance with the believer,
+    squared, over the believer's variance (plus its noise). That costs one
+    kernel column over the set and one product with the kept L^-1 k(X, set):
+    O(m n) per believer, where rebuilding the posterior with the point
+    (Posterior.with_points) and scoring the set again costs a Cholesky and a
+    triangular solve over the set, O(m n^2)."""
+
+    def __init__(self, post: Posterior, feats: np.ndarray) -> None:
+        import torch
+
+        self._h = post.h
+        with torch.no_grad():
+            self._f = post.h.warp_inputs(torch.as_tensor(feats, dtype=torch.float64))
+            mu, self._var, self._v = post._moments(self._f)
+        self.mu = mu.numpy()
+        self._u = torch.zeros((0, len(feats)), dtype=torch.float64)  # one row per believer
+
+    @property
+    def sd(self) -> np.ndarray:
+        return self._var.sqrt().numpy()
+
+    def believe(self, j: int, noise: float) -> float:
+        """Candidate j joins as a believer with `noise`; returns its mean."""
+        import torch
+
+        with torch.no_grad():
+            cov = matern52(self._f, self._f[j : j + 1], self._h)[:, 0] - self._v.T @ self._v[:, j] - self._u.T @ self._u[:, j]
+            u = cov / (self._var[j] + noise).sqrt()
+            self._var = (self._var - u * u).clamp_min(1e-12)
+            self._u = torch.vstack([self._u, u])
+        return float(self.mu[j])
 
 
 def log_ei(mu: np.ndarray, sigma: np.ndarray, best: float) -> np.ndarray:
