@@ -49,18 +49,25 @@ def _error(exc: BaseException) -> Reply:
 _pin_lock = threading.Lock()
 _pin_depth = 0
 _pin_saved = 1
+_blas_saved: Any = None  # threadpoolctl's record of the BLAS limits before the first pinned job
 
 
 @contextmanager
 def torch_pinned() -> Iterator[None]:
-    """torch at one thread while any pinned job runs in this process; restored after the last."""
-    global _pin_depth, _pin_saved
+    """torch and BLAS (numpy's, scipy's) at one thread while any pinned job runs in
+    this process; restored after the last. BLAS too: scipy's L-BFGS-B calls it on
+    tiny vectors, and two OpenBLAS threads waking on a busy 2-core machine cost
+    7 ms a call there, 0.25 of a 0.47 s GP job of 18 fit iterations (0.11 s on one
+    thread; BENCHMARKS.md, issue 16's GP row). The process pool's workers pin both
+    for good (_pin_process)."""
+    global _pin_depth, _pin_saved, _blas_saved
     import torch
 
     with _pin_lock:
         if _pin_depth == 0:
             _pin_saved = torch.get_num_threads()
             torch.set_num_threads(1)
+            _blas_saved = _limit_blas()
         _pin_depth += 1
     try:
         yield
@@ -69,6 +76,18 @@ def torch_pinned() -> Iterator[None]:
             _pin_depth -= 1
             if _pin_depth == 0:
                 torch.set_num_threads(_pin_saved)
+                if _blas_saved is not None:
+                    _blas_saved.restore_original_limits()
+                    _blas_saved = None
+
+
+def _limit_blas() -> Any:
+    try:  # scipy's BLAS is loaded by the first GP job: strategies import it lazily
+        import scipy.linalg  # noqa: F401
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        return None
+    return threadpool_limits(1, user_api="blas")
 
 
 _THREAD_CLOSE_WAIT_S = 30.0  # a fit is bounded by its own deadline (fit_deadline_s, 30 s by default)
