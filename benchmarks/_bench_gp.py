@@ -40,7 +40,9 @@ def one_fit_ms(history: Sequence[Any], n: int, pending: int = 7, repeats: int = 
     """p50 milliseconds of a one-point GP proposal over the first n observations,
     warm-started from the fit at n - BATCH (a real fit), and of the same proposal
     warm-started from a fit on the same n (0 fit iterations: posterior and acquisition)."""
-    from tauopt.compute._workers import torch_pinned
+    import scipy.linalg  # noqa: F401 - loaded before blas_pinned looks for the BLAS libraries
+
+    from tauopt.compute._workers import blas_pinned, torch_pinned
     from tauopt.models import Metric
     from tauopt.space import Space
     from tauopt.strategies._request import SuggestRequest
@@ -53,7 +55,7 @@ def one_fit_ms(history: Sequence[Any], n: int, pending: int = 7, repeats: int = 
     def request(m: int, drawn: int) -> SuggestRequest:
         return SuggestRequest(space, metric, tuple(history[:m]), open_points, 1, 0, drawn)
 
-    with torch_pinned():  # as in the pool
+    with blas_pinned(), torch_pinned():  # as in the pool (call from the event loop's thread: blas_pinned)
         before = propose_gp(request(max(1, n - BATCH), n), np.random.default_rng(0)).state
         fits, no_fit, warm = [], [], before
         for r in range(repeats):

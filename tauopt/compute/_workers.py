@@ -13,6 +13,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
@@ -21,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-__all__ = ["ThreadWorker", "ProcessWorker", "WorkerDied", "torch_threads", "torch_pinned"]
+__all__ = ["ThreadWorker", "ProcessWorker", "WorkerDied", "torch_threads", "torch_pinned", "blas_pinned"]
 
 Reply = tuple[str, Any]
 log = logging.getLogger("tauopt.compute")
@@ -49,25 +50,18 @@ def _error(exc: BaseException) -> Reply:
 _pin_lock = threading.Lock()
 _pin_depth = 0
 _pin_saved = 1
-_blas_saved: Any = None  # threadpoolctl's record of the BLAS limits before the first pinned job
 
 
 @contextmanager
 def torch_pinned() -> Iterator[None]:
-    """torch and BLAS (numpy's, scipy's) at one thread while any pinned job runs in
-    this process; restored after the last. BLAS too: scipy's L-BFGS-B calls it on
-    tiny vectors, and two OpenBLAS threads waking on a busy 2-core machine cost
-    7 ms a call there, 0.25 of a 0.47 s GP job of 18 fit iterations (0.11 s on one
-    thread; BENCHMARKS.md, issue 16's GP row). The process pool's workers pin both
-    for good (_pin_process)."""
-    global _pin_depth, _pin_saved, _blas_saved
+    """torch at one thread while any pinned job runs in this process; restored after the last."""
+    global _pin_depth, _pin_saved
     import torch
 
     with _pin_lock:
         if _pin_depth == 0:
             _pin_saved = torch.get_num_threads()
             torch.set_num_threads(1)
-            _blas_saved = _limit_blas()
         _pin_depth += 1
     try:
         yield
@@ -76,18 +70,45 @@ def torch_pinned() -> Iterator[None]:
             _pin_depth -= 1
             if _pin_depth == 0:
                 torch.set_num_threads(_pin_saved)
-                if _blas_saved is not None:
-                    _blas_saved.restore_original_limits()
-                    _blas_saved = None
+
+
+_blas_depth = 0
+_blas_saved: Any = None  # threadpoolctl's record of the BLAS limits before the first pinned job
+_blas_controller: Any = None
+
+
+@contextmanager
+def blas_pinned() -> Iterator[None]:
+    """numpy's and scipy's BLAS at one thread while any thread worker's job runs;
+    restored after the last. Enter it from the event loop's thread, not the worker's:
+    OpenBLAS 0.3.30 ignores a thread count set from another thread once one was set
+    and restored (measured). Why: scipy's L-BFGS-B calls BLAS on tiny vectors, and
+    two OpenBLAS threads waking on a busy 2-core machine cost ~7 ms a call, 0.25 s
+    of a 0.47 s GP job of 18 fit iterations (0.11 s on one thread; BENCHMARKS.md,
+    issue 16's GP row). Process workers pin BLAS for good (_pin_process)."""
+    global _blas_depth, _blas_saved
+    if _blas_depth == 0:
+        _blas_saved = _limit_blas()
+    _blas_depth += 1
+    try:
+        yield
+    finally:
+        _blas_depth -= 1
+        if _blas_depth == 0 and _blas_saved is not None:
+            _blas_saved.restore_original_limits()
+            _blas_saved = None
 
 
 def _limit_blas() -> Any:
-    try:  # scipy's BLAS is loaded by the first GP job: strategies import it lazily
-        import scipy.linalg  # noqa: F401
-        from threadpoolctl import threadpool_limits
+    global _blas_controller
+    try:
+        from threadpoolctl import ThreadpoolController
     except ImportError:  # pragma: no cover - optional
         return None
-    return threadpool_limits(1, user_api="blas")
+    controller = _blas_controller or ThreadpoolController()  # a scan of the loaded libraries: ~9 ms
+    if _blas_controller is None and "scipy.linalg" in sys.modules:  # every BLAS a GP job uses is loaded
+        _blas_controller = controller
+    return controller.limit(limits=1, user_api="blas")
 
 
 _THREAD_CLOSE_WAIT_S = 30.0  # a fit is bounded by its own deadline (fit_deadline_s, 30 s by default)
