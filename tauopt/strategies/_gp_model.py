@@ -182,30 +182,61 @@ class Posterior:
 
 
 class CandidateBatch:
-    """A posterior's mean and variance on a fixed candidate set, updated in place
-    as candidates of the set join it as kriging believers (one batch's picks).
+    """A posterior on a growing set of candidates, some of which join it as kriging
+    believers (one batch's picks), updated in place instead of refitted.
 
-    A believer sits at its own predicted mean, so the means do not move; every
-    candidate's variance drops by its posterior covariance with the believer,
-    squared, over the believer's variance (plus its noise). That costs one
-    kernel column over the set and one product with the kept L^-1 k(X, set):
-    O(m n) per believer, where rebuilding the posterior with the point
-    (Posterior.with_points) and scoring the set again costs a Cholesky and a
-    triangular solve over the set, O(m n^2)."""
+    A believer sits at its own predicted mean, so no mean moves; every variance
+    drops by the point's posterior covariance with the believer, squared, over
+    the believer's variance (plus its noise). Kept per candidate: L^-1 k(X, c)
+    and one row per believer (u), so a believer costs one kernel column over the
+    set and two products, O(m (n + b)); `predict` on new points (the hill-climb's
+    trials) costs what Posterior.predict does plus O(b) small products. Rebuilding
+    the posterior with each believer (Posterior.with_points) costs a Cholesky and a
+    new triangular solve over every candidate."""
 
     def __init__(self, post: Posterior, feats: np.ndarray) -> None:
         import torch
 
-        self._h = post.h
-        with torch.no_grad():
-            self._f = post.h.warp_inputs(torch.as_tensor(feats, dtype=torch.float64))
-            mu, self._var, self._v = post._moments(self._f)
-        self.mu = mu.numpy()
-        self._u = torch.zeros((0, len(feats)), dtype=torch.float64)  # one row per believer
+        self._post, self._h = post, post.h
+        z = torch.zeros
+        self._f = z((0, feats.shape[1]), dtype=torch.float64)
+        self._var, self._v, self._u = z(0, dtype=torch.float64), z((len(post.y), 0), dtype=torch.float64), z((0, 0), dtype=torch.float64)
+        self.mu = np.zeros(0)
+        self._believers: list[tuple[int, object]] = []  # (candidate index, sqrt(its variance + noise) then)
+        self.add(feats)
 
     @property
     def sd(self) -> np.ndarray:
         return self._var.sqrt().numpy()
+
+    def _moments(self, f):  # type: ignore[no-untyped-def]
+        """Mean, variance under every believer so far, v and u at warped features f."""
+        import torch
+
+        mu, var, v = self._post._moments(f)
+        u = torch.zeros((len(self._believers), len(f)), dtype=torch.float64)
+        for s, (j, d) in enumerate(self._believers):
+            cov = matern52(f, self._f[j : j + 1], self._h)[:, 0] - v.T @ self._v[:, j] - u[:s].T @ self._u[:s, j]
+            u[s] = cov / d
+        return mu, (var - (u * u).sum(0)).clamp_min(1e-12), v, u
+
+    def predict(self, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        import torch
+
+        with torch.no_grad():
+            mu, var, _, _ = self._moments(self._h.warp_inputs(torch.as_tensor(feats, dtype=torch.float64)))
+        return mu.numpy(), var.sqrt().numpy()
+
+    def add(self, feats: np.ndarray) -> None:
+        """More candidates (appended: their indices follow the ones before)."""
+        import torch
+
+        with torch.no_grad():
+            f = self._h.warp_inputs(torch.as_tensor(feats, dtype=torch.float64))
+            mu, var, v, u = self._moments(f)
+            self._f, self._var = torch.vstack([self._f, f]), torch.cat([self._var, var])
+            self._v, self._u = torch.hstack([self._v, v]), torch.hstack([self._u, u])
+        self.mu = np.concatenate([self.mu, mu.numpy()])
 
     def believe(self, j: int, noise: float) -> float:
         """Candidate j joins as a believer with `noise`; returns its mean."""
@@ -213,9 +244,11 @@ class CandidateBatch:
 
         with torch.no_grad():
             cov = matern52(self._f, self._f[j : j + 1], self._h)[:, 0] - self._v.T @ self._v[:, j] - self._u.T @ self._u[:, j]
-            u = cov / (self._var[j] + noise).sqrt()
+            d = (self._var[j] + noise).sqrt()
+            u = cov / d
             self._var = (self._var - u * u).clamp_min(1e-12)
             self._u = torch.vstack([self._u, u])
+        self._believers.append((j, d))
         return float(self.mu[j])
 
 

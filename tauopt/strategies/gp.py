@@ -24,7 +24,12 @@ Choices (see the README `gp` section):
   of the best few over the continuous coordinates (opt-in,
   GPConfig(gradient=True): multi-start L-BFGS-B with torch gradients,
   `_gp_acquisition`); the winners are projected to the space and re-scored,
-  and the best unused one is taken.
+  and the best unused one is taken. In a batch (the engine's job asks for one
+  point per worker) each pick joins as a believer by an in-place variance
+  update of every candidate scored so far (`_gp_model.CandidateBatch`); a later
+  pick re-scores them and hill-climbs its best few, with no new posterior and
+  no new Sobol set. With GPConfig(gradient=True) only the first pick ascends
+  by gradient; the later ones hill-climb.
 - Trust region (`_gp_trust_region`, on by default; GPConfig(trust_region=False)) when
   there are >= 10 continuous coordinates: candidates and the optimizer stay in
   a TuRBO box around the incumbent that grows and shrinks with success,
@@ -53,7 +58,7 @@ from ..models import Value
 from . import _gp_trust_region as tr
 from ._gp_acquisition import log_ei_torch, maximize
 from ._gp_encode import Encoder
-from ._gp_model import GPState, Hyper, Posterior, fit, log_ei
+from ._gp_model import CandidateBatch, GPState, Hyper, Posterior, fit, log_ei
 from ._gp_warping import HalfRankWarp, OutputWarp
 from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
@@ -270,38 +275,45 @@ def _select(  # type: ignore[no-untyped-def]
     feas: "_Feasibility | None" = None,
 ) -> list[dict[str, Value]]:
     """Pick request.n points one at a time; each pick joins the posterior as a
-    pending point (kriging believer) before the next is chosen. The first pick
-    runs the whole acquisition optimizer; the later ones choose from its scored
-    candidates (the Sobol set, the local perturbations and the optimizer's end
-    points), their variances updated in place for each believer (CandidateBatch):
-    ~1 ms a pick where a new posterior and a new hill-climb cost ~30 ms, which
-    every ask waited for when evaluations take no time (issue 16)."""
-    if deadline is not None and time.monotonic() > deadline:
-        raise TimeoutError("acquisition passed the deadline")
-
-    def score(z: np.ndarray, project: bool) -> np.ndarray:
-        feats = enc.features(z, project=project)
-        pof = 0.0 if feas is None else feas.log_pof(feats)
-        if best is None:
-            return pof  # nothing feasible yet: find the feasible region first
-        mu, sd = post.predict(feats)
-        return log_ei(mu, sd, best) + pof
-
-    s = score(z_cand, False)
-    if config.gradient and feas is None and best is not None:
-        refined = _ascend(enc, post, best, z_cand, s, lo, hi)
-    else:
-        refined = _refine(enc, z_cand, s, score, rng, lo, hi)
-    z_all = np.vstack([z_cand, refined])
-    feats = enc.features(z_all, project=True)
-    batch = post.candidates(feats)
-    pof = np.zeros(len(z_all)) + (0.0 if feas is None else feas.log_pof(feats))
+    pending point (kriging believer) before the next is chosen. Every candidate
+    scored stays in one CandidateBatch, whose variances each pick updates in place:
+    a later pick re-scores them and hill-climbs its own best few without a new
+    posterior (a Cholesky) or a new scoring of the Sobol set, which every ask
+    waited for when evaluations take no time (issue 16)."""
     out: list[dict[str, Value]] = []
     near = enc.latent(list(request.pending)) if request.pending else np.zeros((0, len(enc.dims)))
-    while len(out) < request.n:
-        if out and deadline is not None and time.monotonic() > deadline:
-            break  # return what is ready rather than nothing
-        s_proj = pof if best is None else log_ei(batch.mu, batch.sd, best) + pof
+    batch, z_all, pof = None, z_cand[:0], np.zeros(0)
+    for i in range(request.n):
+        if deadline is not None and time.monotonic() > deadline:
+            if out:
+                break  # return what is ready rather than nothing
+            raise TimeoutError("acquisition passed the deadline")
+
+        def score(z: np.ndarray, project: bool) -> np.ndarray:
+            feats = enc.features(z, project=project)
+            pof = 0.0 if feas is None else feas.log_pof(feats)
+            if best is None:
+                return pof  # nothing feasible yet: find the feasible region first
+            mu, sd = (post if batch is None else batch).predict(feats)
+            return log_ei(mu, sd, best) + pof
+
+        if batch is None:  # the first pick: the whole candidate set, as scored unprojected
+            z_new, s = z_cand, score(z_cand, False)
+        else:
+            z_new, s = z_cand[:0], _batch_scores(batch, best, pof)
+            z_cand = z_all
+        if config.gradient and feas is None and best is not None and batch is None:
+            refined = _ascend(enc, post, best, z_cand, s, lo, hi)
+        else:
+            refined = _refine(enc, z_cand, s, score, rng, lo, hi)
+        feats = enc.features(np.vstack([z_new, refined]), project=True)
+        if batch is None:
+            batch = post.candidates(feats)
+        else:
+            batch.add(feats)
+        z_all = np.vstack([z_all, z_new, refined])
+        pof = np.concatenate([pof, np.zeros(len(feats)) + (0.0 if feas is None else feas.log_pof(feats))])
+        s_proj = _batch_scores(batch, best, pof)
         if not np.all(np.isfinite(s_proj)):
             s_proj = np.where(np.isfinite(s_proj), s_proj, -np.inf)
             if not np.any(np.isfinite(s_proj)):
@@ -317,6 +329,10 @@ def _select(  # type: ignore[no-untyped-def]
             mu_j = batch.believe(j, PENDING_NOISE)
             best = None if best is None else min(best, mu_j)
     return out
+
+
+def _batch_scores(batch: CandidateBatch, best: float | None, pof: np.ndarray) -> np.ndarray:
+    return pof if best is None else log_ei(batch.mu, batch.sd, best) + pof
 
 
 def _pick(  # type: ignore[no-untyped-def]
