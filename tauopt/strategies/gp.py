@@ -299,9 +299,8 @@ def _select(  # type: ignore[no-untyped-def]
 
         if batch is None:  # the first pick: the whole candidate set, as scored unprojected
             z_new, s = z_cand, score(z_cand, False)
-        else:
-            z_new, s = z_cand[:0], _batch_scores(batch, best, pof)
-            z_cand = z_all
+        else:  # later picks climb from the best of the same set, under the believers
+            z_new, s = z_cand[:0], _batch_scores(batch, best, pof)[: len(z_cand)]
         if config.gradient and feas is None and best is not None and batch is None:
             refined = _ascend(enc, post, best, z_cand, s, lo, hi)
         else:
@@ -313,15 +312,18 @@ def _select(  # type: ignore[no-untyped-def]
             batch.add(feats)
         z_all = np.vstack([z_all, z_new, refined])
         pof = np.concatenate([pof, np.zeros(len(feats)) + (0.0 if feas is None else feas.log_pof(feats))])
-        s_proj = _batch_scores(batch, best, pof)
+        # a pick chooses from the set and its own climb (earlier climbs stay in the batch for their believers)
+        own = np.r_[: len(z_cand), len(z_all) - len(refined) : len(z_all)]
+        s_proj = _batch_scores(batch, best, pof)[own]
         if not np.all(np.isfinite(s_proj)):
             s_proj = np.where(np.isfinite(s_proj), s_proj, -np.inf)
             if not np.any(np.isfinite(s_proj)):
                 raise FloatingPointError("acquisition is not finite anywhere")
-        pick = _pick(request, enc, z_all, s_proj, used, near, np.mean(hi - lo) * config.min_separation)
+        pick = _pick(request, enc, z_all[own], s_proj, used, near, np.mean(hi - lo) * config.min_separation)
         if pick is None:
             break  # every candidate is used: the engine answers from what it has
         j, a, k = pick
+        j = int(own[j])
         out.append(a)
         used.add(k)
         near = np.vstack([near, enc.latent([a])])
