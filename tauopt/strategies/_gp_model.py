@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -202,7 +203,7 @@ class CandidateBatch:
         self._f = z((0, feats.shape[1]), dtype=torch.float64)
         self._var, self._v, self._u = z(0, dtype=torch.float64), z((len(post.y), 0), dtype=torch.float64), z((0, 0), dtype=torch.float64)
         self.mu = np.zeros(0)
-        self._believers: list[tuple[int, object]] = []  # (candidate index, sqrt(its variance + noise) then)
+        self._believers: list[tuple[int, Any]] = []  # (candidate index, sqrt(its variance + noise) then)
         self.add(feats)
 
     @property
@@ -214,10 +215,14 @@ class CandidateBatch:
         import torch
 
         mu, var, v = self._post._moments(f)
-        u = torch.zeros((len(self._believers), len(f)), dtype=torch.float64)
-        for s, (j, d) in enumerate(self._believers):
-            cov = matern52(f, self._f[j : j + 1], self._h)[:, 0] - v.T @ self._v[:, j] - u[:s].T @ self._u[:s, j]
-            u[s] = cov / d
+        if not self._believers:
+            return mu, var, v, torch.zeros((0, len(f)), dtype=torch.float64)
+        # u_s = (c0(f, b_s) - sum_{r<s} u_r(f) u_r(b_s)) / d_s for every believer s at once:
+        # one triangular solve against A (A[r, s] = u_r(b_s) above the diagonal, d_s on it)
+        idx = [j for j, _ in self._believers]
+        cov = matern52(f, self._f[idx], self._h) - v.T @ self._v[:, idx]
+        a = torch.triu(self._u[:, idx], diagonal=1) + torch.diag(torch.stack([d for _, d in self._believers]))
+        u = torch.linalg.solve_triangular(a, cov, upper=True, left=False).T
         return mu, (var - (u * u).sum(0)).clamp_min(1e-12), v, u
 
     def predict(self, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
