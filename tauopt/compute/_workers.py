@@ -87,16 +87,18 @@ def blas_pinned() -> Iterator[None]:
     of a 0.47 s GP job of 18 fit iterations (0.11 s on one thread; BENCHMARKS.md,
     issue 16's GP row). Process workers pin BLAS for good (_pin_process)."""
     global _blas_depth, _blas_saved
-    if _blas_depth == 0:
-        _blas_saved = _limit_blas()
-    _blas_depth += 1
+    with _pin_lock:  # engines on event loops in several threads share the count
+        if _blas_depth == 0:
+            _blas_saved = _limit_blas()
+        _blas_depth += 1
     try:
         yield
     finally:
-        _blas_depth -= 1
-        if _blas_depth == 0 and _blas_saved is not None:
-            _blas_saved.restore_original_limits()
-            _blas_saved = None
+        with _pin_lock:
+            _blas_depth -= 1
+            if _blas_depth == 0 and _blas_saved is not None:
+                _blas_saved.restore_original_limits()
+                _blas_saved = None
 
 
 def _limit_blas() -> Any:
