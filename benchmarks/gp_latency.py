@@ -5,8 +5,10 @@ GPSampler ask time at the same history sizes, in one run.
     .venv/bin/python benchmarks/gp_latency.py --sizes 50,200 --asks 24 --parts fit,optuna
 
 Parts (6-D Hartmann objective, 8 suggestions open at a time):
-  fit     tauopt's GP proposal as a pure function (one torch thread, warm-started
-          from the previous fit as in the pool): p50/p99 seconds over --repeats.
+  fit     tauopt's GP proposal as a pure function (one torch and one BLAS thread,
+          warm-started from the previous fit as in the pool): p50/p99 seconds over
+          --repeats; also asked for 8 points (the engine's job with 8 workers) from
+          the same warm start, and what each point after the first adds.
   optuna  Optuna GPSampler: seconds per `study.ask()` with n finished and 8
           running trials (it reuses its previous fit too).
   engine  Engine(pool=--pool) with a `gp` experiment preloaded with n
@@ -26,6 +28,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -58,14 +61,18 @@ def pct(xs: list[float]) -> dict[str, float]:
 
 
 def part_fit(n: int, repeats: int) -> dict[str, Any]:
-    import torch
+    from tauopt.compute._workers import blas_pinned, torch_pinned
 
+    with blas_pinned(), torch_pinned():  # one torch and one BLAS thread, as in the pool
+        return _part_fit(n, repeats)
+
+
+def _part_fit(n: int, repeats: int) -> dict[str, Any]:
     from tauopt.strategies.gp import propose_gp
 
-    torch.set_num_threads(1)
     pts, vals = history(n + repeats + 8)
     obs = [Observation(str(i), "e", None, a, v) for i, (a, v) in enumerate(zip(pts, vals))]
-    warm, times, acq, fits, cpu, cold = None, [], [], [], [], None
+    warm, times, acq, fits, cpu, cold, batch = None, [], [], [], [], None, []
     propose_gp(SuggestRequest(SPACE, Metric("y"), tuple(obs[:10])), np.random.default_rng(0))  # imports, first call
     for r in range(repeats + 1):
         req = SuggestRequest(SPACE, Metric("y"), tuple(obs[: n + r]), tuple(pts[n + r : n + r + 8]), 1, 0, n + r)
@@ -73,7 +80,6 @@ def part_fit(n: int, repeats: int) -> dict[str, Any]:
         res = propose_gp(req, np.random.default_rng(r), warm)
         dt, dc = time.perf_counter() - t0, time.process_time() - c0
         assert res.info.fallback_reason is None, res.info.fallback_reason
-        warm = res.state
         if r == 0:
             cold = dt
         else:
@@ -81,11 +87,18 @@ def part_fit(n: int, repeats: int) -> dict[str, Any]:
             acq.append(res.info.acq_seconds)
             fits.append(dt - res.info.acq_seconds)
             cpu.append(dc)
+            # the engine's job with 8 workers: 8 points from the same warm start (and fit)
+            t0 = time.perf_counter()
+            propose_gp(replace(req, n=8), np.random.default_rng(r), warm)
+            batch.append(time.perf_counter() - t0)
+        warm = res.state
     # warm_s is the whole call; fit_s its hyperparameter fit, acq_s its acquisition
     # (8 pending points, one suggestion: the cost per suggestion when asked one at a time);
-    # cpu_s the call's CPU seconds (one thread): what it costs whatever else runs on the machine
+    # cpu_s the call's CPU seconds (one thread): what it costs whatever else runs on the machine;
+    # batch8_s the same call asked for 8 points, extra_point_s what each point after the first adds
+    extra = (float(np.median(batch)) - float(np.median(times))) / 7
     return {"part": "fit", "n": n, "cold_s": round(cold or 0.0, 4), "warm_s": pct(times), "fit_s": pct(fits),
-            "acq_s": pct(acq), "cpu_s": pct(cpu)}
+            "acq_s": pct(acq), "cpu_s": pct(cpu), "batch8_s": pct(batch), "extra_point_s": float(f"{extra:.3g}")}
 
 
 def part_optuna(n: int, repeats: int) -> dict[str, Any]:

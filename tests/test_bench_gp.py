@@ -39,6 +39,10 @@ def test_the_yardstick_times_one_fit_at_the_asks_n_and_divides_each_ask_by_it() 
     assert out["ask_p95_over_one_fit"] == round(500.0 / mid, 2)
     slowest_fit = max(fit["p50_ms"][:2])  # the asks' n run from 7 to 16: the first two lengths bound them
     assert out["ask_over_one_fit_p95"] >= round(500.0 / slowest_fit, 2) - 0.01
+    # the yardstick before 2026-12-02 (warm from a fit on the same data: 0 fit iterations) is reported beside it
+    no_fit = out["proposal_without_fit_ms"]
+    assert len(no_fit["p50_ms"]) == 4 and all(ms > 0 for ms in no_fit["p50_ms"])
+    assert out["ask_p95_over_proposal_without_fit"] == round(500.0 / float(np.interp(15, fit["n"], no_fit["p50_ms"])), 2)
 
 
 def test_the_report_puts_the_gp_row_beside_optunas_gpsampler() -> None:

@@ -440,3 +440,30 @@ def test_min_separation_keeps_half_rank_batches_of_pending_points_apart() -> Non
 
     assert min_gap(GPConfig(half_rank=True)) < 0.02  # the sharper model alone clusters the batch here
     assert min_gap(GPConfig(half_rank=True, min_separation=0.02)) >= 0.02
+
+
+def test_a_candidate_batch_updates_as_the_posterior_rebuilt_with_each_believer() -> None:
+    """CandidateBatch (a batch's later picks) equals Posterior.with_points point by
+    point: means, variances on the set, on points added later and on new points."""
+    from tauopt.strategies._gp_model import Hyper, Posterior
+
+    rng = np.random.default_rng(0)
+    x = rng.random((40, 3))
+    y = np.sin(3 * x).sum(1)
+    y = (y - y.mean()) / y.std()
+    h = Hyper(np.array([0.3, 0.5, 0.8]), 1.2, 1e-3, 0.1)
+    post = Posterior(x, y, np.full(40, h.noise), h)
+    cands, extra, probe = rng.random((300, 3)), rng.random((20, 3)), rng.random((50, 3))
+    batch, rebuilt, every = post.candidates(cands), post, cands
+    for step, j in enumerate((3, 77, 3, 310, 12)):  # a repeat, and one added after two believers
+        if step == 2:
+            batch.add(extra)
+            every = np.vstack([cands, extra])
+        mu_j = batch.believe(j, 1e-6)
+        want_j, _ = rebuilt.predict(every[j : j + 1])
+        assert mu_j == pytest.approx(float(want_j[0]), abs=1e-9)
+        rebuilt = rebuilt.with_points(every[j : j + 1], want_j, 1e-6)
+        mu, sd = rebuilt.predict(every)
+        np.testing.assert_allclose(batch.mu, mu, atol=1e-9)
+        np.testing.assert_allclose(batch.sd, sd, atol=1e-9)
+        np.testing.assert_allclose(np.vstack(batch.predict(probe)), np.vstack(rebuilt.predict(probe)), atol=1e-9)

@@ -118,3 +118,20 @@ async def test_a_worker_that_raises_is_reported_and_the_pool_goes_on() -> None:
         with pytest.raises(RuntimeError, match="ZeroDivisionError"):
             await pool.call("e", divmod, 1, 0)
         assert (await pool.propose("e", "gp", gp_request())).strategy_used == "gp"
+
+
+def _blas_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+async def test_thread_pool_runs_blas_on_one_thread_for_the_job_and_restores_it_afterwards() -> None:
+    pytest.importorskip("threadpoolctl")
+    import scipy.linalg  # noqa: F401 - scipy's BLAS loaded, as a GP job loads it
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(2, user_api="blas"):
+        async with StrategyPool("thread") as pool:
+            assert await pool.call("probe", _blas_threads) == {1}
+            assert _blas_threads() == {2}

@@ -21,6 +21,7 @@ behind it. The last outcome's `state` per key is handed to that key's next job
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import time
@@ -31,7 +32,7 @@ import anyio
 
 from ..strategies import StrategyJob, StrategyOutcome, run_job
 from ._executor import JobFailed
-from ._workers import ProcessWorker, ThreadWorker, WorkerDied
+from ._workers import ProcessWorker, ThreadWorker, WorkerDied, blas_pinned
 
 __all__ = ["LocalExecutor", "ExecutorKind"]
 
@@ -211,7 +212,8 @@ class LocalExecutor:
                     return ("err", "deadline passed while the job was queued"), False
             args = (job.with_warm(self._warm.get(key), remaining),)
         try:
-            reply = await anyio.to_thread.run_sync(worker.call, item.fn, args, abandon_on_cancel=True)
+            with blas_pinned() if isinstance(worker, ThreadWorker) else contextlib.nullcontext():
+                reply = await anyio.to_thread.run_sync(worker.call, item.fn, args, abandon_on_cancel=True)
         except WorkerDied as exc:
             return ("err", f"{exc}; restarting it"), True
         if reply[0] == "ok" and item.fn is run_job and reply[1].state is not None:

@@ -13,6 +13,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
@@ -21,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-__all__ = ["ThreadWorker", "ProcessWorker", "WorkerDied", "torch_threads", "torch_pinned"]
+__all__ = ["ThreadWorker", "ProcessWorker", "WorkerDied", "torch_threads", "torch_pinned", "blas_pinned"]
 
 Reply = tuple[str, Any]
 log = logging.getLogger("tauopt.compute")
@@ -69,6 +70,47 @@ def torch_pinned() -> Iterator[None]:
             _pin_depth -= 1
             if _pin_depth == 0:
                 torch.set_num_threads(_pin_saved)
+
+
+_blas_depth = 0
+_blas_saved: Any = None  # threadpoolctl's record of the BLAS limits before the first pinned job
+_blas_controller: Any = None
+
+
+@contextmanager
+def blas_pinned() -> Iterator[None]:
+    """numpy's and scipy's BLAS at one thread while any thread worker's job runs;
+    restored after the last. Enter it from the event loop's thread, not the worker's:
+    OpenBLAS 0.3.30 ignores a thread count set from another thread once one was set
+    and restored (measured). Why: scipy's L-BFGS-B calls BLAS on tiny vectors, and
+    two OpenBLAS threads waking on a busy 2-core machine cost ~7 ms a call, 0.25 s
+    of a 0.47 s GP job of 18 fit iterations (0.11 s on one thread; BENCHMARKS.md,
+    issue 16's GP row). Process workers pin BLAS for good (_pin_process)."""
+    global _blas_depth, _blas_saved
+    with _pin_lock:  # engines on event loops in several threads share the count
+        if _blas_depth == 0:
+            _blas_saved = _limit_blas()
+        _blas_depth += 1
+    try:
+        yield
+    finally:
+        with _pin_lock:
+            _blas_depth -= 1
+            if _blas_depth == 0 and _blas_saved is not None:
+                _blas_saved.restore_original_limits()
+                _blas_saved = None
+
+
+def _limit_blas() -> Any:
+    global _blas_controller
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - optional
+        return None
+    controller = _blas_controller or ThreadpoolController()  # a scan of the loaded libraries: ~9 ms
+    if _blas_controller is None and "scipy.linalg" in sys.modules:  # every BLAS a GP job uses is loaded
+        _blas_controller = controller
+    return controller.limit(limits=1, user_api="blas")
 
 
 _THREAD_CLOSE_WAIT_S = 30.0  # a fit is bounded by its own deadline (fit_deadline_s, 30 s by default)

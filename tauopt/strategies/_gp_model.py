@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Hyper", "GPState", "FitTimeout", "fit", "Posterior", "log_ei"]
+__all__ = ["Hyper", "GPState", "FitTimeout", "fit", "Posterior", "CandidateBatch", "log_ei"]
 
 _SQRT5 = math.sqrt(5.0)
 COLD_ITERS = 60  # fit iterations (L-BFGS-B, or Adam steps) from the prior's mode
@@ -158,18 +159,102 @@ class Posterior:
     def predict_torch(self, xc):  # type: ignore[no-untyped-def]
         """Mean and standard deviation as torch tensors, differentiable in xc
         (the gradient-based acquisition optimizer needs d/dx)."""
+        mu, var, _ = self._moments(self.h.warp_inputs(xc))
+        return mu, var.sqrt()
+
+    def _moments(self, wx):  # type: ignore[no-untyped-def]
+        """Mean, variance and v = L^-1 k(X, wx) at (warped) features wx."""
         import torch
 
-        ks = matern52(self.h.warp_inputs(xc), self._tx, self.h)
+        ks = matern52(wx, self._tx, self.h)
         mu = self.h.mean + ks @ self._alpha
         v = torch.linalg.solve_triangular(self._chol, ks.T, upper=False)
-        var = (self.h.outputscale - (v * v).sum(0)).clamp_min(1e-12)
-        return mu, var.sqrt()
+        return mu, (self.h.outputscale - (v * v).sum(0)).clamp_min(1e-12), v
+
+    def candidates(self, feats: np.ndarray) -> "CandidateBatch":
+        """This posterior on a fixed set of candidate features, ready to take
+        some of them as kriging believers (CandidateBatch)."""
+        return CandidateBatch(self, feats)
 
     def with_points(self, xp: np.ndarray, yp: np.ndarray, noise: float) -> "Posterior":
         return Posterior(
             np.vstack([self.x, xp]), np.concatenate([self.y, yp]), np.concatenate([self.noise, np.full(len(xp), noise)]), self.h
         )
+
+
+class CandidateBatch:
+    """A posterior on a growing set of candidates, some of which join it as kriging
+    believers (one batch's picks), updated in place instead of refitted.
+
+    A believer sits at its own predicted mean, so no mean moves; every variance
+    drops by the point's posterior covariance with the believer, squared, over
+    the believer's variance (plus its noise). Kept per candidate: L^-1 k(X, c)
+    and one row per believer (u), so a believer costs one kernel column over the
+    set and two products, O(m (n + b)); `predict` on new points (the hill-climb's
+    trials) costs what Posterior.predict does plus O(b) small products. Rebuilding
+    the posterior with each believer (Posterior.with_points) costs a Cholesky and a
+    new triangular solve over every candidate."""
+
+    def __init__(self, post: Posterior, feats: np.ndarray) -> None:
+        import torch
+
+        self._post, self._h = post, post.h
+        z = torch.zeros
+        self._f = z((0, feats.shape[1]), dtype=torch.float64)
+        self._var, self._v, self._u = z(0, dtype=torch.float64), z((len(post.y), 0), dtype=torch.float64), z((0, 0), dtype=torch.float64)
+        self.mu = np.zeros(0)
+        self._believers: list[tuple[int, Any]] = []  # (candidate index, sqrt(its variance + noise) then)
+        self.add(feats)
+
+    @property
+    def sd(self) -> np.ndarray:
+        return self._var.sqrt().numpy()
+
+    def _moments(self, f):  # type: ignore[no-untyped-def]
+        """Mean, variance under every believer so far, v and u at warped features f."""
+        import torch
+
+        mu, var, v = self._post._moments(f)
+        if not self._believers:
+            return mu, var, v, torch.zeros((0, len(f)), dtype=torch.float64)
+        # u_s = (c0(f, b_s) - sum_{r<s} u_r(f) u_r(b_s)) / d_s for every believer s at once:
+        # one triangular solve against A (A[r, s] = u_r(b_s) above the diagonal, d_s on it)
+        idx = [j for j, _ in self._believers]
+        cov = matern52(f, self._f[idx], self._h) - v.T @ self._v[:, idx]
+        a = torch.triu(self._u[:, idx], diagonal=1) + torch.diag(torch.stack([d for _, d in self._believers]))
+        u = torch.linalg.solve_triangular(a, cov, upper=True, left=False).T
+        return mu, (var - (u * u).sum(0)).clamp_min(1e-12), v, u
+
+    def predict(self, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        import torch
+
+        with torch.no_grad():
+            mu, var, _, _ = self._moments(self._h.warp_inputs(torch.as_tensor(feats, dtype=torch.float64)))
+        return mu.numpy(), var.sqrt().numpy()
+
+    def add(self, feats: np.ndarray) -> None:
+        """More candidates (appended: their indices follow the ones before)."""
+        import torch
+
+        with torch.no_grad():
+            f = self._h.warp_inputs(torch.as_tensor(feats, dtype=torch.float64))
+            mu, var, v, u = self._moments(f)
+            self._f, self._var = torch.vstack([self._f, f]), torch.cat([self._var, var])
+            self._v, self._u = torch.hstack([self._v, v]), torch.hstack([self._u, u])
+        self.mu = np.concatenate([self.mu, mu.numpy()])
+
+    def believe(self, j: int, noise: float) -> float:
+        """Candidate j joins as a believer with `noise`; returns its mean."""
+        import torch
+
+        with torch.no_grad():
+            cov = matern52(self._f, self._f[j : j + 1], self._h)[:, 0] - self._v.T @ self._v[:, j] - self._u.T @ self._u[:, j]
+            d = (self._var[j] + noise).sqrt()
+            u = cov / d
+            self._var = (self._var - u * u).clamp_min(1e-12)
+            self._u = torch.vstack([self._u, u])
+        self._believers.append((j, d))
+        return float(self.mu[j])
 
 
 def log_ei(mu: np.ndarray, sigma: np.ndarray, best: float) -> np.ndarray:

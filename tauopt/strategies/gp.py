@@ -24,7 +24,12 @@ Choices (see the README `gp` section):
   of the best few over the continuous coordinates (opt-in,
   GPConfig(gradient=True): multi-start L-BFGS-B with torch gradients,
   `_gp_acquisition`); the winners are projected to the space and re-scored,
-  and the best unused one is taken.
+  and the best unused one is taken. In a batch (the engine's job asks for one
+  point per worker) each pick joins as a believer by an in-place variance
+  update of every candidate scored so far (`_gp_model.CandidateBatch`); a later
+  pick re-scores them and hill-climbs its best few, with no new posterior and
+  no new Sobol set. With GPConfig(gradient=True) only the first pick ascends
+  by gradient; the later ones hill-climb.
 - Trust region (`_gp_trust_region`, on by default; GPConfig(trust_region=False)) when
   there are >= 10 continuous coordinates: candidates and the optimizer stay in
   a TuRBO box around the incumbent that grows and shrinks with success,
@@ -53,7 +58,7 @@ from ..models import Value
 from . import _gp_trust_region as tr
 from ._gp_acquisition import log_ei_torch, maximize
 from ._gp_encode import Encoder
-from ._gp_model import GPState, Hyper, Posterior, fit, log_ei
+from ._gp_model import CandidateBatch, GPState, Hyper, Posterior, fit, log_ei
 from ._gp_warping import HalfRankWarp, OutputWarp
 from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
@@ -68,10 +73,6 @@ _TOP_K = 5
 _ROUNDS = (0.1, 0.03, 0.01, 0.003, 0.001)
 _PER_ROUND = 32
 _N_STARTS = 10  # L-BFGS-B starts: the best-scored candidates
-# Later picks of one batch (the engine asks for up to 16 at once) get a cheaper
-# ascent: the first pick has found the acquisition's main peak, and each L-BFGS-B
-# run costs ~0.1 s of torch overhead, 16 of them more than the fit itself.
-_BATCH_STARTS, _BATCH_MAXITER = 2, 15
 
 
 @dataclass(frozen=True)
@@ -274,9 +275,14 @@ def _select(  # type: ignore[no-untyped-def]
     feas: "_Feasibility | None" = None,
 ) -> list[dict[str, Value]]:
     """Pick request.n points one at a time; each pick joins the posterior as a
-    pending point (kriging believer) before the next is chosen."""
+    pending point (kriging believer) before the next is chosen. Every candidate
+    scored stays in one CandidateBatch, whose variances each pick updates in place:
+    a later pick re-scores them and hill-climbs its own best few without a new
+    posterior (a Cholesky) or a new scoring of the Sobol set, which every ask
+    waited for when evaluations take no time (issue 16)."""
     out: list[dict[str, Value]] = []
     near = enc.latent(list(request.pending)) if request.pending else np.zeros((0, len(enc.dims)))
+    batch, z_all, pof = None, z_cand[:0], np.zeros(0)
     for i in range(request.n):
         if deadline is not None and time.monotonic() > deadline:
             if out:
@@ -288,33 +294,47 @@ def _select(  # type: ignore[no-untyped-def]
             pof = 0.0 if feas is None else feas.log_pof(feats)
             if best is None:
                 return pof  # nothing feasible yet: find the feasible region first
-            mu, sd = post.predict(feats)
+            mu, sd = (post if batch is None else batch).predict(feats)
             return log_ei(mu, sd, best) + pof
 
-        s = score(z_cand, False)
-        if config.gradient and feas is None and best is not None:
-            refined = _ascend(enc, post, best, z_cand, s, lo, hi, first=i == 0)
+        if batch is None:  # the first pick: the whole candidate set, as scored unprojected
+            z_new, s = z_cand, score(z_cand, False)
+        else:  # later picks climb from the best of the same set, under the believers
+            z_new, s = z_cand[:0], _batch_scores(batch, best, pof)[: len(z_cand)]
+        if config.gradient and feas is None and best is not None and batch is None:
+            refined = _ascend(enc, post, best, z_cand, s, lo, hi)
         else:
             refined = _refine(enc, z_cand, s, score, rng, lo, hi)
-        z_all = np.vstack([z_cand, refined])
-        s_proj = score(z_all, True)
+        feats = enc.features(np.vstack([z_new, refined]), project=True)
+        if batch is None:
+            batch = post.candidates(feats)
+        else:
+            batch.add(feats)
+        z_all = np.vstack([z_all, z_new, refined])
+        pof = np.concatenate([pof, np.zeros(len(feats)) + (0.0 if feas is None else feas.log_pof(feats))])
+        # a pick chooses from the set and its own climb (earlier climbs stay in the batch for their believers)
+        own = np.r_[: len(z_cand), len(z_all) - len(refined) : len(z_all)]
+        s_proj = _batch_scores(batch, best, pof)[own]
         if not np.all(np.isfinite(s_proj)):
             s_proj = np.where(np.isfinite(s_proj), s_proj, -np.inf)
             if not np.any(np.isfinite(s_proj)):
                 raise FloatingPointError("acquisition is not finite anywhere")
-        pick = _pick(request, enc, z_all, s_proj, used, near, np.mean(hi - lo) * config.min_separation)
+        pick = _pick(request, enc, z_all[own], s_proj, used, near, np.mean(hi - lo) * config.min_separation)
         if pick is None:
             break  # every candidate is used: the engine answers from what it has
         j, a, k = pick
+        j = int(own[j])
         out.append(a)
         used.add(k)
         near = np.vstack([near, enc.latent([a])])
         if len(out) < request.n:
-            xj = enc.features(z_all[j : j + 1])
-            mu_j, _ = post.predict(xj)
-            post = post.with_points(xj, mu_j, PENDING_NOISE)
-            best = None if best is None else min(best, float(mu_j[0]))
+            mu_j = batch.believe(j, PENDING_NOISE)
+            best = None if best is None else min(best, mu_j)
     return out
+
+
+def _batch_scores(batch: CandidateBatch, best: float | None, pof: np.ndarray) -> np.ndarray:
+    return pof if best is None else log_ei(batch.mu, batch.sd, best) + pof
 
 
 def _pick(  # type: ignore[no-untyped-def]
@@ -387,8 +407,7 @@ def _region(
 
 
 def _ascend(
-    enc: Encoder, post: Posterior, best: float, z: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-    first: bool = True,
+    enc: Encoder, post: Posterior, best: float, z: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndarray
 ) -> np.ndarray:
     """Multi-start L-BFGS-B on log EI over the continuous coordinates, from the
     best-scored candidates; the others stay as they are."""
@@ -397,7 +416,7 @@ def _ascend(
     num = enc.numeric_latent
     if len(num) == 0:
         return z[:0]
-    starts = z[np.argsort(-s, kind="stable")[: _N_STARTS if first else _BATCH_STARTS]].copy()
+    starts = z[np.argsort(-s, kind="stable")[:_N_STARTS]].copy()
     base = enc.features(starts, project=False)
     _, active = enc.decode(starts)
     cols = [enc.dims[i].col for i in num]
@@ -414,8 +433,6 @@ def _ascend(
 
     n = len(post.y)
     maxiter = int(np.clip(2e8 / (n * n * len(starts)), 20, 100))  # bounded cost at n = 1,000
-    if not first:
-        maxiter = min(maxiter, _BATCH_MAXITER)
     end, _ = maximize(acq, starts[:, num], lo[num], hi[num], maxiter=maxiter)
     starts[:, num] = end
     return starts
