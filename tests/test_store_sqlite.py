@@ -249,10 +249,10 @@ class _FailingCommit(sqlite3.Connection):
 
 
 async def test_a_failing_commit_replies_no_batch_as_stored_and_keeps_none(tmp_path: Path, monkeypatch) -> None:
-    from tauopt.store import _sqlite_writer
+    from tauopt.store import _sqlite_thread
 
     monkeypatch.setattr(
-        _sqlite_writer, "_open_connection", lambda path: sqlite3.connect(path, isolation_level=None, factory=_FailingCommit)
+        _sqlite_thread, "_open_connection", lambda path: sqlite3.connect(path, isolation_level=None, factory=_FailingCommit)
     )
     async with SqliteStore(tmp_path / "full.db") as store:
         await store.write([PutExperiment(experiment())])

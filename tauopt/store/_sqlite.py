@@ -8,9 +8,11 @@ upsert per table, COMMIT; a failure rolls back and fails every batch of its
 group) in ONE call to the writer thread (`_sqlite_writer.py`: a plain sqlite3
 connection of its own, WAL checkpoints between groups, never inside a COMMIT).
 
-Read path. A second connection, query-only, reads committed state (WAL lets it
-read while the writer writes). `load` reads in one read transaction so an
-experiment, its suggestions and its observations come from one snapshot.
+Read path. A second connection, query-only, on a thread of its own too, reads
+committed state (WAL lets it read while the writer writes; a reply was given
+after its COMMIT, so a later read sees it). `load` reads in one read
+transaction, one call on that thread, so an experiment, its suggestions and its
+observations come from one snapshot.
 
 Durability: "os" (synchronous=NORMAL) survives a killed process; "fsync"
 (synchronous=FULL) also survives power loss.
@@ -20,8 +22,8 @@ a SQLite database, a SQLite database that is not a tauopt store, and a store of
 a newer schema version. A read-only location fails at `start`, not at the first
 write: start writes (migration, or a no-op update) before it returns.
 
-Import note: aiosqlite (the reader) is imported here only; `tauopt.store.open_store`
-imports this module lazily, so `import tauopt` stays free of it.
+Import note: `tauopt.store.open_store` imports this module lazily; it needs
+only the standard library's sqlite3 (no aiosqlite), on asyncio.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal, Sequence, Union
 
-import aiosqlite
 import anyio
 from anyio.abc import TaskGroup
 
@@ -58,7 +59,7 @@ from ._base import (
 from ._filelock import FileLock
 from ._filewatch import FileWatch, create_private, unavailable
 from ._group_commit import GroupCommitWriter
-from ._sqlite_writer import SqliteWriter
+from ._sqlite_thread import SqliteThread, SqliteWriter
 from ._url import sqlite_path
 
 __all__ = ["SqliteStore", "SCHEMA_VERSION", "MIGRATIONS"]
@@ -437,8 +438,7 @@ class SqliteStore(Store):
         self.checkpoint_bytes = checkpoint_bytes
         self.checkpoint_idle_s = checkpoint_idle_s
         self._writer: SqliteWriter | None = None
-        self._reader: aiosqlite.Connection | None = None
-        self._read_lock = anyio.Lock()
+        self._reader: SqliteThread | None = None
         self._state: Literal["new", "open", "closing", "closed"] = "new"
         self._watch: FileWatch | None = None
         self._gone: BaseException | None = None  # set once the file is found gone: sticky
@@ -486,12 +486,11 @@ class SqliteStore(Store):
         try:
             create_private(self.path)
             self._writer = SqliteWriter(self.path, checkpoint_bytes=self.checkpoint_bytes, idle_s=self.checkpoint_idle_s)
-            self._writer.start()
             await self._writer.open()
             await self._writer.call(lambda conn: self._set_up_writer(conn, version or 0))
-            self._reader = await self._connect(self.path)
-            await self._reader.execute("PRAGMA busy_timeout = 5000")
-            await self._reader.execute("PRAGMA query_only = 1")
+            self._reader = SqliteThread(self.path)
+            await self._reader.open()
+            await self._reader.call(_set_up_reader)
             self._watch = FileWatch(self.path)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
@@ -534,10 +533,6 @@ class SqliteStore(Store):
     def _release_lock(self) -> None:
         if self._lock is not None:
             self._lock.release()
-
-    @staticmethod
-    async def _connect(path: Path) -> aiosqlite.Connection:
-        return await aiosqlite.connect(path, isolation_level=None)
 
     async def _close_connections(self) -> None:
         # The reader first: the writer's connection, closed last, checkpoints and removes the WAL.
@@ -584,44 +579,20 @@ class SqliteStore(Store):
 
     # -- reads ------------------------------------------------------------------
 
-    def _conn(self) -> aiosqlite.Connection:
+    def _conn(self) -> SqliteThread:
         if self._reader is None:
             raise StoreError(f"{self!r} is not open; call start() first")
         return self._reader
 
-    async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        async with self._conn().execute(sql, params) as cur:
-            return list(await cur.fetchall())
+    async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return await self._conn().call(lambda conn: conn.execute(sql, params).fetchall())
 
     async def load(self, experiment_id: str) -> Snapshot | None:
-        conn = self._conn()
-        async with self._read_lock:
-            await conn.execute("BEGIN")  # one snapshot for the three reads
-            try:
-                head = await self._all(
-                    "SELECT owner, drawn, body, open_suggestions, observations FROM experiments WHERE id = ?", (experiment_id,)
-                )
-                if not head:
-                    return None
-                srows = await self._all(
-                    "SELECT id, state, tag, created_at, assignments, attempts, released FROM suggestions "
-                    "WHERE experiment_id = ? ORDER BY seq",
-                    (experiment_id,),
-                )
-                orows = await self._all(
-                    "SELECT id, suggestion_id, value, failed, created_at, assignments, metrics, stopped_at_step "
-                    "FROM observations WHERE experiment_id = ? ORDER BY seq",
-                    (experiment_id,),
-                )
-                rrows = await self._all(
-                    "SELECT suggestion_id, step, value, created_at FROM reports WHERE experiment_id = ? ORDER BY seq",
-                    (experiment_id,),
-                )
-            finally:
-                with anyio.CancelScope(shield=True):
-                    if conn.in_transaction:
-                        await conn.execute("COMMIT")
-        owner, drawn, body, n_open, n_obs = head[0]
+        found = await self._conn().call(lambda conn: _read_snapshot(conn, experiment_id))  # one hop, one snapshot
+        if found is None:
+            return None
+        head, srows, orows, rrows = found
+        owner, drawn, body, n_open, n_obs = head
         experiment = _experiment(body, owner, n_open, n_obs)
         suggestions = tuple(
             Suggestion(sid, experiment_id, json.loads(a), state, tag, created_at, int(n), bool(released))
@@ -670,6 +641,40 @@ class SqliteStore(Store):
 
 
 Plan = list[tuple[Union["_Upsert", str], list[tuple[Any, ...]]]]
+
+
+def _set_up_reader(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA query_only = 1")
+
+
+def _read_snapshot(conn: sqlite3.Connection, experiment_id: str) -> tuple[Any, list[Any], list[Any], list[Any]] | None:
+    """On the reader thread: an experiment's rows, all from one read transaction."""
+    conn.execute("BEGIN")
+    try:
+        head = conn.execute(
+            "SELECT owner, drawn, body, open_suggestions, observations FROM experiments WHERE id = ?", (experiment_id,)
+        ).fetchone()
+        if head is None:
+            return None
+        srows = conn.execute(
+            "SELECT id, state, tag, created_at, assignments, attempts, released FROM suggestions "
+            "WHERE experiment_id = ? ORDER BY seq",
+            (experiment_id,),
+        ).fetchall()
+        orows = conn.execute(
+            "SELECT id, suggestion_id, value, failed, created_at, assignments, metrics, stopped_at_step "
+            "FROM observations WHERE experiment_id = ? ORDER BY seq",
+            (experiment_id,),
+        ).fetchall()
+        rrows = conn.execute(
+            "SELECT suggestion_id, step, value, created_at FROM reports WHERE experiment_id = ? ORDER BY seq",
+            (experiment_id,),
+        ).fetchall()
+        return head, srows, orows, rrows
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
 
 
 def _experiment(body: str, owner: str | None, open_suggestions: int, observations: int) -> Experiment:

@@ -1,14 +1,15 @@
-"""SqliteWriter: the SQLite store's writer connection on a thread of its own.
+"""A plain sqlite3 connection on a thread of its own: the SQLite store's reader
+(SqliteThread) and writer (SqliteWriter, which also checkpoints the WAL).
 
     writer = SqliteWriter(path)
-    writer.start()
-    await writer.call(fn)        # fn(conn) runs on the writer thread: ONE thread hop
+    await writer.open()          # starts the thread; it connects
+    await writer.call(fn)        # fn(conn) runs on that thread: ONE thread hop
     await writer.close()
 
-Why a thread of its own rather than aiosqlite: a group transaction is one
-callable (BEGIN IMMEDIATE ... COMMIT) and so one hop to the thread and one
-wake-up of the event loop, instead of one hop per statement, each of which a
-busy loop could delay.
+Why not aiosqlite: a transaction (a group's BEGIN IMMEDIATE ... COMMIT, or a
+load's four SELECTs in one snapshot) is one callable, so one hop to the thread
+and one wake-up of the event loop, instead of one hop per statement, each of
+which a busy event loop delays.
 
 WAL checkpoints off the commit path: the connection runs with
 `wal_autocheckpoint = 0`, so no COMMIT copies the WAL back into the database.
@@ -37,7 +38,8 @@ from typing import Any, Callable, TypeVar
 import anyio
 
 from ._base import StoreError
-__all__ = ["SqliteWriter"]
+
+__all__ = ["SqliteThread", "SqliteWriter"]
 
 log = logging.getLogger("tauopt.store")
 
@@ -46,31 +48,23 @@ _Job = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]", asyncio
 _STOP = None
 
 
-class SqliteWriter:
-    def __init__(self, path: Path, *, checkpoint_bytes: int = 8 << 20, idle_s: float = 0.5) -> None:
-        if checkpoint_bytes <= 0 or idle_s <= 0:
-            raise ValueError("checkpoint_bytes and idle_s must be positive")
+class SqliteThread:
+    """One connection, used only on its own thread; jobs run one at a time, in order."""
+
+    role = "reader"
+
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self.checkpoint_bytes = checkpoint_bytes
-        self.idle_s = idle_s
-        self._wal = f"{path}-wal"
         self._jobs: "queue.SimpleQueue[_Job | None]" = queue.SimpleQueue()
         self._conn: sqlite3.Connection | None = None
-        self._thread = threading.Thread(target=self._main, name=f"tauopt-sqlite-writer:{path.name}", daemon=True)
-        self._changes = 0  # conn.total_changes at the last checkpoint: anything written since?
-        self._next_at = checkpoint_bytes  # WAL size that triggers the next size checkpoint
-        # Counters, for tests and benchmarks.
-        self.checkpoints = 0
-
-    def start(self) -> None:
-        self._thread.start()
+        self._thread = threading.Thread(target=self._main, name=f"tauopt-sqlite-{self.role}:{path.name}", daemon=True)
 
     async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run fn(conn) on the writer thread. Shielded: a cancelled caller still waits
+        """Run fn(conn) on this connection's thread. Shielded: a cancelled caller still waits
         for fn to finish, so what it is told matches what the file holds (a COMMIT
         is never left running behind a reply, nor a reply given before it)."""
         if not self._thread.is_alive():
-            raise StoreError(f"{self.path}: the writer thread is not running; writes are refused")
+            raise StoreError(f"{self.path}: the SQLite {self.role} thread is not running")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._jobs.put((fn, future, loop))
@@ -78,7 +72,8 @@ class SqliteWriter:
             return await future
 
     async def open(self) -> None:
-        """Connect (on the writer thread; the connection never leaves it)."""
+        """Start the thread and connect (there: the connection never leaves it)."""
+        self._thread.start()
         await self.call(self._connect)
 
     def _connect(self, _: sqlite3.Connection | None) -> None:
@@ -104,9 +99,9 @@ class SqliteWriter:
     def _main(self) -> None:
         while True:
             try:
-                job = self._jobs.get(timeout=self.idle_s if self._dirty() else None)
+                job = self._jobs.get(timeout=self._idle_timeout())
             except queue.Empty:
-                self._checkpoint("idle")
+                self._on_idle()
                 continue
             if job is _STOP:
                 return
@@ -119,8 +114,44 @@ class SqliteWriter:
                 loop.call_soon_threadsafe(_settle, future, result, error)
             except RuntimeError:  # the loop is closed: nobody is waiting any more
                 pass
-            if self._dirty() and self._wal_size() > self._next_at:
-                self._checkpoint("size")
+            self._after_job()  # the reply is on its way: what comes next delays no one
+
+    def _idle_timeout(self) -> float | None:
+        return None
+
+    def _on_idle(self) -> None:
+        pass
+
+    def _after_job(self) -> None:
+        pass
+
+
+class SqliteWriter(SqliteThread):
+    """The writer's connection; it checkpoints the WAL between jobs (see the module docstring)."""
+
+    role = "writer"
+
+    def __init__(self, path: Path, *, checkpoint_bytes: int = 8 << 20, idle_s: float = 0.5) -> None:
+        if checkpoint_bytes <= 0 or idle_s <= 0:
+            raise ValueError("checkpoint_bytes and idle_s must be positive")
+        super().__init__(path)
+        self.checkpoint_bytes = checkpoint_bytes
+        self.idle_s = idle_s
+        self._wal = f"{path}-wal"
+        self._changes = 0  # conn.total_changes at the last checkpoint: anything written since?
+        self._next_at = checkpoint_bytes  # WAL size that triggers the next size checkpoint
+        # Counters, for tests and benchmarks.
+        self.checkpoints = 0
+
+    def _idle_timeout(self) -> float | None:
+        return self.idle_s if self._dirty() else None
+
+    def _on_idle(self) -> None:
+        self._checkpoint("idle")
+
+    def _after_job(self) -> None:
+        if self._dirty() and self._wal_size() > self._next_at:
+            self._checkpoint("size")
 
     def _dirty(self) -> bool:
         conn = self._conn
