@@ -297,9 +297,11 @@ async def test_the_wal_stays_bounded_under_many_writes(tmp_path: Path) -> None:
         assert store.checkpoints >= 10
         snap = await store.load("e1")
     assert snap is not None and len(snap.suggestions) == 3000
-    # one group here is ~12 KB of rows, a few pages of index: the WAL never passes the bound by more
-    assert max(sizes) <= limit + (64 << 10), max(sizes)
-    assert sizes[-1] <= limit + (64 << 10)
+    # Checkpoints run beside the commits; past 4 x the limit the writer thread runs one itself. One
+    # group here is ~12 KB of rows and a few pages of index: the WAL never passes that bound by more.
+    bound = 4 * limit + (64 << 10)
+    assert max(sizes) <= bound, max(sizes)
+    assert sizes[-1] <= bound
 
 
 async def test_commits_do_not_checkpoint_and_an_idle_writer_does(tmp_path: Path) -> None:

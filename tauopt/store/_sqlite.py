@@ -6,7 +6,7 @@ batch whose objects cannot be turned into rows fails alone, before the
 transaction) and runs them as ONE transaction (BEGIN IMMEDIATE, one multi-row
 upsert per table, COMMIT; a failure rolls back and fails every batch of its
 group) in ONE call to the writer thread (`_sqlite_writer.py`: a plain sqlite3
-connection of its own, WAL checkpoints between groups, never inside a COMMIT).
+connection of its own; WAL checkpoints beside the commits, never inside one).
 
 Read path. A second connection, query-only, on a thread of its own too, reads
 committed state (WAL lets it read while the writer writes; a reply was given
@@ -434,7 +434,7 @@ class SqliteStore(Store):
         # engine: SQLite's own locking keeps those safe; an engine must own its file.
         self._lock = FileLock(self.path) if exclusive else None
         self.close_timeout = close_timeout
-        # WAL checkpoints: by the writer thread between groups, past this WAL size or when idle this long
+        # WAL checkpoints (off the commit path): past this WAL size, or when the writer is idle this long
         self.checkpoint_bytes = checkpoint_bytes
         self.checkpoint_idle_s = checkpoint_idle_s
         self._writer: SqliteWriter | None = None
@@ -485,7 +485,12 @@ class SqliteStore(Store):
                 raise StoreError(_explain(self.path, sqlite3.OperationalError(f"read-only: {exc}"))) from exc
         try:
             create_private(self.path)
-            self._writer = SqliteWriter(self.path, checkpoint_bytes=self.checkpoint_bytes, idle_s=self.checkpoint_idle_s)
+            self._writer = SqliteWriter(
+                self.path,
+                synchronous=_SYNCHRONOUS[self.durability],
+                checkpoint_bytes=self.checkpoint_bytes,
+                idle_s=self.checkpoint_idle_s,
+            )
             await self._writer.open()
             await self._writer.call(lambda conn: self._set_up_writer(conn, version or 0))
             self._reader = SqliteThread(self.path)
@@ -510,7 +515,7 @@ class SqliteStore(Store):
         if str(mode).lower() != "wal":
             raise StoreError(f"{self.path}: cannot use WAL mode (journal_mode is {mode}); put the store on a local disk")
         conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self.durability]}")
-        # No COMMIT pays for a checkpoint: the writer thread runs them between groups.
+        # No COMMIT pays for a checkpoint: the writer thread has them run beside its commits.
         conn.execute("PRAGMA wal_autocheckpoint = 0")
         conn.execute(f"PRAGMA journal_size_limit = {int(self.checkpoint_bytes)}")
         _migrate(conn, version)

@@ -11,17 +11,24 @@ load's four SELECTs in one snapshot) is one callable, so one hop to the thread
 and one wake-up of the event loop, instead of one hop per statement, each of
 which a busy event loop delays.
 
-WAL checkpoints off the commit path: the connection runs with
-`wal_autocheckpoint = 0`, so no COMMIT copies the WAL back into the database.
-Between jobs, this thread runs a PASSIVE checkpoint itself, after the job's
-reply is on its way: when the WAL file has grown past `checkpoint_bytes`, or
-when no job has come for `idle_s` seconds. A writer-thread checkpoint has no
-concurrent writer of ours, so it can backfill the whole WAL and the next
-transaction starts the WAL over; `journal_size_limit` then truncates the file
-back to `checkpoint_bytes`. The WAL stays bounded: about `checkpoint_bytes`
-plus one group, unless a reader in another process pins an old snapshot (the
-next size check waits for another `checkpoint_bytes` of growth, not retrying
-after every job).
+WAL checkpoints off the commit path: the writer's connection runs with
+`wal_autocheckpoint = 0`, so no COMMIT copies the WAL back into the database
+(that copy and its fsyncs took a COMMIT from 0.2 ms to tens of ms). Instead,
+after each job, with its reply on its way, the writer thread looks at the WAL
+file's size:
+- past `checkpoint_bytes`, or after `idle_s` seconds without a job: it asks a
+  third connection, on a thread of its own (`_Checkpointer`), for a PASSIVE
+  checkpoint, which runs beside the next commits and delays none of them;
+- past `bound_factor` x `checkpoint_bytes` (the checkpointer never caught up
+  with a stream of commits): it runs the PASSIVE checkpoint itself, between
+  two groups. With no commit beside it, that one backfills the whole WAL.
+Once the WAL is wholly backfilled, the next transaction starts it over and
+`journal_size_limit` (set by the store) truncates the file back to
+`checkpoint_bytes`. So the WAL stays bounded, unless a reader in another
+process pins an old snapshot: then the writer waits for another
+`checkpoint_bytes` of growth before trying again, not after every job.
+The checkpointing connection syncs as the writer's does (the same `synchronous`):
+a checkpoint keeps the store's durability.
 """
 
 from __future__ import annotations
@@ -127,31 +134,61 @@ class SqliteThread:
 
 
 class SqliteWriter(SqliteThread):
-    """The writer's connection; it checkpoints the WAL between jobs (see the module docstring)."""
+    """The writer's connection; it keeps the WAL bounded, off the commit path (see the module docstring)."""
 
     role = "writer"
 
-    def __init__(self, path: Path, *, checkpoint_bytes: int = 8 << 20, idle_s: float = 0.5) -> None:
-        if checkpoint_bytes <= 0 or idle_s <= 0:
-            raise ValueError("checkpoint_bytes and idle_s must be positive")
+    def __init__(
+        self,
+        path: Path,
+        *,
+        synchronous: str,
+        checkpoint_bytes: int = 8 << 20,
+        idle_s: float = 0.5,
+        bound_factor: int = 4,
+    ) -> None:
+        if checkpoint_bytes <= 0 or idle_s <= 0 or bound_factor < 1:
+            raise ValueError("checkpoint_bytes and idle_s must be positive, bound_factor at least 1")
         super().__init__(path)
         self.checkpoint_bytes = checkpoint_bytes
         self.idle_s = idle_s
         self._wal = f"{path}-wal"
-        self._changes = 0  # conn.total_changes at the last checkpoint: anything written since?
-        self._next_at = checkpoint_bytes  # WAL size that triggers the next size checkpoint
-        # Counters, for tests and benchmarks.
-        self.checkpoints = 0
+        self._checkpointer = _Checkpointer(path, synchronous)
+        self._changes = 0  # conn.total_changes when a checkpoint was last asked for: anything written since?
+        self._bound = self._full_bound = bound_factor * checkpoint_bytes  # WAL size where this thread checkpoints
+        self.own_checkpoints = 0  # run by this thread, for tests and benchmarks
+
+    @property
+    def checkpoints(self) -> int:
+        """Checkpoints run, beside the commits and by this thread (for tests and benchmarks)."""
+        return self._checkpointer.done + self.own_checkpoints
+
+    def _connect(self, conn: sqlite3.Connection | None) -> None:
+        super()._connect(conn)
+        self._checkpointer.start()
+
+    def _disconnect(self, conn: sqlite3.Connection | None) -> None:
+        self._checkpointer.stop()  # first: the writer's connection, closed last, checkpoints and removes the WAL
+        super()._disconnect(conn)
 
     def _idle_timeout(self) -> float | None:
         return self.idle_s if self._dirty() else None
 
     def _on_idle(self) -> None:
-        self._checkpoint("idle")
+        self._changes = self._conn.total_changes if self._conn is not None else 0
+        self._checkpointer.request()
 
     def _after_job(self) -> None:
-        if self._dirty() and self._wal_size() > self._next_at:
-            self._checkpoint("size")
+        if not self._dirty():
+            return
+        size = self._wal_size()
+        if size > self._bound:
+            self._checkpoint_here(size)
+        elif size > self.checkpoint_bytes:
+            # Asked again after every job until the WAL starts over: a pass that ends with
+            # nothing committed beside it has backfilled the whole WAL.
+            self._changes = self._conn.total_changes if self._conn is not None else 0
+            self._checkpointer.request()
 
     def _dirty(self) -> bool:
         conn = self._conn
@@ -163,22 +200,82 @@ class SqliteWriter(SqliteThread):
         except OSError:
             return 0
 
-    def _checkpoint(self, why: str) -> None:
+    def _checkpoint_here(self, size: int) -> None:
+        """A PASSIVE checkpoint on this thread, between groups (after a pass in progress):
+        nothing commits beside it, so it backfills the whole WAL."""
         conn = self._conn
         if conn is None:
             return
         self._changes = conn.total_changes
-        try:
-            busy, frames, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        except sqlite3.Error as exc:  # the next write reports a real problem; this one is logged
-            log.warning("store %s: %s checkpoint failed: %r", self.path, why, exc)
-            return
-        self.checkpoints += 1
+        with self._checkpointer.running:
+            outcome = _passive_checkpoint(conn, self.path)
+        if outcome is None or outcome == "busy":
+            return  # another process checkpoints: try again after the next job
+        self.own_checkpoints += 1
         # Whole WAL backfilled: the next transaction starts it over (and journal_size_limit
         # trims the file). Not whole (another process reads an old snapshot): wait for
         # another checkpoint_bytes of growth rather than retrying after every job.
-        whole = not busy and frames >= 0 and done == frames
-        self._next_at = self.checkpoint_bytes if whole else self._wal_size() + self.checkpoint_bytes
+        self._bound = self._full_bound if outcome == "whole" else size + self.checkpoint_bytes
+
+
+class _Checkpointer:
+    """A connection whose only work is PASSIVE checkpoints, on a thread of its own,
+    asked for by the writer thread and run beside its commits."""
+
+    def __init__(self, path: Path, synchronous: str) -> None:
+        self.path = path
+        self.synchronous = synchronous
+        self.done = 0  # checkpoints run (for tests and benchmarks)
+        self._wanted = threading.Event()
+        self.running = threading.Lock()  # held during a checkpoint, by this thread or the writer's
+        self._stopping = False
+        self._thread = threading.Thread(target=self._main, name=f"tauopt-sqlite-checkpoint:{path.name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def request(self) -> None:
+        self._wanted.set()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._stopping = True
+            self._wanted.set()
+            self._thread.join()
+
+    def _main(self) -> None:
+        try:
+            conn = _open_connection(self.path)
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")  # a checkpoint syncs as the writer does
+        except sqlite3.Error as exc:  # the WAL is then bounded by the writer thread's own checkpoints
+            log.warning("store %s: the checkpointing connection failed to open: %r", self.path, exc)
+            return
+        try:
+            while True:
+                self._wanted.wait()
+                self._wanted.clear()
+                if self._stopping:
+                    return
+                with self.running:
+                    # A read first: a connection opened before the store turned WAL on sees it now.
+                    if _passive_checkpoint(conn, self.path, look_first=True) is not None:
+                        self.done += 1
+        finally:
+            conn.close()
+
+
+def _passive_checkpoint(conn: sqlite3.Connection, path: Path, *, look_first: bool = False) -> str | None:
+    """'whole' (every frame backfilled), 'part', 'busy' (another checkpoint runs), None (failed, logged)."""
+    try:
+        if look_first:
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        busy, frames, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    except sqlite3.Error as exc:  # a real problem shows at the next write; this one is logged
+        log.warning("store %s: a WAL checkpoint failed: %r", path, exc)
+        return None
+    if busy:
+        return "busy"
+    return "whole" if frames >= 0 and done == frames else "part"
 
 
 def _open_connection(path: Path) -> sqlite3.Connection:
