@@ -5,7 +5,7 @@ concurrent writes; this module only turns a group into rows (`_Rows`; a
 batch whose objects cannot be turned into rows fails alone, before the
 transaction) and runs them as ONE transaction (BEGIN IMMEDIATE, one multi-row
 upsert per table, COMMIT; a failure rolls back and fails every batch of its
-group) in ONE call to the writer thread (`_sqlite_writer.py`: a plain sqlite3
+group) in ONE call to the writer thread (`_sqlite_thread.py`: a plain sqlite3
 connection of its own; WAL checkpoints beside the commits, never inside one).
 
 Read path. A second connection, query-only, on a thread of its own too, reads
@@ -427,6 +427,11 @@ class SqliteStore(Store):
     ) -> None:
         if durability not in _SYNCHRONOUS:
             raise ValueError(f"durability must be 'os' or 'fsync', not {durability!r}")
+        if not (isinstance(checkpoint_bytes, int) and checkpoint_bytes > 0) or not checkpoint_idle_s > 0:
+            raise ValueError(
+                f"checkpoint_bytes must be a positive int and checkpoint_idle_s a positive number of seconds, "
+                f"not {checkpoint_bytes!r} and {checkpoint_idle_s!r}"
+            )
         text = os.fspath(path)
         self.path = Path(sqlite_path(text))
         self.durability: Durability = durability
