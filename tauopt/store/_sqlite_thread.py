@@ -1,10 +1,14 @@
 """A plain sqlite3 connection on a thread of its own: the SQLite store's reader
 (SqliteThread) and writer (SqliteWriter, which also checkpoints the WAL).
 
-    writer = SqliteWriter(path)
-    await writer.open()          # starts the thread; it connects
+    writer = SqliteWriter(path, synchronous="NORMAL")
+    await writer.open()          # connects, on the connection's own thread
     await writer.call(fn)        # fn(conn) runs on that thread: ONE thread hop
     await writer.close()
+
+Each connection lives on the one worker thread of its own
+`concurrent.futures.ThreadPoolExecutor(max_workers=1)`; the event loop awaits
+the job's future (`asyncio.wrap_future`).
 
 Why not aiosqlite: a transaction (a group's BEGIN IMMEDIATE ... COMMIT, or a
 load's four SELECTs in one snapshot) is one callable, so one hop to the thread
@@ -16,9 +20,10 @@ WAL checkpoints off the commit path: the writer's connection runs with
 (that copy and its fsyncs took a COMMIT from 0.2 ms to tens of ms). Instead,
 after each job, with its reply on its way, the writer thread looks at the WAL
 file's size:
-- past `checkpoint_bytes`, or after `idle_s` seconds without a job: it asks a
-  third connection, on a thread of its own (`_Checkpointer`), for a PASSIVE
-  checkpoint, which runs beside the next commits and delays none of them;
+- past `checkpoint_bytes`: it asks a third connection, on a thread of its
+  own (`_Checkpointer`), for a PASSIVE checkpoint, which runs beside the next
+  commits and delays none of them (that thread also runs one by itself once
+  nothing has been written for `idle_s` seconds);
 - past `bound_factor` x `checkpoint_bytes` (the checkpointer never caught up
   with a stream of commits): it runs the PASSIVE checkpoint itself, between
   two groups. With no commit beside it, that one backfills the whole WAL.
@@ -36,11 +41,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import queue
 import sqlite3
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
 
 import anyio
 
@@ -51,36 +57,39 @@ __all__ = ["SqliteThread", "SqliteWriter"]
 log = logging.getLogger("tauopt.store")
 
 T = TypeVar("T")
-_Job = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
-_STOP = None
 
 
 class SqliteThread:
-    """One connection, used only on its own thread; jobs run one at a time, in order."""
+    """One connection, made and used on one thread only; jobs run one at a time, in order."""
 
     role = "reader"
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._jobs: "queue.SimpleQueue[_Job | None]" = queue.SimpleQueue()
         self._conn: sqlite3.Connection | None = None
-        self._thread = threading.Thread(target=self._main, name=f"tauopt-sqlite-{self.role}:{path.name}", daemon=True)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"tauopt-sqlite-{self.role}:{path.name}")
+        self._closed = False
 
     async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run fn(conn) on this connection's thread. Shielded: a cancelled caller still waits
         for fn to finish, so what it is told matches what the file holds (a COMMIT
         is never left running behind a reply, nor a reply given before it)."""
-        if not self._thread.is_alive():
-            raise StoreError(f"{self.path}: the SQLite {self.role} thread is not running")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((fn, future, loop))
+        try:
+            job = self._pool.submit(self._run, fn)
+        except RuntimeError as exc:  # the pool is shut down
+            raise StoreError(f"{self.path}: the SQLite {self.role} connection is closed") from exc
+        self._after_submit()
         with anyio.CancelScope(shield=True):
-            return await future
+            return await asyncio.wrap_future(job)
+
+    def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return fn(self._conn)  # type: ignore[arg-type]  # None only before open: _connect ignores it
+
+    def _after_submit(self) -> None:
+        pass
 
     async def open(self) -> None:
-        """Start the thread and connect (there: the connection never leaves it)."""
-        self._thread.start()
+        """Connect, on the connection's thread (it never leaves it)."""
         await self.call(self._connect)
 
     def _connect(self, _: sqlite3.Connection | None) -> None:
@@ -88,49 +97,19 @@ class SqliteThread:
 
     async def close(self) -> None:
         """Close the connection (SQLite checkpoints and removes the WAL when it is the
-        last one) and end the thread."""
-        if not self._thread.is_alive():
+        last one) and let the thread end."""
+        if self._closed:
             return
+        self._closed = True
         try:
             await self.call(self._disconnect)
         finally:
-            self._jobs.put(_STOP)
+            self._pool.shutdown(wait=False)
 
     def _disconnect(self, _: sqlite3.Connection | None) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
-
-    # -- the thread ---------------------------------------------------------------
-
-    def _main(self) -> None:
-        while True:
-            try:
-                job = self._jobs.get(timeout=self._idle_timeout())
-            except queue.Empty:
-                self._on_idle()
-                continue
-            if job is _STOP:
-                return
-            fn, future, loop = job
-            try:
-                result, error = fn(self._conn), None  # type: ignore[arg-type]
-            except BaseException as exc:  # handed to the awaiting task, as it is
-                result, error = None, exc
-            try:
-                loop.call_soon_threadsafe(_settle, future, result, error)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
-                pass
-            self._after_job()  # the reply is on its way: what comes next delays no one
-
-    def _idle_timeout(self) -> float | None:
-        return None
-
-    def _on_idle(self) -> None:
-        pass
-
-    def _after_job(self) -> None:
-        pass
 
 
 class SqliteWriter(SqliteThread):
@@ -151,10 +130,9 @@ class SqliteWriter(SqliteThread):
             raise ValueError("checkpoint_bytes and idle_s must be positive, bound_factor at least 1")
         super().__init__(path)
         self.checkpoint_bytes = checkpoint_bytes
-        self.idle_s = idle_s
         self._wal = f"{path}-wal"
-        self._checkpointer = _Checkpointer(path, synchronous)
-        self._changes = 0  # conn.total_changes when a checkpoint was last asked for: anything written since?
+        self._checkpointer = _Checkpointer(path, synchronous, idle_s)
+        self._changes = 0  # conn.total_changes after the last job: did a job write?
         self._bound = self._full_bound = bound_factor * checkpoint_bytes  # WAL size where this thread checkpoints
         self.own_checkpoints = 0  # run by this thread, for tests and benchmarks
 
@@ -162,6 +140,10 @@ class SqliteWriter(SqliteThread):
     def checkpoints(self) -> int:
         """Checkpoints run, beside the commits and by this thread (for tests and benchmarks)."""
         return self._checkpointer.done + self.own_checkpoints
+
+    def _after_submit(self) -> None:
+        # Queued behind the job just submitted: it runs once that job's reply is on its way.
+        self._pool.submit(self._after_job)
 
     def _connect(self, conn: sqlite3.Connection | None) -> None:
         super()._connect(conn)
@@ -171,28 +153,19 @@ class SqliteWriter(SqliteThread):
         self._checkpointer.stop()  # first: the writer's connection, closed last, checkpoints and removes the WAL
         super()._disconnect(conn)
 
-    def _idle_timeout(self) -> float | None:
-        return self.idle_s if self._dirty() else None
-
-    def _on_idle(self) -> None:
-        self._changes = self._conn.total_changes if self._conn is not None else 0
-        self._checkpointer.request()
-
     def _after_job(self) -> None:
-        if not self._dirty():
-            return
+        conn = self._conn
+        if conn is None or conn.total_changes == self._changes:
+            return  # nothing written
+        self._changes = conn.total_changes
+        self._checkpointer.wrote()
         size = self._wal_size()
         if size > self._bound:
             self._checkpoint_here(size)
         elif size > self.checkpoint_bytes:
-            # Asked again after every job until the WAL starts over: a pass that ends with
+            # Asked again after every write until the WAL starts over: a pass that ends with
             # nothing committed beside it has backfilled the whole WAL.
-            self._changes = self._conn.total_changes if self._conn is not None else 0
             self._checkpointer.request()
-
-    def _dirty(self) -> bool:
-        conn = self._conn
-        return conn is not None and conn.total_changes != self._changes
 
     def _wal_size(self) -> int:
         try:
@@ -206,11 +179,10 @@ class SqliteWriter(SqliteThread):
         conn = self._conn
         if conn is None:
             return
-        self._changes = conn.total_changes
         with self._checkpointer.running:
             outcome = _passive_checkpoint(conn, self.path)
         if outcome is None or outcome == "busy":
-            return  # another process checkpoints: try again after the next job
+            return  # another process checkpoints: try again after the next write
         self.own_checkpoints += 1
         # Whole WAL backfilled: the next transaction starts it over (and journal_size_limit
         # trims the file). Not whole (another process reads an old snapshot): wait for
@@ -219,20 +191,26 @@ class SqliteWriter(SqliteThread):
 
 
 class _Checkpointer:
-    """A connection whose only work is PASSIVE checkpoints, on a thread of its own,
-    asked for by the writer thread and run beside its commits."""
+    """A connection whose only work is PASSIVE checkpoints, on a thread of its own:
+    when the writer thread asks, and by itself once nothing was written for `idle_s`."""
 
-    def __init__(self, path: Path, synchronous: str) -> None:
+    def __init__(self, path: Path, synchronous: str, idle_s: float) -> None:
         self.path = path
         self.synchronous = synchronous
+        self.idle_s = idle_s
         self.done = 0  # checkpoints run (for tests and benchmarks)
-        self._wanted = threading.Event()
         self.running = threading.Lock()  # held during a checkpoint, by this thread or the writer's
+        self._wanted = threading.Event()
+        self._unsaved = False  # written since the last checkpoint?
+        self._last_write = 0.0
         self._stopping = False
         self._thread = threading.Thread(target=self._main, name=f"tauopt-sqlite-checkpoint:{path.name}", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
+
+    def wrote(self) -> None:
+        self._unsaved, self._last_write = True, time.monotonic()
 
     def request(self) -> None:
         self._wanted.set()
@@ -252,10 +230,13 @@ class _Checkpointer:
             return
         try:
             while True:
-                self._wanted.wait()
+                asked = self._wanted.wait(timeout=self.idle_s)
                 self._wanted.clear()
                 if self._stopping:
                     return
+                if not asked and not (self._unsaved and time.monotonic() - self._last_write >= self.idle_s):
+                    continue  # neither asked nor idle after a write
+                self._unsaved = False
                 with self.running:
                     # A read first: a connection opened before the store turned WAL on sees it now.
                     if _passive_checkpoint(conn, self.path, look_first=True) is not None:
@@ -280,12 +261,3 @@ def _passive_checkpoint(conn: sqlite3.Connection, path: Path, *, look_first: boo
 
 def _open_connection(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None)  # transactions are ours: BEGIN IMMEDIATE ... COMMIT
-
-
-def _settle(future: "asyncio.Future[Any]", result: Any, error: BaseException | None) -> None:
-    if future.cancelled():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
