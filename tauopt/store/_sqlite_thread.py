@@ -80,7 +80,8 @@ class SqliteThread:
             raise StoreError(f"{self.path}: the SQLite {self.role} connection is closed") from exc
         self._after_submit()
         with anyio.CancelScope(shield=True):
-            return await asyncio.wrap_future(job)
+            result = await asyncio.wrap_future(job)
+        return result
 
     def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         return fn(self._conn)  # type: ignore[arg-type]  # None only before open: _connect ignores it
