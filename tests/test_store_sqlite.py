@@ -11,11 +11,11 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -218,25 +218,105 @@ async def test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(
         assert snap is not None and [s.id for s in snap.suggestions] == ["s3"]
 
 
-class _PublicOnly:
-    """An aiosqlite connection with every private attribute hidden (`_execute`,
-    `_conn`, ...): the writer must commit and roll back through public calls alone."""
-
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        object.__setattr__(self, "_PublicOnly__conn", conn)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(f"private aiosqlite attribute {name} used")
-        return getattr(object.__getattribute__(self, "_PublicOnly__conn"), name)
-
-
-async def test_the_writer_uses_only_public_aiosqlite_calls_and_commits_and_rolls_back_alike(tmp_path: Path, monkeypatch) -> None:
+async def test_a_group_transaction_is_one_call_on_the_writer_thread_and_commits_and_rolls_back_alike(
+    tmp_path: Path, monkeypatch
+) -> None:
     from tauopt.store import _sqlite
 
     real = _sqlite._transact
-    monkeypatch.setattr(_sqlite, "_transact", lambda conn, plan: real(_PublicOnly(conn), plan))
+    threads: list[str] = []
+
+    def counted(conn: sqlite3.Connection, plan: Any) -> None:
+        threads.append(threading.current_thread().name)
+        real(conn, plan)
+
+    monkeypatch.setattr(_sqlite, "_transact", counted)
     await test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(tmp_path)
+    # setup write, the failed group, the store going on: one call each, all on the writer thread
+    assert len(threads) == 3 and all(t.startswith("tauopt-sqlite-writer") for t in threads), threads
+
+
+class _FailingCommit(sqlite3.Connection):
+    """A real connection whose next COMMIT fails as a full disk would make it fail."""
+
+    fail_commits = 0
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+        if sql == "COMMIT" and _FailingCommit.fail_commits > 0:
+            _FailingCommit.fail_commits -= 1
+            raise sqlite3.OperationalError("database or disk is full")
+        return super().execute(sql, *args)
+
+
+async def test_a_failing_commit_replies_no_batch_as_stored_and_keeps_none(tmp_path: Path, monkeypatch) -> None:
+    from tauopt.store import _sqlite_thread
+
+    monkeypatch.setattr(
+        _sqlite_thread, "_open_connection", lambda path: sqlite3.connect(path, isolation_level=None, factory=_FailingCommit)
+    )
+    async with SqliteStore(tmp_path / "full.db") as store:
+        await store.write([PutExperiment(experiment())])
+        outcomes: list[BaseException | None] = []
+        _FailingCommit.fail_commits = 1
+        for i in range(3):
+            store.submit([PutSuggestion(suggestion(f"s{i}"))], outcomes.append)
+        await store.write([])
+        assert len(outcomes) == 3
+        assert all(isinstance(e, StoreError) and "disk is full" in str(e) for e in outcomes), outcomes
+        snap = await store.load("e1")
+        assert snap is not None and snap.suggestions == ()  # rolled back: nothing of the group is there
+        await store.write([PutSuggestion(suggestion("s3"))])  # the store goes on
+        snap = await store.load("e1")
+        assert snap is not None and [s.id for s in snap.suggestions] == ["s3"]
+
+
+# -- WAL checkpoints: the writer thread's, between groups ---------------------------------
+
+
+def committed_to_the_database_file(path: Path, tmp: Path) -> int:
+    """Suggestions in the database file itself, without its WAL: what checkpoints copied there."""
+    copy = tmp / "main-file-only.db"
+    shutil.copyfile(path, copy)
+    conn = sqlite3.connect(copy)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        return conn.execute("SELECT count(*) FROM suggestions").fetchone()[0] if "suggestions" in tables else 0
+    finally:
+        conn.close()
+
+
+async def test_the_wal_stays_bounded_under_many_writes(tmp_path: Path) -> None:
+    path, limit = tmp_path / "w.db", 256 << 10
+    wal = Path(f"{path}-wal")
+    sizes = []
+    async with SqliteStore(path, checkpoint_bytes=limit, checkpoint_idle_s=60) as store:  # only the size bound
+        await store.write([PutExperiment(experiment())])
+        for i in range(300):  # ~3 MB of rows, ~11 MB of WAL frames without checkpoints
+            await store.write([PutSuggestion(Suggestion(f"s{i}-{j}", "e1", {"x": "v" * 1000}, created_at=2.0)) for j in range(10)])
+            sizes.append(wal.stat().st_size)
+        assert store.checkpoints >= 5
+        snap = await store.load("e1")
+    assert snap is not None and len(snap.suggestions) == 3000
+    # Checkpoints run beside the commits; past 4 x the limit the writer thread runs one itself. One
+    # group here is ~37 KB of WAL frames: the WAL never passes that bound by more than a few.
+    bound = 4 * limit + (128 << 10)
+    assert max(sizes) <= bound, max(sizes)
+    assert sizes[-1] <= bound
+
+
+async def test_commits_do_not_checkpoint_and_an_idle_writer_does(tmp_path: Path) -> None:
+    path = tmp_path / "i.db"
+    async with SqliteStore(path, checkpoint_idle_s=60) as store:
+        await store.write([PutExperiment(experiment())])
+        await store.write([PutSuggestion(suggestion(f"s{i}")) for i in range(20)])
+        assert committed_to_the_database_file(path, tmp_path) == 0  # all in the WAL: no COMMIT checkpointed
+        assert store.checkpoints == 0
+    async with SqliteStore(path, checkpoint_idle_s=0.05) as store:
+        await store.write([PutSuggestion(suggestion(f"t{i}")) for i in range(20)])
+        with anyio.fail_after(10):
+            while store.checkpoints == 0:
+                await anyio.sleep(0.02)
+        assert committed_to_the_database_file(path, tmp_path) == 40  # the idle checkpoint copied them
 
 
 async def test_a_batch_that_cannot_be_stored_fails_alone(tmp_path: Path) -> None:
@@ -275,13 +355,23 @@ async def test_start_without_a_task_group_says_what_to_do(tmp_path: Path) -> Non
         await SqliteStore(tmp_path / "x.db").start()
 
 
+async def writer_pragma(store: SqliteStore, name: str) -> Any:
+    assert store._writer is not None
+    return await store._writer.call(lambda conn: conn.execute(f"PRAGMA {name}").fetchone()[0])
+
+
 async def test_durability_levels_set_wal_and_synchronous(tmp_path: Path) -> None:
     for durability, expected in (("os", 1), ("fsync", 2)):  # NORMAL, FULL
         async with SqliteStore(tmp_path / f"{durability}.db", durability=durability) as store:  # type: ignore[arg-type]
-            assert await SqliteStore._scalar(store._writer, "PRAGMA synchronous") == expected  # type: ignore[arg-type]
-            assert await SqliteStore._scalar(store._writer, "PRAGMA journal_mode") == "wal"  # type: ignore[arg-type]
+            assert await writer_pragma(store, "synchronous") == expected
+            assert await writer_pragma(store, "journal_mode") == "wal"
+            assert await writer_pragma(store, "wal_autocheckpoint") == 0  # checkpoints are the writer thread's, between groups
     with pytest.raises(ValueError):
         SqliteStore(tmp_path / "x.db", durability="never")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="checkpoint_bytes must be a positive int"):
+        SqliteStore(tmp_path / "x.db", checkpoint_bytes=0)
+    with pytest.raises(ValueError, match="checkpoint_idle_s"):
+        SqliteStore(tmp_path / "x.db", checkpoint_idle_s=-1)
 
 
 # -- bad files ---------------------------------------------------------------------------
@@ -336,13 +426,16 @@ async def test_a_directory_or_a_missing_directory_is_refused(tmp_path: Path) -> 
 
 async def test_an_older_store_is_migrated_forward_with_its_data(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    async with aiosqlite.connect(path, isolation_level=None) as conn:
-        await _migrate(conn, 0, target=1)  # a store from before the credentials table
-        await conn.execute(
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        _migrate(conn, 0, target=1)  # a store from before the credentials table
+        conn.execute(
             "INSERT INTO experiments (id, owner, state, name, created_at, open_suggestions, observations, drawn, body) "
             "VALUES (?, ?, 'active', 'exp', 1.0, 0, 0, 3, ?)",
             ("e1", "alice", json.dumps(experiment().to_dict())),
         )
+    finally:
+        conn.close()
     async with SqliteStore(path) as store:
         snap = await store.load("e1")
         assert snap is not None and snap.experiment == experiment() and snap.drawn == 3

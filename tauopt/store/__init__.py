@@ -2,7 +2,8 @@
 
     _base.py          the Store interface (experiments) and CredentialStore (a door's auth), the write types
     _memory.py        MemoryStore
-    _sqlite.py        SqliteStore (SQLite specifics only; aiosqlite, imported lazily)
+    _sqlite.py        SqliteStore (SQLite specifics only; imported lazily)
+    _sqlite_thread.py a sqlite3 connection on a thread of its own: the reader, and the writer (which checkpoints)
     _group_commit.py  the store-independent group-commit writer any durable store reuses
     _url.py           open_store: a URL or path -> a Store, the only place that reads one
 

@@ -3,13 +3,16 @@
 Write path: the shared GroupCommitWriter (`_group_commit.py`) batches
 concurrent writes; this module only turns a group into rows (`_Rows`; a
 batch whose objects cannot be turned into rows fails alone, before the
-transaction) and runs them as ONE transaction through aiosqlite's public API
-(BEGIN IMMEDIATE, one multi-row upsert per table, COMMIT; a failure rolls back
-and fails every batch of its group).
+transaction) and runs them as ONE transaction (BEGIN IMMEDIATE, one multi-row
+upsert per table, COMMIT; a failure rolls back and fails every batch of its
+group) in ONE call to the writer thread (`_sqlite_thread.py`: a plain sqlite3
+connection of its own; WAL checkpoints beside the commits, never inside one).
 
-Read path. A second connection, query-only, reads committed state (WAL lets it
-read while the writer writes). `load` reads in one read transaction so an
-experiment, its suggestions and its observations come from one snapshot.
+Read path. A second connection, query-only, on a thread of its own too, reads
+committed state (WAL lets it read while the writer writes; a reply was given
+after its COMMIT, so a later read sees it). `load` reads in one read
+transaction, one call on that thread, so an experiment, its suggestions and its
+observations come from one snapshot.
 
 Durability: "os" (synchronous=NORMAL) survives a killed process; "fsync"
 (synchronous=FULL) also survives power loss.
@@ -19,8 +22,8 @@ a SQLite database, a SQLite database that is not a tauopt store, and a store of
 a newer schema version. A read-only location fails at `start`, not at the first
 write: start writes (migration, or a no-op update) before it returns.
 
-Import note: aiosqlite is imported here only; `tauopt.store.open_store` imports
-this module lazily, so `import tauopt` stays free of it.
+Import note: `tauopt.store.open_store` imports this module lazily; it needs
+only the standard library's sqlite3 (no aiosqlite), on asyncio.
 """
 
 from __future__ import annotations
@@ -29,12 +32,11 @@ import json
 import logging
 import os
 import sqlite3
-from contextlib import asynccontextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Literal, Sequence, Union
+from typing import Any, Iterator, Literal, Sequence, Union
 
-import aiosqlite
 import anyio
 from anyio.abc import TaskGroup
 
@@ -57,6 +59,7 @@ from ._base import (
 from ._filelock import FileLock
 from ._filewatch import FileWatch, create_private, unavailable
 from ._group_commit import GroupCommitWriter
+from ._sqlite_thread import SqliteThread, SqliteWriter
 from ._url import sqlite_path
 
 __all__ = ["SqliteStore", "SCHEMA_VERSION", "MIGRATIONS"]
@@ -419,9 +422,16 @@ class SqliteStore(Store):
         close_timeout: float = 10.0,
         gather_turns: int = 16,
         exclusive: bool = True,
+        checkpoint_bytes: int = 8 << 20,
+        checkpoint_idle_s: float = 0.5,
     ) -> None:
         if durability not in _SYNCHRONOUS:
             raise ValueError(f"durability must be 'os' or 'fsync', not {durability!r}")
+        if not (isinstance(checkpoint_bytes, int) and checkpoint_bytes > 0) or not checkpoint_idle_s > 0:
+            raise ValueError(
+                f"checkpoint_bytes must be a positive int and checkpoint_idle_s a positive number of seconds, "
+                f"not {checkpoint_bytes!r} and {checkpoint_idle_s!r}"
+            )
         text = os.fspath(path)
         self.path = Path(sqlite_path(text))
         self.durability: Durability = durability
@@ -429,9 +439,11 @@ class SqliteStore(Store):
         # engine: SQLite's own locking keeps those safe; an engine must own its file.
         self._lock = FileLock(self.path) if exclusive else None
         self.close_timeout = close_timeout
-        self._writer: aiosqlite.Connection | None = None
-        self._reader: aiosqlite.Connection | None = None
-        self._read_lock = anyio.Lock()
+        # WAL checkpoints (off the commit path): past this WAL size, or when the writer is idle this long
+        self.checkpoint_bytes = checkpoint_bytes
+        self.checkpoint_idle_s = checkpoint_idle_s
+        self._writer: SqliteWriter | None = None
+        self._reader: SqliteThread | None = None
         self._state: Literal["new", "open", "closing", "closed"] = "new"
         self._watch: FileWatch | None = None
         self._gone: BaseException | None = None  # set once the file is found gone: sticky
@@ -478,17 +490,17 @@ class SqliteStore(Store):
                 raise StoreError(_explain(self.path, sqlite3.OperationalError(f"read-only: {exc}"))) from exc
         try:
             create_private(self.path)
-            self._writer = await self._connect(self.path)
-            await self._writer.execute("PRAGMA busy_timeout = 5000")
-            mode = await self._scalar(self._writer, "PRAGMA journal_mode = WAL")
-            if str(mode).lower() != "wal":
-                raise StoreError(f"{self.path}: cannot use WAL mode (journal_mode is {mode}); put the store on a local disk")
-            await self._writer.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self.durability]}")
-            # Write now, so a read-only location fails here and not at the first ask.
-            await _migrate(self._writer, version or 0)
-            self._reader = await self._connect(self.path)
-            await self._reader.execute("PRAGMA busy_timeout = 5000")
-            await self._reader.execute("PRAGMA query_only = 1")
+            self._writer = SqliteWriter(
+                self.path,
+                synchronous=_SYNCHRONOUS[self.durability],
+                checkpoint_bytes=self.checkpoint_bytes,
+                idle_s=self.checkpoint_idle_s,
+            )
+            await self._writer.open()
+            await self._writer.call(lambda conn: self._set_up_writer(conn, version or 0))
+            self._reader = SqliteThread(self.path)
+            await self._reader.open()
+            await self._reader.call(_set_up_reader)
             self._watch = FileWatch(self.path)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
@@ -499,6 +511,19 @@ class SqliteStore(Store):
             raise
         self._state = "open"
         await task_group.start(self._group.run)
+
+    def _set_up_writer(self, conn: sqlite3.Connection, version: int) -> None:
+        """On the writer thread: pragmas, then migrate (which writes, so a read-only
+        location fails here and not at the first ask)."""
+        conn.execute("PRAGMA busy_timeout = 5000")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreError(f"{self.path}: cannot use WAL mode (journal_mode is {mode}); put the store on a local disk")
+        conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self.durability]}")
+        # No COMMIT pays for a checkpoint: the writer thread has them run beside its commits.
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        conn.execute(f"PRAGMA journal_size_limit = {int(self.checkpoint_bytes)}")
+        _migrate(conn, version)
 
     async def aclose(self) -> None:
         if self._state in ("closing", "closed"):
@@ -519,11 +544,8 @@ class SqliteStore(Store):
         if self._lock is not None:
             self._lock.release()
 
-    @staticmethod
-    async def _connect(path: Path) -> aiosqlite.Connection:
-        return await aiosqlite.connect(path, isolation_level=None)
-
     async def _close_connections(self) -> None:
+        # The reader first: the writer's connection, closed last, checkpoints and removes the WAL.
         for name in ("_reader", "_writer"):
             conn = getattr(self, name)
             setattr(self, name, None)
@@ -533,11 +555,10 @@ class SqliteStore(Store):
                 except sqlite3.Error as exc:  # closing must not hide the caller's error
                     log.warning("store %s: closing a connection failed: %r", self.path, exc)
 
-    @staticmethod
-    async def _scalar(conn: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()) -> Any:
-        async with conn.execute(sql, params) as cur:
-            row = await cur.fetchone()
-        return None if row is None else row[0]
+    @property
+    def checkpoints(self) -> int:
+        """WAL checkpoints the writer thread ran (for tests and benchmarks)."""
+        return 0 if self._writer is None else self._writer.checkpoints
 
     # -- writes ----------------------------------------------------------------
 
@@ -549,9 +570,9 @@ class SqliteStore(Store):
             return False
         if self._file_gone():
             raise self._gone  # type: ignore[misc]  # StoreUnavailable: every batch of the group fails with it
-        conn = self._writer
-        assert conn is not None
-        await _transact(conn, plan)
+        writer = self._writer
+        assert writer is not None
+        await writer.call(lambda conn: _transact(conn, plan))  # the whole transaction: one hop
         return True
 
     def _file_gone(self) -> bool:
@@ -568,44 +589,20 @@ class SqliteStore(Store):
 
     # -- reads ------------------------------------------------------------------
 
-    def _conn(self) -> aiosqlite.Connection:
+    def _conn(self) -> SqliteThread:
         if self._reader is None:
             raise StoreError(f"{self!r} is not open; call start() first")
         return self._reader
 
-    async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        async with self._conn().execute(sql, params) as cur:
-            return list(await cur.fetchall())
+    async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return await self._conn().call(lambda conn: conn.execute(sql, params).fetchall())
 
     async def load(self, experiment_id: str) -> Snapshot | None:
-        conn = self._conn()
-        async with self._read_lock:
-            await conn.execute("BEGIN")  # one snapshot for the three reads
-            try:
-                head = await self._all(
-                    "SELECT owner, drawn, body, open_suggestions, observations FROM experiments WHERE id = ?", (experiment_id,)
-                )
-                if not head:
-                    return None
-                srows = await self._all(
-                    "SELECT id, state, tag, created_at, assignments, attempts, released FROM suggestions "
-                    "WHERE experiment_id = ? ORDER BY seq",
-                    (experiment_id,),
-                )
-                orows = await self._all(
-                    "SELECT id, suggestion_id, value, failed, created_at, assignments, metrics, stopped_at_step "
-                    "FROM observations WHERE experiment_id = ? ORDER BY seq",
-                    (experiment_id,),
-                )
-                rrows = await self._all(
-                    "SELECT suggestion_id, step, value, created_at FROM reports WHERE experiment_id = ? ORDER BY seq",
-                    (experiment_id,),
-                )
-            finally:
-                with anyio.CancelScope(shield=True):
-                    if conn.in_transaction:
-                        await conn.execute("COMMIT")
-        owner, drawn, body, n_open, n_obs = head[0]
+        found = await self._conn().call(lambda conn: _read_snapshot(conn, experiment_id))  # one hop, one snapshot
+        if found is None:
+            return None
+        head, srows, orows, rrows = found
+        owner, drawn, body, n_open, n_obs = head
         experiment = _experiment(body, owner, n_open, n_obs)
         suggestions = tuple(
             Suggestion(sid, experiment_id, json.loads(a), state, tag, created_at, int(n), bool(released))
@@ -656,6 +653,40 @@ class SqliteStore(Store):
 Plan = list[tuple[Union["_Upsert", str], list[tuple[Any, ...]]]]
 
 
+def _set_up_reader(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA query_only = 1")
+
+
+def _read_snapshot(conn: sqlite3.Connection, experiment_id: str) -> tuple[Any, list[Any], list[Any], list[Any]] | None:
+    """On the reader thread: an experiment's rows, all from one read transaction."""
+    conn.execute("BEGIN")
+    try:
+        head = conn.execute(
+            "SELECT owner, drawn, body, open_suggestions, observations FROM experiments WHERE id = ?", (experiment_id,)
+        ).fetchone()
+        if head is None:
+            return None
+        srows = conn.execute(
+            "SELECT id, state, tag, created_at, assignments, attempts, released FROM suggestions "
+            "WHERE experiment_id = ? ORDER BY seq",
+            (experiment_id,),
+        ).fetchall()
+        orows = conn.execute(
+            "SELECT id, suggestion_id, value, failed, created_at, assignments, metrics, stopped_at_step "
+            "FROM observations WHERE experiment_id = ? ORDER BY seq",
+            (experiment_id,),
+        ).fetchall()
+        rrows = conn.execute(
+            "SELECT suggestion_id, step, value, created_at FROM reports WHERE experiment_id = ? ORDER BY seq",
+            (experiment_id,),
+        ).fetchall()
+        return head, srows, orows, rrows
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
 def _experiment(body: str, owner: str | None, open_suggestions: int, observations: int) -> Experiment:
     """The header from its JSON body, with the counters of their own columns (PutCounters updates only those)."""
     e = Experiment.from_dict(json.loads(body), owner=owner)
@@ -677,46 +708,44 @@ def _prepare(batches: Sequence[Sequence[Write]]) -> tuple[Plan, list[BaseExcepti
     return _Rows.of([w for w, o in zip(batches, outcome) if o is None]).statements(), outcome
 
 
-async def _transact(conn: aiosqlite.Connection, plan: Plan) -> None:
-    """One transaction of public aiosqlite calls: BEGIN IMMEDIATE, one multi-row
+def _transact(conn: sqlite3.Connection, plan: Plan) -> None:
+    """One transaction, run on the writer thread: BEGIN IMMEDIATE, one multi-row
     upsert per table (chunked at the bound-parameter limit), COMMIT. A group is a
     handful of statements however many batches it holds."""
-    async with _write_transaction(conn):
+    with _write_transaction(conn):
         for statement, rows in plan:
             if isinstance(statement, _Upsert):
                 for sql, params in statement.chunks(rows):
-                    await conn.execute(sql, params)
+                    conn.execute(sql, params)
             else:
-                await conn.executemany(statement, rows)
+                conn.executemany(statement, rows)
 
 
-@asynccontextmanager
-async def _write_transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
-    """BEGIN IMMEDIATE ... COMMIT; on any failure (cancellation included) a shielded ROLLBACK."""
-    await conn.execute("BEGIN IMMEDIATE")
+@contextmanager
+def _write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT; on any failure (a failing COMMIT included) a ROLLBACK."""
+    conn.execute("BEGIN IMMEDIATE")
     try:
         yield
-        await conn.execute("COMMIT")
+        conn.execute("COMMIT")
     except BaseException:
-        with anyio.CancelScope(shield=True):
-            if conn.in_transaction:
-                await conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
 
 
-async def _migrate(conn: aiosqlite.Connection, version: int, target: int = SCHEMA_VERSION) -> None:
+def _migrate(conn: sqlite3.Connection, version: int, target: int = SCHEMA_VERSION) -> None:
     """Run MIGRATIONS[version:target] in one transaction. With nothing to migrate,
     still write (a no-op update) so a read-only file or directory fails now."""
-    async with _write_transaction(conn):
-        await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-        async with conn.execute("SELECT count(*) FROM schema_version") as cur:
-            row = await cur.fetchone()
+    with _write_transaction(conn):
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = conn.execute("SELECT count(*) FROM schema_version").fetchone()
         if row is None or row[0] == 0:
-            await conn.execute("INSERT INTO schema_version (version) VALUES (0)")
+            conn.execute("INSERT INTO schema_version (version) VALUES (0)")
         for step in range(version, target):
             for sql in MIGRATIONS[step]:
-                await conn.execute(sql)
-        await conn.execute("UPDATE schema_version SET version = ?", (max(version, target),))
+                conn.execute(sql)
+        conn.execute("UPDATE schema_version SET version = ?", (max(version, target),))
 
 
 def _explain(path: Path, exc: sqlite3.Error) -> str:
