@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def anyio_backend() -> str:
-    return "asyncio"  # aiosqlite runs on asyncio only
+    return "asyncio"  # the SQLite store answers an asyncio loop from its connections' threads
 
 
 @pytest.fixture(params=["memory", "sqlite"])

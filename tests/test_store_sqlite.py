@@ -365,7 +365,7 @@ async def test_durability_levels_set_wal_and_synchronous(tmp_path: Path) -> None
         async with SqliteStore(tmp_path / f"{durability}.db", durability=durability) as store:  # type: ignore[arg-type]
             assert await writer_pragma(store, "synchronous") == expected
             assert await writer_pragma(store, "journal_mode") == "wal"
-            assert await writer_pragma(store, "wal_autocheckpoint") == 0  # checkpoints are the writer thread's, between groups
+            assert await writer_pragma(store, "wal_autocheckpoint") == 0  # no COMMIT checkpoints: a connection of their own does, beside the commits
     with pytest.raises(ValueError):
         SqliteStore(tmp_path / "x.db", durability="never")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="checkpoint_bytes must be a positive int"):

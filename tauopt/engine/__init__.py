@@ -1,8 +1,7 @@
 """The engine: Engine (front door) and ExperimentActor (one per experiment).
 
 Stores live in `tauopt.store` (re-exported here for callers of the engine);
-the SQLite store is imported only when a path is given, so `import tauopt`
-never loads aiosqlite.
+the SQLite store is imported only when a path is given.
 """
 
 from ..store import (

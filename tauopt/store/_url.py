@@ -52,6 +52,6 @@ def sqlite_path(url: str) -> str:
 
 
 def _sqlite(path: str, durability: Any, exclusive: bool) -> Store:
-    from ._sqlite import SqliteStore  # lazy: aiosqlite is not imported by `import tauopt`
+    from ._sqlite import SqliteStore  # lazy: `import tauopt` opens no SQLite module
 
     return SqliteStore(path, durability=durability, exclusive=exclusive)
