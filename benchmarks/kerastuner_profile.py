@@ -125,8 +125,8 @@ def _drive_profiled(proc: Any, port: int, experiment_id: str, duration_s: float,
     return rec
 
 
-def profile(side: str, duration_s: float, top: int, workdir: Path) -> None:
-    out = workdir / "chief.prof"
+def profile(side: str, duration_s: float, top: int, workdir: Path, save: Path | None = None) -> None:
+    out = save or workdir / "chief.prof"
     cfg = Config("kerastuner", side, "random", WORKERS, procs=PROCS, duration_s=duration_s)
     if side == "floor":
         port = free_port()
@@ -167,11 +167,12 @@ def main() -> int:
     parser.add_argument("--sides", default="sqlite,memory,floor", help="comma-separated: sqlite, memory, floor")
     parser.add_argument("--cprofile", choices=("sqlite", "memory", "floor"), default=None)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--save", type=Path, default=None, help="with --cprofile: keep the pstats file here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tauopt-ktprof-") as tmp:
         workdir = Path(tmp)
         if args.cprofile:
-            profile(args.cprofile, args.duration, args.top, workdir)
+            profile(args.cprofile, args.duration, args.top, workdir, args.save)
             return 0
         sides = [s for s in args.sides.split(",") if s]
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in sides}
