@@ -369,11 +369,14 @@ def run_http(cfg: Config, workdir: Path) -> dict[str, Any]:
 
 
 class ChiefProcess(_ServerProcess):
-    """`tauopt kerastuner chief` on 127.0.0.1 with a --space and a fresh database."""
+    """`tauopt kerastuner chief` on 127.0.0.1 with a --space and a fresh database (or,
+    for `cfg.store == "memory"`, no --db: the memory store). `python_argv` runs the
+    chief under other Python options: `-c CODE` that calls `tauopt.cli.main(sys.argv[1:])`."""
 
-    def __init__(self, workdir: Path, cfg: Config) -> None:
+    def __init__(self, workdir: Path, cfg: Config, python_argv: tuple[str, ...] = ()) -> None:
         self.port = free_port()
-        self.db = workdir / f"chief-{time.monotonic_ns()}.db"
+        self.db = workdir / f"chief-{time.monotonic_ns()}.db" if cfg.store == "sqlite" else None
+        self._python_argv = python_argv
         self._space = workdir / "kt-space.json"
         self._space.write_text(json.dumps(PARAMETERS))
         self._log = workdir / "chief.log"
@@ -385,9 +388,11 @@ class ChiefProcess(_ServerProcess):
         env = dict(os.environ, KERASTUNER_ORACLE_IP="127.0.0.1", KERASTUNER_ORACLE_PORT=str(self.port), KERASTUNER_TUNER_ID="chief")
         argv = tauopt_argv(
             "kerastuner", "chief", "--objective", "loss", "--direction", "min", "--max-trials", "100000000",
-            "--strategy", self._cfg.strategy, "--space", str(self._space), "--db", str(self.db),
+            "--strategy", self._cfg.strategy, "--space", str(self._space), *(("--db", str(self.db)) if self.db else ()),
             "--parallel-bandwidth", str(self._cfg.workers), "--hold-s", "5", "--linger-s", "0", "--seed", "1",
         )  # fmt: skip
+        if self._python_argv:
+            argv = [sys.executable, *self._python_argv, *argv[argv.index("kerastuner"):]]
         self._logf = open(self._log, "ab")
         self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=self._logf)
         assert self.proc.stdout is not None
@@ -453,11 +458,14 @@ def run_kerastuner(cfg: Config, workdir: Path) -> dict[str, Any]:
             for p, n in enumerate(split_workers(cfg.workers, cfg.procs))
         ]
         rec = Recorder.merge(run_client_processes(grpc_client_main, specs))
-    peak = anyio.run(_records, str(chief.db), [chief.experiment_id])
+    if chief.db is not None:
+        peak, how = anyio.run(_records, str(chief.db), [chief.experiment_id]), "store records"
+    else:  # the memory store is gone with the chief: duplicates are still checked, across clients
+        peak, how = None, "n/a (memory store)"
     return {
         **cfg.describe(),
         **summarize(rec),
-        "invariants": invariants(rec.keys, peak, cfg.workers, "store records"),
+        "invariants": invariants(rec.keys, peak, cfg.workers, how),
         "_ask_s": rec.ask_s,
     }
 

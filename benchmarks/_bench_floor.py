@@ -4,7 +4,8 @@
               handlers that answer a canned suggestion/observation at once;
               driven by the same client processes (httpx, or the raw client)
     kerastuner  a grpc.aio server with the Oracle service answering canned
-              trials at once; driven by the same raw grpc.aio clients
+              trials at once, on uvloop where installed (as the chief);
+              driven by the same raw grpc.aio clients
     mailbox   an in-process actor (tauopt.actors) that replies at once: the
               round trip every engine call pays
 
@@ -101,7 +102,12 @@ def serve_grpc(port: int) -> None:
 
     import asyncio
 
-    asyncio.run(main())
+    try:  # the loop the chief runs on (uvloop where installed), so the floor is the same transport
+        import uvloop
+    except ImportError:
+        asyncio.run(main())
+    else:
+        uvloop.run(main())
 
 
 class FloorServer:

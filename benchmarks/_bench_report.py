@@ -43,7 +43,8 @@ def _inv(r: dict[str, Any]) -> str:
     if inv.get("open_from") == "n/a":
         return "n/a"
     mark = "ok" if inv.get("ok") else "**FAIL**"
-    return f"{mark} (dup {inv.get('duplicates')}, open {inv.get('max_open_seen')}/{inv.get('bandwidth')})"
+    seen = inv.get("max_open_seen")
+    return f"{mark} (dup {inv.get('duplicates')}, open {'n/a' if seen is None else seen}/{inv.get('bandwidth')})"
 
 
 def floor_for(r: dict[str, Any]) -> str | None:

@@ -101,6 +101,7 @@ def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) 
             Config("http", "sqlite", "random", 64, procs=4, duration_s=d, client="httpx-per-worker"),
             Config("http", "sqlite", "random", 64, procs=4, duration_s=d, client="raw"),
             Config("kerastuner", "sqlite", "random", 8, procs=2, duration_s=d),
+            Config("kerastuner", "memory", "random", 8, procs=2, duration_s=d),  # the door's cost without the store's
             *head_to_head(d),
         ]
         optuna = [
@@ -138,6 +139,7 @@ def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) 
             Config("http", "sqlite", "random", 64, procs=4, experiments=100, duration_s=d, client="raw"),
         ]
         configs += [Config("kerastuner", "sqlite", "random", w, procs=p, duration_s=d) for w, p in ((1, 1), (8, 2), (64, 4))]
+        configs += [Config("kerastuner", "memory", "random", 8, procs=2, duration_s=d)]
         configs += head_to_head(d)
         optuna = [OptunaConfig("memory", w, duration_s=d) for w in (1, 8, 64)]
         optuna += [OptunaConfig("memory", 8, "sobol", duration_s=d), OptunaConfig("memory", 8, "gp", duration_s=d)]

@@ -37,6 +37,8 @@ def test_each_door_row_is_compared_with_the_floor_of_its_own_shape() -> None:
     assert floor_for(_door("http/sqlite/random/w64/p4/e1", 1, procs=4, client="httpx")) == "floor/http/w64/p4"
     assert floor_for(_door("http/sqlite/random/w64/p4/e1/raw", 1, procs=4, client="raw")) == "floor/http/w64/p4/raw"
     assert floor_for(_door("kerastuner/sqlite/random/w8/p2/e1", 1, procs=2)) == "floor/kerastuner/w8/p2"
+    # the chief on the memory store is measured against the same floor: the door's cost apart from the store's
+    assert floor_for(_door("kerastuner/memory/random/w8/p2/e1", 1, procs=2)) == "floor/kerastuner/w8/p2"
     # evaluation time is not in any floor
     assert floor_for(_door("inproc/sqlite/random/w64/e1/eval0.05", 1, eval_s=0.05)) is None
 

@@ -135,3 +135,22 @@ def test_tiny_slot_handoff_answers_a_waiting_ask_before_the_retry_loop() -> None
     assert (wait["mode"], retry["mode"]) == ("wait", "retry") and wait["rounds"] == retry["rounds"] == 3
     assert 0 < wait["handoff_ms_median"] <= wait["handoff_ms_p90"]
     assert wait["handoff_ms_median"] < retry["handoff_ms_median"]  # the retry loop sleeps Retry-After (1 s) past the observe
+
+
+def test_tiny_kerastuner_profile_gives_the_chiefs_and_the_floors_cpu_per_pair() -> None:
+    """kerastuner_profile.py, one short round of the chief on the memory store and of the
+    floor: a line per run, then the medians and the share of the floor they make."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "kerastuner_profile.py"), "--rounds", "1", "--duration", "0.5", "--sides", "memory,floor"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    runs = {r["side"]: r for r in lines if r["kind"] == "kerastuner_cpu"}
+    assert set(runs) == {"memory", "floor"}
+    for r in runs.values():
+        assert r["pairs"] > 0 and r["errors"] == {} and r["server_cpu_us_per_pair"] > 0, r  # figures, not a speed check
+    (summary,) = [r for r in lines if r["kind"] == "kerastuner_cpu_median"]
+    assert summary["memory_cpu_share_of_floor"] > 0 and summary["memory_pairs_share_of_floor"] > 0

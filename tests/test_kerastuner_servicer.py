@@ -343,3 +343,62 @@ def test_an_end_trial_whose_write_fails_leaves_the_trial_running_for_the_retry()
             assert (await stub.GetTrial(pb.GetTrialRequest(trial_id=a.trial_id))).trial.status == kt.COMPLETED
 
     run(main)
+
+
+def _with_space(trial_id: str, extra: str | None = None) -> pb.EndTrialRequest:
+    """A COMPLETED EndTrial as a real worker sends it: the whole space with the values."""
+    trial = kt.Trial(trial_id=trial_id, status=kt.COMPLETED)
+    trial.hyperparameters.space.int_space.add(name="units", min_value=4, max_value=64, step=4, sampling=kt.LINEAR, default=4)
+    if extra is not None:
+        trial.hyperparameters.space.boolean_space.add(name=extra)
+    return pb.EndTrialRequest(trial=trial)
+
+
+def test_a_space_sent_with_every_end_trial_is_parsed_once_and_a_grown_one_is_learned() -> None:
+    async def main() -> None:
+        from tauopt.models import Parameter
+
+        space = (Parameter.parse({"name": "units", "type": "int", "bounds": [4, 64], "step": 4}),)
+        async with chief(max_trials=6, space=space) as (stub, oracle):
+            servicer_learned = []
+            for i in range(3):
+                t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id=f"w{i}"))).trial
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": float(i)}))
+                await stub.EndTrial(_with_space(t.trial_id))
+                servicer_learned.append(oracle._merged[0] if oracle._merged else None)
+            assert servicer_learned[0] is servicer_learned[1] is servicer_learned[2]  # one parse, reused
+            assert oracle.experiment is not None
+            names = [p.name for p in (await oracle.engine.experiment(oracle.experiment.id)).parameters]
+            assert names == ["units"]
+            bad = _with_space("0")  # malformed: answered INVALID_ARGUMENT every time, never cached
+            bad.trial.hyperparameters.space.fixed_space.add(name="x")
+            for _ in range(2):
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await stub.EndTrial(bad)
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w9"))).trial
+            await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 9.0}))
+            await stub.EndTrial(_with_space(t.trial_id, extra="flag"))  # the space grew: learned
+            names = [p.name for p in (await oracle.engine.experiment(oracle.experiment.id)).parameters]
+            assert names == ["units", "flag"]
+            nxt = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w10"))).trial
+            assert set(nxt.hyperparameters.values.values) == {"units", "flag"}
+            assert len(await oracle.engine.observations(oracle.experiment.id)) == 4
+
+    run(main)
+
+
+def test_finished_trials_leave_the_index_every_rpc_scans() -> None:
+    async def main() -> None:
+        async with chief(max_trials=50, parallel_bandwidth=4) as (stub, oracle):
+            for i in range(20):
+                t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id=f"w{i % 4}"))).trial
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": float(i)}))
+                await stub.EndTrial(end(t.trial_id, kt.COMPLETED if i % 5 else kt.FAILED))
+            running = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w0"))).trial
+            assert [t.trial_id for t in oracle._live_trials()] == [running.trial_id]
+            assert len(oracle._trials) == 21 and oracle._in_progress() == 1
+            again = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w0"))).trial
+            assert again.trial_id == running.trial_id  # its ongoing trial, found in the index
+
+    run(main)

@@ -28,6 +28,7 @@ __all__ = [
     "value_to_proto",
     "value_from_proto",
     "values_to_proto",
+    "fill_values",
     "values_from_proto",
     "space_from_proto",
     "space_to_proto",
@@ -49,15 +50,22 @@ _SAMPLING_OUT = {v: k for k, v in _SAMPLING_IN.items()}
 
 def value_to_proto(v: Value) -> kt.Value:
     """A Python value in the oneof KerasTuner would pick: bool before int (bool is an int)."""
+    out = kt.Value()
+    _set_value(out, v)
+    return out
+
+
+def _set_value(slot: kt.Value, v: Value) -> None:
     if isinstance(v, bool):
-        return kt.Value(boolean_value=v)
-    if isinstance(v, int):
-        return kt.Value(int_value=v)
-    if isinstance(v, float):
-        return kt.Value(float_value=v)
-    if isinstance(v, str):
-        return kt.Value(string_value=v)
-    raise TypeError(f"cannot send {v!r} ({type(v).__name__}) to KerasTuner")
+        slot.boolean_value = v
+    elif isinstance(v, int):
+        slot.int_value = v
+    elif isinstance(v, float):
+        slot.float_value = v
+    elif isinstance(v, str):
+        slot.string_value = v
+    else:
+        raise TypeError(f"cannot send {v!r} ({type(v).__name__}) to KerasTuner")
 
 
 def value_from_proto(where: str, msg: kt.Value) -> Value:
@@ -82,11 +90,18 @@ def _typed(p: Parameter | None, v: Value) -> Value:
 
 
 def values_to_proto(values: Mapping[str, Value], space: Space | None = None) -> kt.HyperParameters.Values:
-    by_name = space.by_name if space is not None else {}
     out = kt.HyperParameters.Values()
-    for name, v in values.items():
-        out.values[name].CopyFrom(value_to_proto(_typed(by_name.get(name), v)))
+    fill_values(out, values, space)
     return out
+
+
+def fill_values(out: kt.HyperParameters.Values, values: Mapping[str, Value], space: Space | None) -> None:
+    """Set `out`'s values in place, each in the oneof `value_to_proto` picks for its
+    parameter's type (no Value message built and copied per value: trials are hot)."""
+    by_name = space.by_name if space is not None else {}
+    slots = out.values
+    for name, v in values.items():
+        _set_value(slots[name], _typed(by_name.get(name), v))
 
 
 def values_from_proto(msg: kt.HyperParameters.Values) -> dict[str, Value]:

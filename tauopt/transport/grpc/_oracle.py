@@ -181,6 +181,12 @@ class _Trial:
     best_step: int = 0
     tuner_values: dict[str, Value] = field(default_factory=dict)  # Hyperband's tuner/* keys, never stored
     ended: anyio.Event | None = None  # while "ending": set once its observation is written or refused
+    # The oracle's space when the engine drew `values` (taken before the ask): while it is
+    # still the oracle's space, `values` is already the point EndTrial stores.
+    drawn_in: Space | None = None
+
+
+_FINAL = ("completed", "failed")  # a trial in one of these states never changes state again
 
 
 class _AskEngine:
@@ -195,12 +201,19 @@ class KerasTunerOracle:
         self.engine = engine
         self.config = config
         self._clock = clock
-        self._lock = anyio.Lock()
+        # fast_acquire: an uncontended acquire does not yield to the loop (anyio's default
+        # does, once per acquire: five loop trips a trial). Nothing here relies on that yield.
+        self._lock = anyio.Lock(fast_acquire=True)
         self._changed = anyio.Event()
         self.experiment: Experiment | None = None
         self._space = Space(())
         self._space_known = False
+        self._merged: tuple[Learned, Space] | None = None  # the last space learned, and the space it left
         self._trials: dict[str, _Trial] = {}
+        # The trials not yet completed or failed (both final): what every per-RPC check
+        # scans, so an RPC costs the same after 100,000 trials as after 10. Kept by
+        # `_add`; a trial that reaches a final state leaves it at the next `_live_trials`.
+        self._live: dict[str, _Trial] = {}
         # Trials to run again that the engine cannot hand out (the baseline; Hyperband's,
         # whose trial ids are not suggestion ids). Every other retry is a released suggestion.
         self._local_retries: deque[str] = deque()
@@ -278,16 +291,15 @@ class KerasTunerOracle:
                 for k, v in o.metrics.items():
                     t.history.setdefault(k, {0: [v]})
                 self._completed += 1
-            self._trials[tid] = t
+            self._add(t)
         now = self._clock()
         for s in await self.engine.suggestions(exp.id, state="open"):
             if s.released:  # waiting for a retry when the chief stopped: it still is (the engine holds it)
-                self._trials[s.id] = _Trial(s.id, s.id, dict(s.assignments), "queued", runs=s.attempts)
+                self._add(_Trial(s.id, s.id, dict(s.assignments), "queued", runs=s.attempts))
                 continue
             # A trial that was running when the chief stopped is still its worker's: the worker
             # may end it, or (restarted) ask for it again; if it stays silent it expires.
-            t = _Trial(s.id, s.id, dict(s.assignments), "running", tuner_id=s.tag, handed_at=now, runs=s.attempts)
-            self._trials[s.id] = t
+            self._add(_Trial(s.id, s.id, dict(s.assignments), "running", tuner_id=s.tag, handed_at=now, runs=s.attempts))
         self._check_done()
 
     # -- bookkeeping helpers --------------------------------------------------------
@@ -296,11 +308,24 @@ class KerasTunerOracle:
         self._changed.set()
         self._changed = anyio.Event()
 
+    def _add(self, t: _Trial) -> None:
+        self._trials[t.trial_id] = t
+        if t.state not in _FINAL:
+            self._live[t.trial_id] = t
+
+    def _live_trials(self) -> list[_Trial]:
+        """The trials running, queued or ending, in the order they were added."""
+        live = self._live
+        ended = [tid for tid, t in live.items() if t.state in _FINAL]
+        for tid in ended:
+            del live[tid]
+        return list(live.values())
+
     def _in_progress(self) -> int:
-        return sum(1 for t in self._trials.values() if t.state in ("running", "queued", "ending"))
+        return len(self._live_trials())  # every live state counts: running, queued, ending
 
     def _running(self) -> int:
-        return sum(1 for t in self._trials.values() if t.state == "running")
+        return sum(1 for t in self._live_trials() if t.state == "running")
 
     @property
     def done(self) -> bool:
@@ -325,7 +350,7 @@ class KerasTunerOracle:
             self._finish()
 
     def _ongoing(self, tuner_id: str) -> _Trial | None:
-        for t in self._trials.values():
+        for t in self._live_trials():
             if t.state == "running" and t.tuner_id == tuner_id:
                 return t
         return None
@@ -360,7 +385,7 @@ class KerasTunerOracle:
         durable) are within max(1, max_retries_per_trial), else their place returns."""
         async with self._lock:
             now = self._clock()
-            expired = [t for t in self._trials.values() if t.state == "running" and now - t.handed_at > self.config.trial_ttl_s]
+            expired = [t for t in self._live_trials() if t.state == "running" and now - t.handed_at > self.config.trial_ttl_s]
             runs = max(1, self.config.max_retries_per_trial)
             for t in expired:
                 log.warning("trial %s expired: no EndTrial from %s within %.0f s", t.trial_id, t.tuner_id, self.config.trial_ttl_s)
@@ -470,18 +495,18 @@ class KerasTunerOracle:
             return TrialView("", "STOPPED")
         if self._local_retries:
             return self._hand_out(self._trials[self._local_retries.pop()], tuner_id)  # LIFO, like the reference
-        if any(t.state == "queued" and self._engine_holds(t) for t in self._trials.values()):
+        if any(t.state == "queued" and self._engine_holds(t) for t in self._live_trials()):
             return _ASK_ENGINE  # the engine hands out its released suggestions first
         if self._completed + self._in_progress() >= self.config.max_trials:
             return None  # every place is taken; one may fail and free up
         if self._schedule is not None:
             return await self._try_hyperband(tuner_id, self._schedule)
         if not self._space_known:
-            if any(t.suggestion_id is None and t.state in ("running", "queued") for t in self._trials.values()):
+            if any(t.suggestion_id is None and t.state in ("running", "queued") for t in self._live_trials()):
                 return None  # the baseline is running; its EndTrial brings the space
             self._baselines += 1
             t = _Trial(f"b{self._baselines}", None, {}, "queued")
-            self._trials[t.trial_id] = t
+            self._add(t)
             return self._hand_out(t, tuner_id)
         return _ASK_ENGINE
 
@@ -490,6 +515,7 @@ class KerasTunerOracle:
         new one a new trial. The engine waits up to `wait_s` for a free place. None:
         hold (the wait ran out, the space is used up, or every place filled meanwhile)."""
         assert self.experiment is not None
+        space = self._space  # the space the engine draws in, unless it grows meanwhile
         try:
             s: Suggestion = await self.engine.suggest(self.experiment.id, tag=tuner_id, wait_s=wait_s)
         except ApiError as exc:
@@ -517,8 +543,8 @@ class KerasTunerOracle:
             if self.done or self._completed + self._in_progress() >= self.config.max_trials:
                 await self.engine.close_suggestion(self.experiment.id, s.id)  # every place filled meanwhile
                 return None
-            t = _Trial(s.id, s.id, dict(s.assignments), "queued")
-            self._trials[s.id] = t
+            t = _Trial(s.id, s.id, dict(s.assignments), "queued", drawn_in=space)
+            self._add(t)
             return self._hand_out(t, tuner_id)
 
     async def _try_hyperband(self, tuner_id: str, schedule: HyperbandSchedule) -> TrialView | None:
@@ -527,7 +553,7 @@ class KerasTunerOracle:
         a promoted one repeats its parent's values, so it is stored at its
         end as an observation of that point (the engine never suggests a point twice)."""
         if not self._space_known and any(
-            t.suggestion_id is None and not t.values and t.state in ("running", "queued") for t in self._trials.values()
+            t.suggestion_id is None and not t.values and t.state in ("running", "queued") for t in self._live_trials()
         ):
             return None  # the baseline is running; its EndTrial brings the space
         tid = f"hb{self._hb_trials + 1}"
@@ -564,7 +590,7 @@ class KerasTunerOracle:
                     return None  # the next round answers SearchFailed
                 raise
             t = _Trial(tid, s.id, dict(s.assignments), "queued", tuner_values=hb_values)
-        self._trials[tid] = t
+        self._add(t)
         return self._hand_out(t, tuner_id)
 
     def _loss_of(self, trial_id: str) -> float | None:
@@ -701,7 +727,10 @@ class KerasTunerOracle:
             score = metrics.pop(self.config.objectives[0][0], None)
             if score is None:  # the first objective was not finite at the best step
                 failed, metrics = True, {}
-        point = assignments_for(self._space, {**values, **t.values}) if self._space.parameters or values else {}
+        if t.suggestion_id is not None and t.drawn_in is self._space:
+            point = t.values  # what assignments_for would make of it: drawn in today's space
+        else:
+            point = assignments_for(self._space, {**values, **t.values}) if self._space.parameters or values else {}
         if t.suggestion_id is not None:
             if point == t.values:
                 try:
@@ -727,6 +756,8 @@ class KerasTunerOracle:
     # -- space ------------------------------------------------------------------------------
 
     async def _learn(self, learned: Learned) -> None:
+        if self._merged is not None and self._merged[0] is learned and self._merged[1] is self._space:
+            return  # this very space was merged into today's space already (every EndTrial sends it)
         for reason in learned.skipped:
             log.warning("space: skipped %s", reason)
         merged, skipped = merge_space(self._space, learned.parameters)
@@ -741,6 +772,7 @@ class KerasTunerOracle:
         if not self._space_known:
             self._space_known = True
             self._notify()
+        self._merged = (learned, self._space)
 
     async def update_space(self, learned: Learned) -> None:
         async with self._lock:

@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 import grpc
 
 from ...errors import ApiError, invalid
-from ._convert import MAX_NAME, hyperparameters_to_proto, space_from_proto, values_from_proto
+from ._convert import MAX_NAME, Learned, fill_values, hyperparameters_to_proto, space_from_proto, values_from_proto
 from ._generated import keras_tuner_pb2 as kt
 from ._generated import service_pb2 as pb
 from ._generated import service_pb2_grpc as pb_grpc
@@ -44,9 +44,13 @@ def _maximized(oracle: KerasTunerOracle, name: str) -> bool:
     return any(k in name.lower() for k in _MAXIMIZED) and "loss" not in name.lower()
 
 
+_STATUS_OUT = {name: kt.TrialStatus.Value(name) for name in kt.TrialStatus.keys()}
+_STATUS_IN = {number: name for name, number in _STATUS_OUT.items()}
+
+
 def trial_to_proto(view: TrialView, oracle: KerasTunerOracle) -> kt.Trial:
-    trial = kt.Trial(trial_id=view.trial_id, status=kt.TrialStatus.Value(view.status))
-    trial.hyperparameters.CopyFrom(hyperparameters_to_proto(view.values, oracle.space))
+    trial = kt.Trial(trial_id=view.trial_id, status=_STATUS_OUT[view.status])
+    fill_values(trial.hyperparameters.values, view.values, oracle.space)
     for name, history in view.metrics.items():
         mh = trial.metrics.metrics[name]
         mh.maximize = _maximized(oracle, name)
@@ -69,10 +73,26 @@ def _trial_id(raw: str) -> str:
 OnRpc = Callable[[str, str, str, float], None]
 
 
+_LEARNED_CACHE = 64  # distinct spaces remembered (workers of one search send one or a few)
+
+
 class OracleServicer(pb_grpc.OracleServicer):
     def __init__(self, oracle: KerasTunerOracle, on_rpc: OnRpc | None = None) -> None:
         self.oracle = oracle
         self.on_rpc = on_rpc
+        self._learned: dict[bytes, Learned] = {}
+
+    def _space_from_proto(self, space: kt.HyperParameters.Space) -> Learned:
+        """`space_from_proto`, parsed once per distinct space: a worker sends its whole
+        space with every EndTrial, and it seldom changes (`Learned` is immutable)."""
+        key = space.SerializeToString()
+        learned = self._learned.get(key)
+        if learned is None:
+            learned = space_from_proto(space)  # raises on a malformed space: nothing is cached
+            if len(self._learned) >= _LEARNED_CACHE:
+                del self._learned[next(iter(self._learned))]
+            self._learned[key] = learned
+        return learned
 
     async def _call(self, context: grpc.aio.ServicerContext, rpc: str, fn: Callable[[], Awaitable[T]]) -> T:
         t0 = time.perf_counter()
@@ -107,7 +127,7 @@ class OracleServicer(pb_grpc.OracleServicer):
 
     async def UpdateSpace(self, request: pb.UpdateSpaceRequest, context: Any) -> pb.UpdateSpaceResponse:
         async def run() -> pb.UpdateSpaceResponse:
-            learned = space_from_proto(request.hyperparameters.space)
+            learned = self._space_from_proto(request.hyperparameters.space)
             await self.oracle.update_space(learned)
             return pb.UpdateSpaceResponse()
 
@@ -138,10 +158,10 @@ class OracleServicer(pb_grpc.OracleServicer):
         async def run() -> pb.EndTrialResponse:
             trial = request.trial
             trial_id = _trial_id(trial.trial_id)
-            status = kt.TrialStatus.Name(trial.status) if trial.status in kt.TrialStatus.values() else str(trial.status)
+            status = _STATUS_IN.get(trial.status) or str(trial.status)
             values = values_from_proto(trial.hyperparameters.values)
             space = trial.hyperparameters.space
-            learned = space_from_proto(space) if trial.hyperparameters.HasField("space") else None
+            learned = self._space_from_proto(space) if trial.hyperparameters.HasField("space") else None
             await self.oracle.end_trial(trial_id, status, values, learned)
             return pb.EndTrialResponse()
 
