@@ -11,10 +11,10 @@ framing is h11's, the parser httpcore itself is built on; nothing is parsed
 by hand. Client policy (base URL, headers, timeouts, redirects off, retries)
 stays in `httpx.AsyncClient` and `HttpDriver`, as in httpx.
 
-The driver calls `exchange` (the response unread, with its body beside it:
-reading an httpx.Response through its decoder chain costs more than building
-it); through httpx, `handle_async_request` returns the response unread, as
-httpx's own transports do.
+The driver calls `exchange` (the answer's h11 head and its body, read whole)
+and builds an httpx.Response (`response`) only for an answer it does not
+simply decode (not 2xx); through httpx, `handle_async_request` returns the
+response unread, as httpx's own transports do.
 
 Errors are httpx's own, raised with the request: ConnectError / ConnectTimeout
 (nothing was sent), WriteError / WriteTimeout, ReadError / ReadTimeout,
@@ -46,6 +46,7 @@ KEEPALIVE_S = 4.0
 _FIRST_READ_SLACK = 0.01  # how early (a share of the read timeout) a first read's timeout may count from
 _RECV = 65536
 Origin = tuple[bytes, bytes, int]
+_END = h11.EndOfMessage()  # h11's events are immutable: one for every request
 
 
 class _Conn:
@@ -92,14 +93,13 @@ class H11Transport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """httpx's transport API: the answer comes back unread, as from httpx's own
         transports (the client reads it; here it is in memory already)."""
-        response, _ = await self.exchange(request, await request.aread())
-        return response
+        head, content = await self.exchange(request, await request.aread())
+        return self.response(request, head, content)
 
-    async def exchange(self, request: httpx.Request, body: bytes) -> tuple[httpx.Response, bytes]:
-        """Send `request` with `body` and read the answer whole: (the response,
-        unread, its body). The driver's direct path: reading an httpx.Response
-        through its decoder chain costs more than building it, and the body is
-        in memory already."""
+    async def exchange(self, request: httpx.Request, body: bytes) -> tuple[h11.Response, bytes]:
+        """Send `request` with `body` and read the answer whole: (its head, h11's
+        event, and its body). The driver's direct path: it decodes a 2xx answer's
+        body and builds the httpx.Response (`response`) only for the others."""
         if self._closed:
             raise RuntimeError("this transport is closed; open a new client")
         if self._slots is None:  # created in the running event loop, whichever backend
@@ -126,14 +126,20 @@ class H11Transport(httpx.AsyncBaseTransport):
                 await anyio.aclose_forcefully(conn.stream)
         finally:
             slots.release()
-        response = httpx.Response(
+        return head, content
+
+    @staticmethod
+    def response(request: httpx.Request, head: h11.Response, content: bytes) -> httpx.Response:
+        """The answer as httpx's own transports return it: unread, its stream a
+        ByteStream (reading it through httpx's decoder chain costs more than
+        building it; `read()` works as usual)."""
+        return httpx.Response(
             head.status_code,
             headers=head.headers.raw_items(),
             stream=httpx.ByteStream(content),
             request=request,
             extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason},
         )
-        return response, content
 
     async def aclose(self) -> None:
         self._closed = True
@@ -183,7 +189,7 @@ class H11Transport(httpx.AsyncBaseTransport):
             data = c.send(self._h11_request(request))
             if body:
                 data += c.send(h11.Data(data=body))
-            data += c.send(h11.EndOfMessage())
+            data += c.send(_END)
         except h11.LocalProtocolError as exc:
             raise httpx.LocalProtocolError(str(exc), request=request) from exc
         # One cancel scope for the whole exchange, its deadline moved per step (the
@@ -211,7 +217,10 @@ class H11Transport(httpx.AsyncBaseTransport):
             if reading:
                 raise httpx.ReadTimeout(f"no answer within {read_s} s", request=request)
             raise httpx.WriteTimeout("writing the request timed out", request=request)
-        keep = c.our_state is h11.DONE and c.their_state is h11.DONE
+        # Reused only when the answer ended cleanly and nothing followed it: a server
+        # sends nothing unasked, so leftover bytes mean a broken connection (and the
+        # next exchange can start by reading).
+        keep = c.our_state is h11.DONE and c.their_state is h11.DONE and not c.trailing_data[0]
         if keep:
             c.start_next_cycle()
         return head, content, keep
@@ -225,24 +234,25 @@ class H11Transport(httpx.AsyncBaseTransport):
         c = conn.h11
         head: h11.Response | None = None
         parts: list[bytes] = []
+        event: object = h11.NEED_DATA  # nothing of the answer can be buffered yet (see `_roundtrip`): read first
         while True:
+            if event is h11.NEED_DATA:
+                if not armed:  # per read, as httpx
+                    scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s
+                armed = False
+                c.receive_data(await self._receive(conn, request))
             try:
                 event = c.next_event()
             except h11.RemoteProtocolError as exc:
                 raise httpx.RemoteProtocolError(str(exc), request=request) from exc
             kind = type(event)
             if kind is h11.Data:
-                parts.append(event.data)  # type: ignore[union-attr]
+                parts.append(event.data)  # type: ignore[attr-defined]
             elif kind is h11.Response:
                 head = event  # type: ignore[assignment]
             elif kind is h11.EndOfMessage:
                 assert head is not None
                 return head, b"".join(parts)  # bytes, whatever h11 handed out (bytearray slices)
-            elif event is h11.NEED_DATA:
-                if not armed:  # per read, as httpx
-                    scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s
-                armed = False
-                c.receive_data(await self._receive(conn, request))
             elif kind is h11.ConnectionClosed or event is h11.PAUSED:
                 raise httpx.RemoteProtocolError("Server disconnected without sending a complete response.", request=request)
             # InformationalResponse (100 Continue, 103): the real answer follows
