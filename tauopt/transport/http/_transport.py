@@ -35,26 +35,24 @@ import ssl
 import time
 
 import anyio
-import anyio.abc
 import h11
 import httpx
-from anyio.abc import SocketAttribute
+
+from ._sockets import Pipe, open_plain, open_tls
 
 __all__ = ["H11Transport", "KEEPALIVE_S"]
 
 KEEPALIVE_S = 4.0
 _FIRST_READ_SLACK = 0.01  # how early (a share of the read timeout) a first read's timeout may count from
-_RECV = 65536
 Origin = tuple[bytes, bytes, int]
 _END = h11.EndOfMessage()  # h11's events are immutable: one for every request
 
 
 class _Conn:
-    __slots__ = ("stream", "fd", "h11", "idle_since")
+    __slots__ = ("pipe", "h11", "idle_since")
 
-    def __init__(self, stream: anyio.abc.ByteStream, fd: int) -> None:
-        self.stream = stream
-        self.fd = fd
+    def __init__(self, pipe: Pipe) -> None:
+        self.pipe = pipe
         self.h11 = h11.Connection(h11.CLIENT)
         self.idle_since = 0.0
 
@@ -117,13 +115,13 @@ class H11Transport(httpx.AsyncBaseTransport):
             try:
                 head, content, keep = await self._roundtrip(conn, request, body, timeouts)
             except BaseException:
-                await anyio.aclose_forcefully(conn.stream)
+                await conn.pipe.aclose()
                 raise
             if keep and not self._closed:
                 conn.idle_since = time.monotonic()
                 self._idle.setdefault(origin, []).append(conn)
             else:
-                await anyio.aclose_forcefully(conn.stream)
+                await conn.pipe.aclose()
         finally:
             slots.release()
         return head, content
@@ -146,7 +144,7 @@ class H11Transport(httpx.AsyncBaseTransport):
         idle, self._idle = self._idle, {}
         for conns in idle.values():
             for conn in conns:
-                await anyio.aclose_forcefully(conn.stream)
+                await conn.pipe.aclose()
 
     # -- connections -----------------------------------------------------------------
 
@@ -155,9 +153,9 @@ class H11Transport(httpx.AsyncBaseTransport):
         now = time.monotonic()
         while idle:
             conn = idle.pop()
-            if now - conn.idle_since < KEEPALIVE_S and not _readable(conn.fd):
+            if now - conn.idle_since < KEEPALIVE_S and not _readable(conn.pipe.fd):
                 return conn
-            await anyio.aclose_forcefully(conn.stream)  # stale
+            await conn.pipe.aclose()  # stale
         return None
 
     async def _connect(self, origin: Origin, request: httpx.Request, timeout: float | None) -> _Conn:
@@ -166,19 +164,15 @@ class H11Transport(httpx.AsyncBaseTransport):
         where = f"{scheme.decode()}://{host.decode()}:{port}"
         try:
             with anyio.fail_after(timeout):
-                stream: anyio.abc.ByteStream = await anyio.connect_tcp(
-                    host.decode("ascii"), port, tls=tls, tls_standard_compatible=False,
-                    ssl_context=(self._ssl or ssl.create_default_context()) if tls else None,
-                )  # fmt: skip
+                if tls:
+                    pipe: Pipe = await open_tls(host.decode("ascii"), port, self._ssl or ssl.create_default_context())
+                else:
+                    pipe = await open_plain(host.decode("ascii"), port)
         except TimeoutError as exc:
             raise httpx.ConnectTimeout(f"connecting to {where} timed out after {timeout} s", request=request) from exc
         except (OSError, ssl.SSLError, anyio.BrokenResourceError) as exc:
             raise httpx.ConnectError(f"cannot connect to {where}: {exc}", request=request) from exc
-        try:
-            fd = stream.extra(SocketAttribute.raw_socket).fileno()
-        except Exception:
-            fd = -1
-        return _Conn(stream, fd)
+        return _Conn(pipe)
 
     async def _roundtrip(
         self, conn: _Conn, request: httpx.Request, body: bytes, timeouts: dict[str, float | None]
@@ -196,9 +190,9 @@ class H11Transport(httpx.AsyncBaseTransport):
         # write, then each read): httpx's per-operation timeouts at the cost of one
         # scope. Moving a deadline costs a timer, so when both timeouts are equal (as
         # httpx.Timeout(60) makes them) and the write took under _FIRST_READ_SLACK of
-        # it (anyio's send yields once to the loop even when the socket took the bytes
-        # at once), the write's deadline serves as the first read's: that read's
-        # timeout then counts from the write's start, at most 1% early.
+        # it (a plain socket's write usually returns at once; a TLS stream's yields
+        # once to the loop), the write's deadline serves as the first read's: that
+        # read's timeout then counts from the write's start, at most 1% early.
         write_s, read_s = timeouts.get("write"), timeouts.get("read")
         reading = False
         with anyio.CancelScope() as scope:
@@ -206,7 +200,7 @@ class H11Transport(httpx.AsyncBaseTransport):
             if write_s is not None:
                 scope.deadline = start + write_s
             try:
-                await conn.stream.send(data)
+                await conn.pipe.send(data)
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 raise httpx.WriteError(f"writing the request failed: {exc}", request=request) from exc
             reading = True
@@ -273,8 +267,6 @@ class H11Transport(httpx.AsyncBaseTransport):
 
     async def _receive(self, conn: _Conn, request: httpx.Request) -> bytes:
         try:
-            return await conn.stream.receive(_RECV)
-        except anyio.EndOfStream:
-            return b""  # h11 decides: the end of a read-to-close body, or a premature close
+            return await conn.pipe.receive()  # b"" at the end: h11 decides (a read-to-close body, or a premature close)
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             raise httpx.ReadError(f"reading the answer failed: {exc}", request=request) from exc
