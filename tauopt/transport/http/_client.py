@@ -57,7 +57,7 @@ Sleep = Callable[[float], Awaitable[Any]]
 # One attempt's answer: (status, body, the httpx.Response). The response is None
 # for a 2xx answer on the direct path: the driver reads only its body.
 Answer = tuple[int, bytes, "httpx.Response | None"]
-_NO_HEADERS = httpx.Headers()
+_NO_HEADERS = httpx.Headers()  # what the retry policy sees of a direct 2xx answer (it never retries a 2xx)
 
 # A call's own deadline (anyio.current_time() clock), set by `HttpDriver.deadline`
 # around one operation; a context variable so concurrent calls keep their own.
