@@ -14,6 +14,7 @@ from typing import Any
 __all__ = ["plain_number", "plain_json", "shown", "PASS_FLOAT"]
 
 PASS_FLOAT = "pass float(x)"
+_PLAIN = frozenset({type(None), bool, int, float, str})  # JSON leaves as they are
 
 
 def plain_number(v: Any) -> Any:
@@ -52,10 +53,12 @@ def plain_json(obj: Any, where: str = "") -> Any:
     """A JSON-ready copy of `obj` with every number-like leaf made plain (the HTTP
     client's request bodies: `json.dumps` refuses numpy.float32). A leaf JSON
     cannot carry is refused here, with the local door's words, not json's."""
+    # Plain leaves are taken as they are, without a call or a path string each
+    # (every request body goes through here).
     if isinstance(obj, dict):
-        return {k: plain_json(v, f"{where}.{k}" if where else str(k)) for k, v in obj.items()}
+        return {k: v if type(v) in _PLAIN else plain_json(v, f"{where}.{k}" if where else str(k)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [plain_json(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+        return [v if type(v) in _PLAIN else plain_json(v, f"{where}[{i}]") for i, v in enumerate(obj)]
     plain = plain_number(obj)
     if plain is None or isinstance(plain, (bool, int, float, str)):
         return plain

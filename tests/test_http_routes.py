@@ -272,3 +272,18 @@ def test_an_unexpected_error_on_a_hot_route_is_the_catalogues_internal_error(mon
         r = http.post(f"/v1/experiments/{exp['id']}/suggestions", json={})
         assert (r.status_code, r.json()["error"]["type"]) == (500, "internal")
         assert "RuntimeError" in r.json()["error"]["message"]
+
+
+def test_the_hot_call_is_parsed_once_per_request_and_again_for_a_rewritten_path() -> None:
+    """MetricsMiddleware and HotRoutes both ask `hot_call`; the path is split once
+    and the answer kept in the scope with the path it came from, so a scope
+    copied with another path (a rewrite, a mount) is parsed for its own path."""
+    from tauopt.transport.http._routes import hot_call
+
+    scope: dict[str, Any] = {"type": "http", "method": "POST", "path": "/v1/experiments/e1/observations"}
+    assert hot_call(scope) == ("observe", "e1")
+    assert scope["tauopt.hot_call"] == (scope["path"], ("observe", "e1"))  # kept for the next middleware
+    assert hot_call(scope) == ("observe", "e1")
+    assert hot_call({**scope, "path": "/v1/experiments/e2/suggestions"}) == ("suggest", "e2")
+    assert hot_call({**scope, "path": "/v1/experiments/e2"}) is None
+    assert hot_call({"type": "lifespan"}) is None

@@ -113,6 +113,40 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced_not_reused(
 
 
 @pytest.mark.anyio
+async def test_bytes_after_an_answer_end_the_connections_reuse() -> None:
+    """A server sends nothing unasked: bytes that arrive with an answer and after
+    its end (here a second, unasked answer) mean the connection is broken. It is
+    not reused, so the next request gets its own answer on a new connection, not
+    the leftover bytes read as its answer."""
+    async def handler(stream: anyio.abc.SocketStream, n: int) -> None:
+        while await srv.read_request(stream) is not None:
+            extra = _ok({"status": "unasked"}) if n == 1 else b""
+            await stream.send(_ok({"status": f"conn {n}"}) + extra)
+
+    srv = RawServer(handler)
+    async with srv as url, HttpDriver(url, "t0k") as d:
+        assert await d.health() == {"status": "conn 1"}
+        assert await d.health() == {"status": "conn 2"}
+        assert await d.health() == {"status": "conn 2"}
+    assert srv.connections == 2
+
+
+@pytest.mark.anyio
+async def test_a_host_name_is_resolved_and_named_in_the_host_header() -> None:
+    """The plain-socket connect resolves the name itself (anyio.getaddrinfo) and
+    tries each address in turn; here `localhost` (one address on this box: the
+    fallback to a later address is not exercised)."""
+    async def handler(stream: anyio.abc.SocketStream, n: int) -> None:
+        while await srv.read_request(stream) is not None:
+            await stream.send(_ok({"status": "ok"}))
+
+    srv = RawServer(handler)
+    async with srv as url, HttpDriver(url.replace("127.0.0.1", "localhost"), "t0k") as d:
+        assert await d.health() == {"status": "ok"}
+    assert srv.requests[0].split(b"\r\n")[1].lower().startswith(b"host: localhost:")
+
+
+@pytest.mark.anyio
 async def test_concurrent_callers_reuse_a_bounded_set_of_keep_alive_connections() -> None:
     async def handler(stream: anyio.abc.SocketStream, n: int) -> None:
         while await srv.read_request(stream) is not None:

@@ -54,7 +54,10 @@ __all__ = ["HttpDriver", "DEFAULT_BASE_URL"]
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 WAIT_MARGIN_S = 10.0  # read timeout beyond a waiting ask's wait_s: the answer's own time on the wire
 Sleep = Callable[[float], Awaitable[Any]]
-Answer = tuple[httpx.Response, bytes]  # a response and its body, read
+# One attempt's answer: (status, body, the httpx.Response). The response is None
+# for a 2xx answer on the direct path: the driver reads only its body.
+Answer = tuple[int, bytes, "httpx.Response | None"]
+_NO_HEADERS = httpx.Headers()  # what the retry policy sees of a direct 2xx answer (it never retries a 2xx)
 
 # A call's own deadline (anyio.current_time() clock), set by `HttpDriver.deadline`
 # around one operation; a context variable so concurrent calls keep their own.
@@ -62,6 +65,9 @@ _CALL_DEADLINE: ContextVar[float | None] = ContextVar("tauopt_call_deadline", de
 
 # One encoder for every body: json.dumps with options builds a new one per call.
 _ENCODE = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
+# Answers are UTF-8 JSON (RFC 8259 for JSON over a network; the server's
+# renderer): decoded as such, without json.loads' encoding detection per call.
+_DECODE = json.JSONDecoder().decode
 
 
 
@@ -199,13 +205,12 @@ class HttpDriver:
             if clean:
                 path += "?" + urlencode(clean)
         if wait_s:
-            response, answer = await self._send_single_request(method, path, content, self._waiting(wait_s))
+            status, answer, response = await self._send_single_request(method, path, content, self._waiting(wait_s))
         else:
-            response, answer = await self._send_handling_retries(method, path, content)
-        if response.is_success:
-            if not answer:
-                return None
-            return json.loads(answer)
+            status, answer, response = await self._send_handling_retries(method, path, content)
+        if 200 <= status < 300:  # httpx's is_success
+            return _DECODE(answer.decode()) if answer else None
+        assert response is not None  # every answer but a direct 2xx has one
         raise _api_error(response)
 
     async def _send_handling_retries(self, method: str, path: str, content: bytes | None) -> Answer:
@@ -213,7 +218,8 @@ class HttpDriver:
         started = anyio.current_time() if self.deadline_s is not None else None
         while True:
             answer = await self._send_single_request(method, path, content)
-            delay = retry_delay(answer[0].status_code, method, attempt, answer[0].headers)
+            status, _, response = answer
+            delay = retry_delay(status, method, attempt, _NO_HEADERS if response is None else response.headers)
             if delay is None:  # the usual case: no clock read, no deadline to work out
                 return answer
             delay = within_deadline(delay, anyio.current_time(), self._deadline(started))
@@ -241,7 +247,7 @@ class HttpDriver:
     async def _send_on_the_wire(
         self, method: str, path: str, content: bytes | None, extensions: dict[str, Any]
     ) -> Answer:
-        """One attempt: (the response, its body). The request is the one
+        """One attempt: (status, body, response; see `Answer`). The request is the one
         `AsyncClient.build_request` makes (base URL, client headers, Host and
         Content-Length, timeout), with the merged URL and each distinct header
         set cached: merging and encoding cost more client CPU than the wire
@@ -255,7 +261,7 @@ class HttpDriver:
             headers = self._json_headers if content is not None else self._http.headers
             request = httpx.Request(method, url, headers=headers, content=content, extensions=extensions)
             response = await self._http.send(request, follow_redirects=False)
-            return response, response.content
+            return response.status_code, response.content, response
         if self._http.is_closed:
             raise RuntimeError("Cannot send a request, as the client has been closed.")
         body = b"" if content is None else content
@@ -264,7 +270,9 @@ class HttpDriver:
             extensions=extensions,
         )  # fmt: skip
         request.read()  # a ByteStream: its content, readable as on any request httpx builds
-        return await self._direct.exchange(request, body)
+        head, answer = await self._direct.exchange(request, body)
+        status = head.status_code
+        return status, answer, None if 200 <= status < 300 else H11Transport.response(request, head, answer)
 
     def _headers_for(self, method: str, url: httpx.URL, content: bytes | None) -> httpx.Headers:
         """The headers httpx gives `method` with `content`, built by httpx once per

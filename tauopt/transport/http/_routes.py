@@ -363,16 +363,30 @@ def routes(operations: list[Operation]) -> list[Route]:
     return [op.route() for op in sorted(operations, key=lambda op: op.name not in _HOT.values())]
 
 
+_HOT_SCOPE_KEY = "tauopt.hot_call"
+
+
 def hot_call(scope: Scope) -> tuple[str, str] | None:
     """(operation name, experiment id) when `scope` is one of the worker loop's
     two calls: POST /v1/experiments/{id}/suggestions or .../observations (the id
-    may be empty: no route, but the metrics still count it as an ask or observe)."""
-    if scope["type"] != "http" or scope["method"] != "POST":
+    may be empty: no route, but the metrics still count it as an ask or observe).
+
+    Parsed once per request: the answer is kept in the scope with the path it
+    was read from (MetricsMiddleware asks first, HotRoutes reuses it; a scope
+    whose path was rewritten in between is parsed again)."""
+    if scope["type"] != "http":
         return None
-    parts = scope["path"].split("/")
-    if len(parts) == 5 and parts[1] == "v1" and parts[2] == "experiments" and parts[4] in _HOT:
-        return _HOT[parts[4]], parts[3]
-    return None
+    path = scope["path"]
+    kept = scope.get(_HOT_SCOPE_KEY)
+    if kept is not None and kept[0] is path:
+        return kept[1]  # type: ignore[no-any-return]
+    hot = None
+    if scope["method"] == "POST":
+        parts = path.split("/")
+        if len(parts) == 5 and parts[1] == "v1" and parts[2] == "experiments" and parts[4] in _HOT:
+            hot = _HOT[parts[4]], parts[3]
+    scope[_HOT_SCOPE_KEY] = (path, hot)
+    return hot
 
 
 class HotRoutes:

@@ -11,10 +11,10 @@ framing is h11's, the parser httpcore itself is built on; nothing is parsed
 by hand. Client policy (base URL, headers, timeouts, redirects off, retries)
 stays in `httpx.AsyncClient` and `HttpDriver`, as in httpx.
 
-The driver calls `exchange` (the response unread, with its body beside it:
-reading an httpx.Response through its decoder chain costs more than building
-it); through httpx, `handle_async_request` returns the response unread, as
-httpx's own transports do.
+The driver calls `exchange` (the answer's h11 head and its body, read whole)
+and builds an httpx.Response (`response`) only for an answer it does not
+simply decode (not 2xx); through httpx, `handle_async_request` returns the
+response unread, as httpx's own transports do.
 
 Errors are httpx's own, raised with the request: ConnectError / ConnectTimeout
 (nothing was sent), WriteError / WriteTimeout, ReadError / ReadTimeout,
@@ -35,25 +35,24 @@ import ssl
 import time
 
 import anyio
-import anyio.abc
 import h11
 import httpx
-from anyio.abc import SocketAttribute
+
+from ._sockets import Pipe, open_plain, open_tls
 
 __all__ = ["H11Transport", "KEEPALIVE_S"]
 
 KEEPALIVE_S = 4.0
 _FIRST_READ_SLACK = 0.01  # how early (a share of the read timeout) a first read's timeout may count from
-_RECV = 65536
 Origin = tuple[bytes, bytes, int]
+_END = h11.EndOfMessage()  # h11's events are immutable: one for every request
 
 
 class _Conn:
-    __slots__ = ("stream", "fd", "h11", "idle_since")
+    __slots__ = ("pipe", "h11", "idle_since")
 
-    def __init__(self, stream: anyio.abc.ByteStream, fd: int) -> None:
-        self.stream = stream
-        self.fd = fd
+    def __init__(self, pipe: Pipe) -> None:
+        self.pipe = pipe
         self.h11 = h11.Connection(h11.CLIENT)
         self.idle_since = 0.0
 
@@ -92,14 +91,13 @@ class H11Transport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """httpx's transport API: the answer comes back unread, as from httpx's own
         transports (the client reads it; here it is in memory already)."""
-        response, _ = await self.exchange(request, await request.aread())
-        return response
+        head, content = await self.exchange(request, await request.aread())
+        return self.response(request, head, content)
 
-    async def exchange(self, request: httpx.Request, body: bytes) -> tuple[httpx.Response, bytes]:
-        """Send `request` with `body` and read the answer whole: (the response,
-        unread, its body). The driver's direct path: reading an httpx.Response
-        through its decoder chain costs more than building it, and the body is
-        in memory already."""
+    async def exchange(self, request: httpx.Request, body: bytes) -> tuple[h11.Response, bytes]:
+        """Send `request` with `body` and read the answer whole: (its head, h11's
+        event, and its body). The driver's direct path: it decodes a 2xx answer's
+        body and builds the httpx.Response (`response`) only for the others."""
         if self._closed:
             raise RuntimeError("this transport is closed; open a new client")
         if self._slots is None:  # created in the running event loop, whichever backend
@@ -117,30 +115,36 @@ class H11Transport(httpx.AsyncBaseTransport):
             try:
                 head, content, keep = await self._roundtrip(conn, request, body, timeouts)
             except BaseException:
-                await anyio.aclose_forcefully(conn.stream)
+                await conn.pipe.aclose()
                 raise
             if keep and not self._closed:
                 conn.idle_since = time.monotonic()
                 self._idle.setdefault(origin, []).append(conn)
             else:
-                await anyio.aclose_forcefully(conn.stream)
+                await conn.pipe.aclose()
         finally:
             slots.release()
-        response = httpx.Response(
+        return head, content
+
+    @staticmethod
+    def response(request: httpx.Request, head: h11.Response, content: bytes) -> httpx.Response:
+        """The answer as httpx's own transports return it: unread, its stream a
+        ByteStream (reading it through httpx's decoder chain costs more than
+        building it; `read()` works as usual)."""
+        return httpx.Response(
             head.status_code,
             headers=head.headers.raw_items(),
             stream=httpx.ByteStream(content),
             request=request,
             extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason},
         )
-        return response, content
 
     async def aclose(self) -> None:
         self._closed = True
         idle, self._idle = self._idle, {}
         for conns in idle.values():
             for conn in conns:
-                await anyio.aclose_forcefully(conn.stream)
+                await conn.pipe.aclose()
 
     # -- connections -----------------------------------------------------------------
 
@@ -149,9 +153,9 @@ class H11Transport(httpx.AsyncBaseTransport):
         now = time.monotonic()
         while idle:
             conn = idle.pop()
-            if now - conn.idle_since < KEEPALIVE_S and not _readable(conn.fd):
+            if now - conn.idle_since < KEEPALIVE_S and not _readable(conn.pipe.fd):
                 return conn
-            await anyio.aclose_forcefully(conn.stream)  # stale
+            await conn.pipe.aclose()  # stale
         return None
 
     async def _connect(self, origin: Origin, request: httpx.Request, timeout: float | None) -> _Conn:
@@ -160,19 +164,15 @@ class H11Transport(httpx.AsyncBaseTransport):
         where = f"{scheme.decode()}://{host.decode()}:{port}"
         try:
             with anyio.fail_after(timeout):
-                stream: anyio.abc.ByteStream = await anyio.connect_tcp(
-                    host.decode("ascii"), port, tls=tls, tls_standard_compatible=False,
-                    ssl_context=(self._ssl or ssl.create_default_context()) if tls else None,
-                )  # fmt: skip
+                if tls:
+                    pipe: Pipe = await open_tls(host.decode("ascii"), port, self._ssl or ssl.create_default_context())
+                else:
+                    pipe = await open_plain(host.decode("ascii"), port)
         except TimeoutError as exc:
             raise httpx.ConnectTimeout(f"connecting to {where} timed out after {timeout} s", request=request) from exc
         except (OSError, ssl.SSLError, anyio.BrokenResourceError) as exc:
             raise httpx.ConnectError(f"cannot connect to {where}: {exc}", request=request) from exc
-        try:
-            fd = stream.extra(SocketAttribute.raw_socket).fileno()
-        except Exception:
-            fd = -1
-        return _Conn(stream, fd)
+        return _Conn(pipe)
 
     async def _roundtrip(
         self, conn: _Conn, request: httpx.Request, body: bytes, timeouts: dict[str, float | None]
@@ -183,16 +183,16 @@ class H11Transport(httpx.AsyncBaseTransport):
             data = c.send(self._h11_request(request))
             if body:
                 data += c.send(h11.Data(data=body))
-            data += c.send(h11.EndOfMessage())
+            data += c.send(_END)
         except h11.LocalProtocolError as exc:
             raise httpx.LocalProtocolError(str(exc), request=request) from exc
         # One cancel scope for the whole exchange, its deadline moved per step (the
         # write, then each read): httpx's per-operation timeouts at the cost of one
         # scope. Moving a deadline costs a timer, so when both timeouts are equal (as
         # httpx.Timeout(60) makes them) and the write took under _FIRST_READ_SLACK of
-        # it (anyio's send yields once to the loop even when the socket took the bytes
-        # at once), the write's deadline serves as the first read's: that read's
-        # timeout then counts from the write's start, at most 1% early.
+        # it (a plain socket's write usually returns at once; a TLS stream's yields
+        # once to the loop), the write's deadline serves as the first read's: that
+        # read's timeout then counts from the write's start, at most 1% early.
         write_s, read_s = timeouts.get("write"), timeouts.get("read")
         reading = False
         with anyio.CancelScope() as scope:
@@ -200,7 +200,7 @@ class H11Transport(httpx.AsyncBaseTransport):
             if write_s is not None:
                 scope.deadline = start + write_s
             try:
-                await conn.stream.send(data)
+                await conn.pipe.send(data)
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 raise httpx.WriteError(f"writing the request failed: {exc}", request=request) from exc
             reading = True
@@ -211,7 +211,10 @@ class H11Transport(httpx.AsyncBaseTransport):
             if reading:
                 raise httpx.ReadTimeout(f"no answer within {read_s} s", request=request)
             raise httpx.WriteTimeout("writing the request timed out", request=request)
-        keep = c.our_state is h11.DONE and c.their_state is h11.DONE
+        # Reused only when the answer ended cleanly and nothing followed it: a server
+        # sends nothing unasked, so leftover bytes mean a broken connection (and the
+        # next exchange can start by reading).
+        keep = c.our_state is h11.DONE and c.their_state is h11.DONE and not c.trailing_data[0]
         if keep:
             c.start_next_cycle()
         return head, content, keep
@@ -225,24 +228,25 @@ class H11Transport(httpx.AsyncBaseTransport):
         c = conn.h11
         head: h11.Response | None = None
         parts: list[bytes] = []
+        event: object = h11.NEED_DATA  # nothing of the answer can be buffered yet (see `_roundtrip`): read first
         while True:
+            if event is h11.NEED_DATA:
+                if not armed:  # per read, as httpx
+                    scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s
+                armed = False
+                c.receive_data(await self._receive(conn, request))
             try:
                 event = c.next_event()
             except h11.RemoteProtocolError as exc:
                 raise httpx.RemoteProtocolError(str(exc), request=request) from exc
             kind = type(event)
             if kind is h11.Data:
-                parts.append(event.data)  # type: ignore[union-attr]
+                parts.append(event.data)  # type: ignore[attr-defined]
             elif kind is h11.Response:
                 head = event  # type: ignore[assignment]
             elif kind is h11.EndOfMessage:
                 assert head is not None
                 return head, b"".join(parts)  # bytes, whatever h11 handed out (bytearray slices)
-            elif event is h11.NEED_DATA:
-                if not armed:  # per read, as httpx
-                    scope.deadline = math.inf if read_s is None else anyio.current_time() + read_s
-                armed = False
-                c.receive_data(await self._receive(conn, request))
             elif kind is h11.ConnectionClosed or event is h11.PAUSED:
                 raise httpx.RemoteProtocolError("Server disconnected without sending a complete response.", request=request)
             # InformationalResponse (100 Continue, 103): the real answer follows
@@ -263,8 +267,6 @@ class H11Transport(httpx.AsyncBaseTransport):
 
     async def _receive(self, conn: _Conn, request: httpx.Request) -> bytes:
         try:
-            return await conn.stream.receive(_RECV)
-        except anyio.EndOfStream:
-            return b""  # h11 decides: the end of a read-to-close body, or a premature close
+            return await conn.pipe.receive()  # b"" at the end: h11 decides (a read-to-close body, or a premature close)
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             raise httpx.ReadError(f"reading the answer failed: {exc}", request=request) from exc
