@@ -4,6 +4,7 @@ optimizer, the output warp, and the trust region (issue 17)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -243,6 +244,25 @@ def test_the_opt_in_refinements_propose_distinct_points_without_falling_back() -
         r = propose_gp(req, np.random.default_rng(0), config=config)
         assert r.info.fallback_reason is None, (config, r.info.fallback_reason)
         assert len(r.candidates) == 2 and r.candidates[0] != r.candidates[1]
+
+
+def test_a_batch_with_exploring_picks_keeps_the_kriging_believer_picks_and_adds_distinct_ones() -> None:
+    """The engine's batch of 8 (drawn 32, 2 pending): picks 0 and 4 explore
+    (draw index a multiple of 4); the six exploiting picks come first and are
+    the kriging believer's own six."""
+    req = replace(_sphere_request(5, 30, pending=2), n=8)
+    old = propose_gp(req, np.random.default_rng(0))
+    mix = propose_gp(req, np.random.default_rng(0), config=GPConfig(believer="median", explore_every=4))
+    assert old.info.fallback_reason is None and mix.info.fallback_reason is None
+    assert mix.candidates[:6] == old.candidates[:6]
+    assert len({tuple(sorted(c.items())) for c in mix.candidates}) == 8
+
+
+def test_gp_config_refuses_an_unknown_believer_or_share_with_what_to_give() -> None:
+    with pytest.raises(ValueError, match="give 'mean', 'incumbent', 'median' or 'max'"):
+        GPConfig(believer="optimistic")
+    with pytest.raises(ValueError, match="integer >= 1"):
+        GPConfig(explore_every=0)
 
 
 def test_the_gradient_ascent_ends_no_lower_than_the_candidate_search_on_the_same_posterior() -> None:

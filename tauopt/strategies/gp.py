@@ -118,6 +118,12 @@ class GPConfig:
     # index is a multiple of this (1: every one); the others use the mean.
     explore_every: int = 1
 
+    def __post_init__(self) -> None:
+        if self.believer not in ("mean", "incumbent", "median", "max"):
+            raise ValueError(f"GPConfig.believer: give 'mean', 'incumbent', 'median' or 'max', got {self.believer!r}")
+        if self.explore_every < 1:
+            raise ValueError(f"GPConfig.explore_every: give an integer >= 1 (1: every pick), got {self.explore_every}")
+
 
 DEFAULT = GPConfig()
 
@@ -273,7 +279,7 @@ def _explorers(request: SuggestRequest, config: GPConfig) -> int:
     draw index (request.drawn + i) is a multiple of config.explore_every."""
     if config.believer == "mean":
         return 0
-    k = max(1, config.explore_every)
+    k = config.explore_every
     return sum(1 for i in range(0 if request.pending else 1, request.n) if (request.drawn + i) % k == 0)
 
 
@@ -327,9 +333,7 @@ def _lie(config: GPConfig, y: np.ndarray, feasible: np.ndarray) -> float:
         return float(y[feasible].min()) if feasible.any() else -math.inf
     if config.believer == "median":
         return float(np.median(y))
-    if config.believer == "max":
-        return float(np.max(y))
-    raise ValueError(f"believer: give 'mean', 'incumbent', 'median' or 'max', got {config.believer!r}")
+    return float(np.max(y))  # "max" (GPConfig checks the name)
 
 
 def _select(  # type: ignore[no-untyped-def]
