@@ -42,6 +42,13 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp_grad_warp": {"gradient": True, "output_warp": True},
     "gp_grad_iw": {"gradient": True, "input_warp": True},
     "gp_all": {"gradient": True, "output_warp": True, "trust_region": True},
+    # pending points believed at a pessimistic value (issue 17, fourth round: 8 workers)
+    "gp_clinc": {"believer": "incumbent"},
+    "gp_clmed": {"believer": "median"},
+    "gp_clmax": {"believer": "max"},
+    # one suggestion in 2 (4) made while others are pending believes them at the median
+    "gp_mix2": {"believer": "median", "explore_every": 2},
+    "gp_mix4": {"believer": "median", "explore_every": 4},
 }
 
 

@@ -4,6 +4,7 @@ optimizer, the output warp, and the trust region (issue 17)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -245,6 +246,25 @@ def test_the_opt_in_refinements_propose_distinct_points_without_falling_back() -
         assert len(r.candidates) == 2 and r.candidates[0] != r.candidates[1]
 
 
+def test_a_batch_with_exploring_picks_keeps_the_kriging_believer_picks_and_adds_distinct_ones() -> None:
+    """The engine's batch of 8 (drawn 32, 2 pending): picks 0 and 4 explore
+    (draw index a multiple of 4); the six exploiting picks come first and are
+    the kriging believer's own six."""
+    req = replace(_sphere_request(5, 30, pending=2), n=8)
+    old = propose_gp(req, np.random.default_rng(0))
+    mix = propose_gp(req, np.random.default_rng(0), config=GPConfig(believer="median", explore_every=4))
+    assert old.info.fallback_reason is None and mix.info.fallback_reason is None
+    assert mix.candidates[:6] == old.candidates[:6]
+    assert len({tuple(sorted(c.items())) for c in mix.candidates}) == 8
+
+
+def test_gp_config_refuses_an_unknown_believer_or_share_with_what_to_give() -> None:
+    with pytest.raises(ValueError, match="give 'mean', 'incumbent', 'median' or 'max'"):
+        GPConfig(believer="optimistic")
+    with pytest.raises(ValueError, match="integer >= 1"):
+        GPConfig(explore_every=0)
+
+
 def test_the_gradient_ascent_ends_no_lower_than_the_candidate_search_on_the_same_posterior() -> None:
     from tauopt.strategies import gp
 
@@ -442,18 +462,23 @@ def test_min_separation_keeps_half_rank_batches_of_pending_points_apart() -> Non
     assert min_gap(GPConfig(half_rank=True, min_separation=0.02)) >= 0.02
 
 
-def test_a_candidate_batch_updates_as_the_posterior_rebuilt_with_each_believer() -> None:
-    """CandidateBatch (a batch's later picks) equals Posterior.with_points point by
-    point: means, variances on the set, on points added later and on new points."""
+def _toy_posterior(seed: int):  # type: ignore[no-untyped-def]
+    """Standardized targets, their posterior, candidates, candidates added later, probes."""
     from tauopt.strategies._gp_model import Hyper, Posterior
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     x = rng.random((40, 3))
     y = np.sin(3 * x).sum(1)
     y = (y - y.mean()) / y.std()
     h = Hyper(np.array([0.3, 0.5, 0.8]), 1.2, 1e-3, 0.1)
     post = Posterior(x, y, np.full(40, h.noise), h)
-    cands, extra, probe = rng.random((300, 3)), rng.random((20, 3)), rng.random((50, 3))
+    return y, post, rng.random((300, 3)), rng.random((20, 3)), rng.random((50, 3))
+
+
+def test_a_candidate_batch_updates_as_the_posterior_rebuilt_with_each_believer() -> None:
+    """CandidateBatch (a batch's later picks) equals Posterior.with_points point by
+    point: means, variances on the set, on points added later and on new points."""
+    y, post, cands, extra, probe = _toy_posterior(0)
     batch, rebuilt, every = post.candidates(cands), post, cands
     for step, j in enumerate((3, 77, 3, 310, 12)):  # a repeat, and one added after two believers
         if step == 2:
@@ -467,3 +492,63 @@ def test_a_candidate_batch_updates_as_the_posterior_rebuilt_with_each_believer()
         np.testing.assert_allclose(batch.mu, mu, atol=1e-9)
         np.testing.assert_allclose(batch.sd, sd, atol=1e-9)
         np.testing.assert_allclose(np.vstack(batch.predict(probe)), np.vstack(rebuilt.predict(probe)), atol=1e-9)
+
+
+def test_a_candidate_batch_with_pessimistic_believers_equals_the_rebuilt_posterior() -> None:
+    """A believer above its mean (GPConfig(believer="median")) moves the means
+    around it: CandidateBatch's in-place update equals the posterior rebuilt
+    with the believers at those values, on the set, on points added later and
+    on new points."""
+    y, post, cands, extra, probe = _toy_posterior(1)
+    batch, rebuilt, every = post.candidates(cands), post, cands
+    lie = float(np.median(y))
+    for step, j in enumerate((3, 77, 310, 12)):
+        if step == 2:
+            batch.add(extra)
+            every = np.vstack([cands, extra])
+        before = float(batch.mu[j])
+        assert batch.believe(j, 1e-6, max(before, lie)) == before
+        rebuilt = rebuilt.with_points(every[j : j + 1], np.array([max(before, lie)]), 1e-6)
+        mu, sd = rebuilt.predict(every)
+        np.testing.assert_allclose(batch.mu, mu, atol=1e-8)
+        np.testing.assert_allclose(batch.sd, sd, atol=1e-8)
+        np.testing.assert_allclose(np.vstack(batch.predict(probe)), np.vstack(rebuilt.predict(probe)), atol=1e-8)
+
+
+def _crowded_incumbent(seed: int):  # type: ignore[no-untyped-def]
+    """Two separated wells, the deeper one at A holding the incumbent and 7
+    pending points (a batch that collapsed onto one basin, as 8 workers' kriging
+    believers did on Hartmann-6: open points within 0.008 of each other)."""
+    from scipy.stats import qmc
+
+    a, b = np.array([0.25, 0.3]), np.array([0.75, 0.7])
+
+    def wells(u: np.ndarray) -> float:
+        return float(-math.exp(-((u - a) ** 2).sum() / 0.005) - 0.8 * math.exp(-((u - b) ** 2).sum() / 0.005))
+
+    space = Space.parse([{"name": f"x{i}", "type": "double", "bounds": [0, 1]} for i in range(2)])
+    u0 = np.vstack([qmc.Sobol(2, scramble=True, rng=seed).random(16), a + [0.02, -0.015], b + [-0.02, 0.02]])
+    hist = tuple(Observation(str(i), "e", None, space.from_unit(u), wells(u)) for i, u in enumerate(u0))
+    rng = np.random.default_rng(seed)
+    pending = tuple(space.from_unit(a + 0.02 * rng.normal(size=2)) for _ in range(7))
+    return space, hist, pending
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_exploring_pick_keeps_away_from_a_crowded_basin_and_the_others_exploit_as_before(seed: int) -> None:
+    space, hist, pending = _crowded_incumbent(seed)
+    crowd = np.array([[p["x0"], p["x1"]] for p in pending])
+    mix = GPConfig(believer="median", explore_every=4)
+
+    def pick(config: GPConfig, drawn: int, pend: tuple = pending) -> np.ndarray:
+        r = propose_gp(SuggestRequest(space, Metric("y"), hist, pend, 1, 0, drawn), np.random.default_rng(0), config=config)
+        assert r.info.fallback_reason is None
+        return np.array([r.candidates[0]["x0"], r.candidates[0]["x1"]])
+
+    def gap(z: np.ndarray) -> float:
+        return float(np.sqrt(((crowd - z) ** 2).sum(1)).min())
+
+    old = pick(GPConfig(), 24)
+    assert gap(pick(mix, 24)) > gap(old) + 0.01  # drawn 24: a multiple of 4, the exploring pick
+    np.testing.assert_array_equal(pick(mix, 25), old)  # the other picks: the kriging believer's
+    np.testing.assert_array_equal(pick(mix, 24, ()), pick(GPConfig(), 24, ()))  # one worker: unchanged

@@ -204,6 +204,7 @@ class CandidateBatch:
         self._var, self._v, self._u = z(0, dtype=torch.float64), z((len(post.y), 0), dtype=torch.float64), z((0, 0), dtype=torch.float64)
         self.mu = np.zeros(0)
         self._believers: list[tuple[int, Any]] = []  # (candidate index, sqrt(its variance + noise) then)
+        self._r = z(0, dtype=torch.float64)  # per believer: (believed value - its mean then) / that sqrt
         self.add(feats)
 
     @property
@@ -223,7 +224,7 @@ class CandidateBatch:
         cov = matern52(f, self._f[idx], self._h) - v.T @ self._v[:, idx]
         a = torch.triu(self._u[:, idx], diagonal=1) + torch.diag(torch.stack([d for _, d in self._believers]))
         u = torch.linalg.solve_triangular(a, cov, upper=True, left=False).T
-        return mu, (var - (u * u).sum(0)).clamp_min(1e-12), v, u
+        return mu + self._r @ u, (var - (u * u).sum(0)).clamp_min(1e-12), v, u
 
     def predict(self, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         import torch
@@ -243,18 +244,26 @@ class CandidateBatch:
             self._v, self._u = torch.hstack([self._v, v]), torch.hstack([self._u, u])
         self.mu = np.concatenate([self.mu, mu.numpy()])
 
-    def believe(self, j: int, noise: float) -> float:
-        """Candidate j joins as a believer with `noise`; returns its mean."""
+    def believe(self, j: int, noise: float, value: float | None = None) -> float:
+        """Candidate j joins as a believer with `noise`, at `value` (None: at its
+        own mean, which moves no mean); returns its mean before. A value above
+        the mean (a pessimistic believer) raises the means around j by u * r,
+        r = (value - mean) / sqrt(variance + noise): the GP's conditioning on one
+        more observation, written per believer."""
         import torch
 
+        mu_j = float(self.mu[j])
         with torch.no_grad():
             cov = matern52(self._f, self._f[j : j + 1], self._h)[:, 0] - self._v.T @ self._v[:, j] - self._u.T @ self._u[:, j]
             d = (self._var[j] + noise).sqrt()
             u = cov / d
+            r = torch.zeros((), dtype=torch.float64) if value is None else (value - mu_j) / d
             self._var = (self._var - u * u).clamp_min(1e-12)
             self._u = torch.vstack([self._u, u])
+            self._r = torch.cat([self._r, r.reshape(1)])
+        self.mu = self.mu + (u * r).numpy()
         self._believers.append((j, d))
-        return float(self.mu[j])
+        return mu_j
 
 
 def log_ei(mu: np.ndarray, sigma: np.ndarray, best: float) -> np.ndarray:
