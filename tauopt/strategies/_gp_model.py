@@ -59,6 +59,7 @@ class GPState:
     n_features: int
     hyper: Hyper
     n_train: int
+    others: tuple[Hyper, ...] = ()  # the other modelled outputs' fits (EHVI: the second objective)
 
 
 def _lengthscale_prior_loc(d: int) -> float:
