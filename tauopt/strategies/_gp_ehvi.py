@@ -56,8 +56,7 @@ def log_ehvi(mu: np.ndarray, sd: np.ndarray, front: np.ndarray, ref: np.ndarray)
     def log_psi(j: int, b: np.ndarray) -> np.ndarray:  # (m, stripes): log E[(b - y_j)^+]
         out = np.full((m, len(b)), -np.inf)
         fin = np.isfinite(b)
-        for s in np.flatnonzero(fin):
-            out[:, s] = log_ei(mu[:, j], sd[:, j], float(b[s]))
+        out[:, fin] = log_ei(np.repeat(mu[:, j : j + 1], fin.sum(), 1), np.repeat(sd[:, j : j + 1], fin.sum(), 1), b[None, fin])
         return out
 
     lu, ll, lv = log_psi(0, u), log_psi(0, l), log_psi(1, v)

@@ -258,7 +258,7 @@ class CandidateBatch:
         return float(self.mu[j])
 
 
-def log_ei(mu: np.ndarray, sigma: np.ndarray, best: float) -> np.ndarray:
+def log_ei(mu: np.ndarray, sigma: np.ndarray, best: float | np.ndarray) -> np.ndarray:
     """log E[max(best - f, 0)] for f ~ N(mu, sigma^2) (minimization), stable far
     into the tail where plain EI underflows to 0 and stops ranking candidates."""
     from scipy.special import erfcx, ndtr
