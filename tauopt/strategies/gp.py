@@ -30,6 +30,11 @@ Choices (see the README `gp` section):
   pick re-scores them and hill-climbs its best few, with no new posterior and
   no new Sobol set. With GPConfig(gradient=True) only the first pick ascends
   by gradient; the later ones hill-climb.
+- Several objectives (GPConfig.multi_objective): two by expected hypervolume
+  improvement (`_gp_ehvi`, exact; one GP per objective, pending points believed
+  in both and on the front), three or four by ParEGO (`_scalarize`: a random
+  Chebyshev scalarization per suggestion, modelled as one output). Constraint
+  metrics add log P(feasible) to either (`_Feasibility`).
 - Trust region (`_gp_trust_region`, on by default; GPConfig(trust_region=False)) when
   there are >= 10 continuous coordinates: candidates and the optimizer stay in
   a TuRBO box around the incumbent that grows and shrinks with success,
