@@ -284,16 +284,17 @@ def _winners(cells: dict[tuple[str, int, str], dict[int, dict[str, Any]]], repor
         common = sorted(set.intersection(*(set(cells[(pname, w, m)]) for m in methods)))
         sign = 1.0 if PROBLEMS[pname].reference is not None else -1.0  # hypervolume: higher; best value: lower
         for b in report:
-            med = {}
+            med, quart = {}, {}
             for m in methods:
                 v = np.array([np.nan if (c := cells[(pname, w, m)][s]["curve"][b - 1]) is None else c for s in common])
                 finite = v[np.isfinite(v)]
                 med[m] = float(np.median(finite)) if len(finite) * 2 > len(v) else None  # a median needs most runs feasible
+                quart[m] = [float(f"{q:.5g}") for q in np.quantile(finite, [0.25, 0.75])] if len(finite) else None
             scored = {m: sign * v for m, v in med.items() if v is not None}
             top = max(scored.values()) if scored else None
             best = sorted(m for m, v in scored.items() if top is not None and v >= top - 1e-9 * abs(top))
             out.append({"problem": pname, "workers": w, "budget": b, "common_seeds": len(common),
-                        "medians": {m: None if v is None else float(f"{v:.5g}") for m, v in med.items()}, "best": best})
+                        "medians": {m: None if v is None else float(f"{v:.5g}") for m, v in med.items()}, "quartiles": quart, "best": best})
     return out
 
 
