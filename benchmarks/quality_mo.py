@@ -280,10 +280,13 @@ def summarize(lines: list[dict[str, Any]], report: list[int]) -> dict[str, Any]:
 def _winners(cells: dict[tuple[str, int, str], dict[int, dict[str, Any]]], report: list[int]) -> list[dict[str, Any]]:
     out = []
     for pname, w in sorted({(p, w) for p, w, _ in cells}, key=lambda k: (list(PROBLEMS).index(k[0]), k[1])):
-        methods = [m for p, ww, m in cells if (p, ww) == (pname, w)]
-        common = sorted(set.intersection(*(set(cells[(pname, w, m)]) for m in methods)))
         sign = 1.0 if PROBLEMS[pname].reference is not None else -1.0  # hypervolume: higher; best value: lower
         for b in report:
+            # the methods run to budget b (a log may hold shorter runs), on the seeds all of them have
+            methods = [m for p, ww, m in cells if (p, ww) == (pname, w) and all(len(ln["curve"]) >= b for ln in cells[(p, ww, m)].values())]
+            if not methods:
+                continue
+            common = sorted(set.intersection(*(set(cells[(pname, w, m)]) for m in methods)))
             med, quart = {}, {}
             for m in methods:
                 v = np.array([np.nan if (c := cells[(pname, w, m)][s]["curve"][b - 1]) is None else c for s in common])
