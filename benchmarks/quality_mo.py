@@ -5,6 +5,10 @@ driven through ask/tell with the same simulated parallelism as quality.py.
 
     .venv/bin/python benchmarks/quality_mo.py                   # full: 10 seeds, budget 80, 1 and 8 workers
     nice -n 19 .venv/bin/python benchmarks/quality_mo.py --seeds 3 --workers 1 --budget 40 --report 40
+    # separate processes, one log each, summarized together:
+    .venv/bin/python benchmarks/quality_mo.py --methods optuna_gp --log a.jsonl --out '' &
+    .venv/bin/python benchmarks/quality_mo.py --methods gp,sobol --log b.jsonl --out ''
+    .venv/bin/python benchmarks/quality_mo.py --merge a.jsonl b.jsonl --report 40,80
 
 Problems (d = 6 for the multi-objective ones):
 - ZDT1, ZDT2: Zitzler, Deb & Thiele (2000), "Comparison of multiobjective
@@ -137,6 +141,13 @@ def _feasible(problem: Problem, cons: tuple[float, ...]) -> bool:
 # -- drivers ---------------------------------------------------------------------
 
 
+def _gp_config(method: str) -> Any:
+    """gp: the default GPConfig; gp_<mode>: GPConfig(multi_objective=<mode>), e.g. gp_parego, gp_ehvi."""
+    from tauopt.strategies.gp import DEFAULT, GPConfig
+
+    return DEFAULT if method == "gp" else GPConfig(multi_objective=method.removeprefix("gp_"))
+
+
 def run_tauopt(problem: Problem, method: str, budget: int, workers: int, seed: int) -> Result:
     from tauopt.strategies.gp import propose_gp
 
@@ -149,9 +160,9 @@ def run_tauopt(problem: Problem, method: str, budget: int, workers: int, seed: i
         nonlocal warm, drawn
         req = SuggestRequest(problem.space, problem.metrics[0], tuple(history), tuple(pending), 1, seed, drawn, metrics=problem.metrics)
         rng = np.random.default_rng([seed, drawn])
-        strategy = "auto" if method == "gp" else method
+        strategy = "auto" if method.startswith("gp") else method
         if resolve(strategy, req) == "gp":
-            r = propose_gp(req, rng, warm)
+            r = propose_gp(req, rng, warm, config=_gp_config(method))
             warm, cands = r.state, r.candidates
         else:
             cands = propose(strategy, req, rng)
@@ -230,59 +241,128 @@ def _summary(values: np.ndarray) -> dict[str, float | None]:
     return {"median": float(f"{med:.4g}"), "q1": float(f"{q1:.4g}"), "q3": float(f"{q3:.4g}"), "runs_with_value": int(len(finite))}
 
 
+def one_run(pname: str, workers: int, method: str, budget: int, seed: int) -> dict[str, Any]:
+    """One seed of one cell: its curve (per evaluation) and its infeasible flags, as a log line."""
+    problem = PROBLEMS[pname]
+    t0 = time.monotonic()
+    driver = run_optuna if method.startswith("optuna") else run_tauopt
+    r = driver(problem, method, budget, workers, seed)
+    c = curve(problem, r)
+    return {
+        "problem": pname, "workers": workers, "method": method, "seed": seed, "seconds": round(time.monotonic() - t0, 2),
+        "curve": [None if not math.isfinite(v) else float(f"{v:.6g}") for v in c],
+        "infeasible": [int(not ok) for _, ok in r],
+    }
+
+
+def summarize(lines: list[dict[str, Any]], report: list[int]) -> dict[str, Any]:
+    """Per cell (problem, workers, method): the summary at each report budget over
+    the seeds logged for it, and per (problem, workers, budget) which method has
+    the best median over the seeds every method of that cell has (a fair race)."""
+    cells: dict[tuple[str, int, str], dict[int, dict[str, Any]]] = collections.defaultdict(dict)
+    for ln in lines:
+        cells[(ln["problem"], ln["workers"], ln["method"])][ln["seed"]] = ln  # a re-run seed replaces the older line
+    rows = []
+    for (pname, w, method), by_seed in cells.items():
+        problem = PROBLEMS[pname]
+        kind = "hypervolume" if problem.reference is not None else "best_feasible"
+        row: dict[str, Any] = {"problem": pname, "workers": w, "method": method, "seeds": sorted(by_seed),
+                               "seconds": round(sum(ln["seconds"] for ln in by_seed.values()), 1)}
+        for b in report:
+            vals = np.array([np.nan if ln["curve"][b - 1] is None else ln["curve"][b - 1] for ln in by_seed.values() if len(ln["curve"]) >= b])
+            row[f"{kind}@{b}"] = _summary(vals)
+            if problem.reference is None:
+                row[f"infeasible_fraction@{b}"] = float(f"{np.mean([ln['infeasible'][:b] for ln in by_seed.values()]):.3g}")
+        rows.append(row)
+    return {"runs": rows, "best_median": _winners(cells, report)}
+
+
+def _winners(cells: dict[tuple[str, int, str], dict[int, dict[str, Any]]], report: list[int]) -> list[dict[str, Any]]:
+    out = []
+    for pname, w in sorted({(p, w) for p, w, _ in cells}, key=lambda k: (list(PROBLEMS).index(k[0]), k[1])):
+        sign = 1.0 if PROBLEMS[pname].reference is not None else -1.0  # hypervolume: higher; best value: lower
+        for b in report:
+            # the methods run to budget b (a log may hold shorter runs), on the seeds all of them have
+            methods = [m for p, ww, m in cells if (p, ww) == (pname, w) and all(len(ln["curve"]) >= b for ln in cells[(p, ww, m)].values())]
+            if not methods:
+                continue
+            common = sorted(set.intersection(*(set(cells[(pname, w, m)]) for m in methods)))
+            med, quart = {}, {}
+            for m in methods:
+                v = np.array([np.nan if (c := cells[(pname, w, m)][s]["curve"][b - 1]) is None else c for s in common])
+                finite = v[np.isfinite(v)]
+                med[m] = float(np.median(finite)) if len(finite) * 2 > len(v) else None  # a median needs most runs feasible
+                quart[m] = [float(f"{q:.5g}") for q in np.quantile(finite, [0.25, 0.75])] if len(finite) else None
+            scored = {m: sign * v for m, v in med.items() if v is not None}
+            top = max(scored.values()) if scored else None
+            best = sorted(m for m, v in scored.items() if top is not None and v >= top - 1e-9 * abs(top))
+            out.append({"problem": pname, "workers": w, "budget": b, "common_seeds": len(common),
+                        "medians": {m: None if v is None else float(f"{v:.5g}") for m, v in med.items()}, "quartiles": quart, "best": best})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problems", default=",".join(PROBLEMS))
-    ap.add_argument("--methods", default="gp,sobol,random,optuna_nsga2,optuna_tpe,optuna_gp")
+    ap.add_argument("--methods", default="gp,sobol,random,optuna_nsga2,optuna_tpe,optuna_gp",
+                    help="gp is what users get (auto); gp_parego / gp_ehvi force GPConfig(multi_objective=...)")
     ap.add_argument("--workers", default="1,8")
     ap.add_argument("--budget", type=int, default=80)
     ap.add_argument("--report", default="40,80", help="budgets to report (<= --budget)")
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
+    ap.add_argument("--log", default="", help="append one JSON line per finished (cell, seed) run here")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="LOG",
+                    help="run nothing: summarize the lines of these --log files (seeds of separate processes together)")
     ap.add_argument("--out", default="quality_mo.png", help="PNG of the curves ('' to skip)")
     args = ap.parse_args(argv)
+    report = [b for b in (int(x) for x in args.report.split(",")) if b <= args.budget]
+    if args.merge:
+        lines = [json.loads(t) for path in args.merge for t in open(path) if t.strip()]
+        print(json.dumps({"settings": vars(args), **summarize(lines, report)}, indent=1))
+        if args.out:
+            plot(lines, args.out)
+        return 0
 
     import torch
 
     torch.set_num_threads(1)
     methods = args.methods.split(",")
-    report = [b for b in (int(x) for x in args.report.split(",")) if b <= args.budget]
-    results: dict[str, Any] = {"settings": vars(args), "runs": []}
-    curves: dict[tuple[str, int, str], np.ndarray] = {}
     cells = [(pname, w, method) for pname in args.problems.split(",") for w in (int(x) for x in args.workers.split(",")) for method in methods]
-    with progress(len(cells), "quality_mo") as step:
-        for pname, w, method in cells:
-            problem = PROBLEMS[pname]
-            t0 = time.monotonic()
-            driver = run_optuna if method.startswith("optuna") else run_tauopt
-            runs = [driver(problem, method, args.budget, w, seed) for seed in range(args.seeds)]
-            c = np.array([curve(problem, r) for r in runs])
-            curves[(pname, w, method)] = c
-            kind = "hypervolume" if problem.reference is not None else "best_feasible"
-            row: dict[str, Any] = {"problem": pname, "workers": w, "method": method, "seconds": round(time.monotonic() - t0, 1)}
-            for b in report:
-                row[f"{kind}@{b}"] = _summary(c[:, b - 1])
-                if problem.reference is None:
-                    row[f"infeasible_fraction@{b}"] = float(f"{np.mean([[not ok for _, ok in r[:b]] for r in runs]):.3g}")
-            results["runs"].append(row)
-            say(json.dumps(row))
-            step(f"{pname} W={w} {method}")
-    print(json.dumps(results, indent=1))
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    lines = []
+    # Seeds outermost: a run stopped early has the same seeds in every cell.
+    with progress(len(cells) * len(seeds), "quality_mo") as step:
+        for seed in seeds:
+            for pname, w, method in cells:
+                ln = one_run(pname, w, method, args.budget, seed)
+                lines.append(ln)
+                if args.log:
+                    with open(args.log, "a") as f:
+                        f.write(json.dumps(ln) + "\n")
+                say(json.dumps({k: ln[k] for k in ("problem", "workers", "method", "seed", "seconds")}))
+                step(f"seed {seed} {pname} W={w} {method}")
+    print(json.dumps({"settings": vars(args), **summarize(lines, report)}, indent=1))
     if args.out:
-        plot(curves, args.out)
+        plot(lines, args.out)
     return 0
 
 
-def plot(curves: dict[tuple[str, int, str], np.ndarray], out: str) -> None:
+def plot(lines: list[dict[str, Any]], out: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    curves: dict[tuple[str, int, str], list[list[float]]] = collections.defaultdict(list)
+    for ln in lines:
+        curves[(ln["problem"], ln["workers"], ln["method"])].append([np.nan if v is None else v for v in ln["curve"]])
     cells = sorted({(p, w) for p, w, _ in curves}, key=lambda k: (k[1], list(PROBLEMS).index(k[0])))
     fig, axes = plt.subplots(1, len(cells), figsize=(3.8 * len(cells), 3.2), squeeze=False)
     for ax, (p, w) in zip(axes[0], cells):
-        for (pp, ww, m), c in curves.items():
+        for (pp, ww, m), cs in curves.items():
             if (pp, ww) == (p, w):
+                c = np.array([x[: min(map(len, cs))] for x in cs])
                 x = np.arange(1, c.shape[1] + 1)
                 with warnings.catch_warnings():  # a cell where no run is feasible yet has an all-nan column
                     warnings.simplefilter("ignore", RuntimeWarning)

@@ -59,6 +59,7 @@ class GPState:
     n_features: int
     hyper: Hyper
     n_train: int
+    others: tuple[Hyper, ...] = ()  # the other modelled outputs' fits (EHVI: the second objective)
 
 
 def _lengthscale_prior_loc(d: int) -> float:
@@ -266,7 +267,7 @@ class CandidateBatch:
         return mu_j
 
 
-def log_ei(mu: np.ndarray, sigma: np.ndarray, best: float) -> np.ndarray:
+def log_ei(mu: np.ndarray, sigma: np.ndarray, best: float | np.ndarray) -> np.ndarray:
     """log E[max(best - f, 0)] for f ~ N(mu, sigma^2) (minimization), stable far
     into the tail where plain EI underflows to 0 and stops ranking candidates."""
     from scipy.special import erfcx, ndtr

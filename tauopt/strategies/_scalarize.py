@@ -1,6 +1,7 @@
 """What the GP models when an experiment has several objectives or constraint metrics.
 
-- Several objectives: ParEGO (Knowles 2006). Each suggestion draws its own weight
+- Several objectives, when the GP uses ParEGO (three or four objectives, or
+  GPConfig(multi_objective="parego"); two go to EHVI, `_gp_ehvi`): ParEGO (Knowles 2006). Each suggestion draws its own weight
   vector uniformly on the simplex and models the augmented Chebyshev scalarization
   max_i(w_i f_i) + rho * sum_i(w_i f_i) of the objectives, each normalized to [0, 1]
   over the history (signed so smaller is better). Different weights per

@@ -35,6 +35,11 @@ Choices (see the README `gp` section):
   pick re-scores them and hill-climbs its best few, with no new posterior and
   no new Sobol set. With GPConfig(gradient=True) only the first pick ascends
   by gradient; the later ones hill-climb.
+- Several objectives (GPConfig.multi_objective): two by expected hypervolume
+  improvement (`_gp_ehvi`, exact; one GP per objective, pending points believed
+  in both and on the front), three or four by ParEGO (`_scalarize`: a random
+  Chebyshev scalarization per suggestion, modelled as one output). Constraint
+  metrics add log P(feasible) to either (`_Feasibility`).
 - Trust region (`_gp_trust_region`, on by default; GPConfig(trust_region=False)) when
   there are >= 10 continuous coordinates: candidates and the optimizer stay in
   a TuRBO box around the incumbent that grows and shrinks with success,
@@ -62,6 +67,7 @@ import numpy as np
 from ..models import Value
 from . import _gp_trust_region as tr
 from ._gp_acquisition import log_ei_torch, maximize
+from ._gp_ehvi import log_ehvi
 from ._gp_encode import Encoder
 from ._gp_model import CandidateBatch, GPState, Hyper, Posterior, fit, log_ei
 from ._gp_warping import HalfRankWarp, OutputWarp
@@ -69,7 +75,7 @@ from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
 from ._scalarize import Targets, chebyshev, draw_weights, targets
 
-__all__ = ["available", "propose", "propose_gp", "run", "sobol_fallback", "GPResult", "GPInfo", "GPState", "GPConfig"]
+__all__ = ["available", "propose", "propose_gp", "run", "sobol_fallback", "GPResult", "GPInfo", "GPState", "GPConfig", "HVTargets"]
 
 SUBSET_FIT = 300
 SUBSET_POSTERIOR = 1000
@@ -118,11 +124,25 @@ class GPConfig:
     # index is a multiple of this (1: every one); the others use the mean.
     explore_every: int = 1
 
+    # Several objectives: "ehvi" (expected hypervolume improvement, `_gp_ehvi`; two
+    # objectives only, three or four fall back to ParEGO) or "parego" (a random
+    # Chebyshev scalarization per suggestion, `_scalarize`). "auto": EHVI for two
+    # objectives, ParEGO for three or four (README, "More than one metric").
+    multi_objective: str = "auto"
+
     def __post_init__(self) -> None:
         if self.believer not in ("mean", "incumbent", "median", "max"):
             raise ValueError(f"GPConfig.believer: give 'mean', 'incumbent', 'median' or 'max', got {self.believer!r}")
         if self.explore_every < 1:
             raise ValueError(f"GPConfig.explore_every: give an integer >= 1 (1: every pick), got {self.explore_every}")
+        if self.multi_objective not in ("auto", "ehvi", "parego"):
+            raise ValueError(f"GPConfig.multi_objective must be 'auto', 'ehvi' or 'parego', not {self.multi_objective!r}")
+
+    def mo_mode(self, k: int) -> str:
+        """How k objectives are modelled: "single", "parego" or "ehvi"."""
+        if k == 1:
+            return "single"
+        return "ehvi" if k == 2 and self.multi_objective in ("auto", "ehvi") else "parego"
 
 
 DEFAULT = GPConfig()
@@ -239,36 +259,56 @@ def _propose(
         raise _NoModel("no successful observation yet")
     points = [o.assignments for o in request.history]
     t = targets(request.all_metrics, request.history)
-    raw, y = _targets(request, config, t, rng)
+    mode = config.mo_mode(t.objectives.shape[1])
+    if mode == "ehvi":
+        hv = HVTargets.of(t, rng)
+        raw, ys = hv.rank, hv.y
+    else:
+        raw, y = _targets(request, config, t, rng)
+        ys = y[:, None]
     x_all = enc.features(enc.latent(points))
-    keep = _subset(y, SUBSET_POSTERIOR, rng)
-    x, y = x_all[keep], y[keep]
-    fit_idx = _subset(y, SUBSET_FIT, rng)
-    hyper, iters = fit(x[fit_idx], y[fit_idx], warm, deadline, input_warp=config.input_warp,
-                       optimizer=config.fit_optimizer, noise_prior=config.noise_prior)
-    state = GPState(enc.n_features, hyper, len(fit_idx))
+    keep = _subset(raw, SUBSET_POSTERIOR, rng)
+    x, ys = x_all[keep], ys[keep]
+    fit_idx = _subset(raw[keep], SUBSET_FIT, rng)
+    hypers, iters = [], 0
+    for j in range(ys.shape[1]):  # one GP per modelled output (two with EHVI)
+        h, it = fit(x[fit_idx], ys[fit_idx, j], _warm_for(warm, j), deadline, input_warp=config.input_warp,
+                    optimizer=config.fit_optimizer, noise_prior=config.noise_prior)
+        hypers.append(h)
+        iters += it
+    hyper = hypers[0]
+    state = GPState(enc.n_features, hyper, len(fit_idx), tuple(hypers[1:]))
     feas = _Feasibility.fit(t, x_all, deadline) if t.violations.shape[1] else None
     t_acq = time.monotonic()
-    feasible = t.feasible[keep] if feas is not None else np.ones(len(y), dtype=bool)
+    feasible = t.feasible[keep] if feas is not None else np.ones(len(ys), dtype=bool)
+
+    def model(believed: np.ndarray | None) -> tuple[Posterior, float | None, "_EHVI | None"]:
+        """The posterior (pending points believed), the incumbent and, with EHVI, the acquisition."""
+        if mode == "ehvi":
+            return _EHVI.build(x, ys, hv, t.feasible, hypers, believed)
+        return (*_posterior(x, ys[:, 0], feasible, hyper, believed), None)
+
     believed = enc.features(enc.latent(list(request.pending))) if request.pending else None
     used = {space.key(a) for a in points} | {space.key(a) for a in request.pending}
     lo, hi, length = _region(enc, request, points, raw, hyper, config)
-    z_cand = _initial_candidates(enc, points, raw, len(y), rng, lo, hi)
-    if t.objectives.shape[1] == 1 or request.n == 1:
-        out = _select_roles(request, x, y, feasible, hyper, believed, enc, used, z_cand, rng, lo, hi, deadline, config, feas)
-    else:  # ParEGO: each suggestion of the batch gets its own scalarization
-        post, best = _posterior(x, y, feasible, hyper, believed)
+    z_cand = _initial_candidates(enc, points, raw, len(ys), rng, lo, hi)
+    if mode == "single" or (mode == "parego" and request.n == 1):
+        out = _select_roles(request, x, ys[:, 0], feasible, hyper, believed, enc, used, z_cand, rng, lo, hi, deadline, config, feas)
+    else:  # each pick of the batch gets its own model: ParEGO a fresh scalarization, EHVI the pick believed
+        post, best, acq = model(believed)
         out = []
         for _ in range(request.n):
-            picked = _select(replace(request, n=1), enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
+            picked = _select(replace(request, n=1), enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas, acq=acq)
             if not picked:
                 break
             out += picked
             if len(out) < request.n:
-                _, y_next = _targets(request, config, t, rng)
+                if mode == "parego":
+                    _, y_next = _targets(request, config, t, rng)
+                    ys = y_next[keep][:, None]
                 mine = enc.features(enc.latent(out))
                 believed = mine if believed is None else np.vstack([believed, mine])
-                post, best = _posterior(x, y_next[keep], feasible, hyper, believed)
+                post, best, acq = model(believed)
     info = (iters, len(fit_idx), len(request.history) > SUBSET_FIT, time.monotonic() - t_acq, length)
     return out, state, info
 
@@ -308,6 +348,77 @@ def _select_roles(  # type: ignore[no-untyped-def]
     return out
 
 
+def _warm_for(warm: GPState | None, j: int) -> GPState | None:
+    """The warm start of modelled output j: the first output's fit is `warm.hyper`, the others' `warm.others`."""
+    if warm is None or j == 0:
+        return warm
+    if j - 1 < len(warm.others):
+        return replace(warm, hyper=warm.others[j - 1], others=())
+    return None
+
+
+@dataclass(frozen=True)
+class HVTargets:
+    """Two objectives as EHVI models them: normalized as ParEGO's are (to [0, 1] over
+    the history, failures at the worst, 1), then standardized per objective for its
+    GP; the hypervolume reference point is 1.1 (10% of the range past the worst
+    seen) in each. `rank` orders observations for the pieces that want one number
+    (the subset, the local candidates, the trust region): how many feasible
+    observations dominate it (infeasible or failed: all of them), ties broken at random."""
+
+    y: np.ndarray  # (n, 2) standardized
+    center: np.ndarray  # (2,) y = (normalized - center) / scale
+    scale: np.ndarray
+    rank: np.ndarray  # (n,)
+
+    REF = 1.1
+
+    @classmethod
+    def of(cls, t: Targets, rng: np.random.Generator) -> "HVTargets":
+        obj = t.objectives
+        finite = np.all(np.isfinite(obj), axis=1)
+        lo, hi = obj[finite].min(axis=0), obj[finite].max(axis=0)
+        norm = (obj - lo) / np.where(hi > lo, hi - lo, 1.0)
+        norm[~np.isfinite(norm)] = 1.0
+        center = norm.mean(axis=0)
+        scale = np.where(norm.std(axis=0) > 0, norm.std(axis=0), 1.0)
+        feas = norm[t.feasible]
+        dominated_by = (np.all(feas[None, :, :] <= norm[:, None, :], axis=2) & np.any(feas[None, :, :] < norm[:, None, :], axis=2)).sum(1)
+        rank = np.where(t.feasible, dominated_by, len(norm)) + rng.uniform(0.0, 0.5, len(norm))
+        return cls((norm - center) / scale, center, scale, rank)
+
+    def ref(self) -> np.ndarray:
+        return (self.REF - self.center) / self.scale
+
+
+class _EHVI:
+    """log EHVI of two independent objective GPs over the feasible front, with
+    pending points as kriging believers: in both posteriors at their predicted
+    means, and on the front at those means (so a batch spreads along it)."""
+
+    def __init__(self, posts: list[Posterior], front: np.ndarray, ref: np.ndarray) -> None:
+        self.posts, self.front, self.ref = posts, front, ref
+
+    @classmethod
+    def build(
+        cls, x: np.ndarray, ys: np.ndarray, hv: HVTargets, feasible: np.ndarray, hypers: list[Hyper], believed: np.ndarray | None
+    ) -> tuple[Posterior, float | None, "_EHVI"]:
+        posts = [Posterior(x, ys[:, j], np.full(len(ys), h.noise), h) for j, h in enumerate(hypers)]
+        front = hv.y[feasible]
+        if believed is not None and len(believed):
+            mus = [p.predict(believed)[0] for p in posts]
+            posts = [p.with_points(believed, m, PENDING_NOISE) for p, m in zip(posts, mus)]
+            front = np.vstack([front, np.column_stack(mus)])
+        # `best` only says whether anything is feasible: while nothing is, P(feasible) alone is maximized
+        return posts[0], (0.0 if feasible.any() else None), cls(posts, front, hv.ref())
+
+    def __call__(self, feats: np.ndarray) -> np.ndarray:
+        pred = [p.predict(feats) for p in self.posts]
+        mu = np.column_stack([m for m, _ in pred])
+        sd = np.column_stack([s for _, s in pred])
+        return log_ehvi(mu, sd, self.front, self.ref)
+
+
 def _posterior(
     x: np.ndarray, y: np.ndarray, feasible: np.ndarray, hyper: Hyper, believed: np.ndarray | None, lie: float = -math.inf
 ) -> tuple[Posterior, float | None]:
@@ -339,15 +450,19 @@ def _lie(config: GPConfig, y: np.ndarray, feasible: np.ndarray) -> float:
 def _select(  # type: ignore[no-untyped-def]
     request: SuggestRequest, enc: Encoder, post: Posterior, best: float | None, used: set, z_cand: np.ndarray,
     rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, deadline: float | None, config: GPConfig,
-    feas: "_Feasibility | None" = None, lie: float = -math.inf,
+    feas: "_Feasibility | None" = None, lie: float = -math.inf, acq: "_EHVI | None" = None,
 ) -> list[dict[str, Value]]:
     """Pick request.n points one at a time; each pick joins the posterior as a
     pending point (kriging believer) before the next is chosen. Every candidate
     scored stays in one CandidateBatch, whose variances each pick updates in place:
     a later pick re-scores them and hill-climbs its own best few without a new
     posterior (a Cholesky) or a new scoring of the Sobol set, which every ask
-    waited for when evaluations take no time (issue 16)."""
+    waited for when evaluations take no time (issue 16).
+
+    With `acq` (EHVI; request.n must be 1) candidates are scored by it instead of
+    log EI, and `best` only says whether anything is feasible yet."""
     out: list[dict[str, Value]] = []
+    assert acq is None or request.n == 1, "an acquisition other than log EI picks one point per call"
     near = enc.latent(list(request.pending)) if request.pending else np.zeros((0, len(enc.dims)))
     batch, z_all, pof = None, z_cand[:0], np.zeros(0)
     for i in range(request.n):
@@ -361,19 +476,23 @@ def _select(  # type: ignore[no-untyped-def]
             pof = 0.0 if feas is None else feas.log_pof(feats)
             if best is None:
                 return pof  # nothing feasible yet: find the feasible region first
+            if acq is not None:
+                return acq(feats) + pof
             mu, sd = (post if batch is None else batch).predict(feats)
             return log_ei(mu, sd, best) + pof
 
-        if batch is None:  # the first pick: the whole candidate set, as scored unprojected
+        if i == 0:  # the first pick: the whole candidate set, as scored unprojected
             z_new, s = z_cand, score(z_cand, False)
         else:  # later picks climb from the best of the same set, under the believers
             z_new, s = z_cand[:0], _batch_scores(batch, best, pof)[: len(z_cand)]
-        if config.gradient and feas is None and best is not None and batch is None:
+        if config.gradient and feas is None and best is not None and i == 0 and acq is None:
             refined = _ascend(enc, post, best, z_cand, s, lo, hi)
         else:
             refined = _refine(enc, z_cand, s, score, rng, lo, hi)
         feats = enc.features(np.vstack([z_new, refined]), project=True)
-        if batch is None:
+        if acq is not None:
+            acq_proj = acq(feats) if best is not None else np.zeros(len(feats))
+        elif batch is None:
             batch = post.candidates(feats)
         else:
             batch.add(feats)
@@ -381,7 +500,7 @@ def _select(  # type: ignore[no-untyped-def]
         pof = np.concatenate([pof, np.zeros(len(feats)) + (0.0 if feas is None else feas.log_pof(feats))])
         # a pick chooses from the set and its own climb (earlier climbs stay in the batch for their believers)
         own = np.r_[: len(z_cand), len(z_all) - len(refined) : len(z_all)]
-        s_proj = _batch_scores(batch, best, pof)[own]
+        s_proj = (acq_proj + pof)[own] if acq is not None else _batch_scores(batch, best, pof)[own]
         if not np.all(np.isfinite(s_proj)):
             s_proj = np.where(np.isfinite(s_proj), s_proj, -np.inf)
             if not np.any(np.isfinite(s_proj)):
@@ -394,7 +513,7 @@ def _select(  # type: ignore[no-untyped-def]
         out.append(a)
         used.add(k)
         near = np.vstack([near, enc.latent([a])])
-        if len(out) < request.n:
+        if len(out) < request.n and batch is not None:
             mu_j = batch.believe(j, PENDING_NOISE, None if lie == -math.inf else max(float(batch.mu[j]), lie))
             best = None if best is None else min(best, max(mu_j, lie))
     return out
