@@ -21,7 +21,7 @@ import numpy as np
 
 from ..models import Metric, Observation
 
-__all__ = ["Targets", "targets", "draw_weights", "chebyshev", "RHO"]
+__all__ = ["Targets", "targets", "draw_weights", "chebyshev", "normalized", "RHO"]
 
 RHO = 0.05  # Knowles' augmentation: keeps weakly dominated points below the front
 
@@ -60,6 +60,15 @@ def draw_weights(k: int, rng: np.random.Generator) -> np.ndarray:
     return rng.dirichlet(np.ones(k))
 
 
+def normalized(objectives: np.ndarray) -> np.ndarray:
+    """Each objective scaled to [0, 1] over the rows finite in every objective (a
+    constant column: 0); entries that are not finite stay so. ParEGO's and EHVI's
+    normalization (needs one such row)."""
+    ok = objectives[np.all(np.isfinite(objectives), axis=1)]
+    lo, hi = ok.min(axis=0), ok.max(axis=0)
+    return (objectives - lo) / np.where(hi > lo, hi - lo, 1.0)
+
+
 def chebyshev(objectives: np.ndarray, weights: np.ndarray, rho: float = RHO) -> np.ndarray:
     """Augmented Chebyshev scalarization of each row (nan rows stay nan); one column is returned as is."""
     if objectives.shape[1] == 1:
@@ -68,9 +77,6 @@ def chebyshev(objectives: np.ndarray, weights: np.ndarray, rho: float = RHO) -> 
     out = np.full(len(objectives), np.nan)
     if not finite.any():
         return out
-    ok = objectives[finite]
-    lo, hi = ok.min(axis=0), ok.max(axis=0)
-    scaled = (ok - lo) / np.where(hi > lo, hi - lo, 1.0)
-    weighted = scaled * weights
+    weighted = normalized(objectives)[finite] * weights
     out[finite] = weighted.max(axis=1) + rho * weighted.sum(axis=1)
     return out

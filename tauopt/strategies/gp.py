@@ -73,7 +73,7 @@ from ._gp_model import CandidateBatch, GPState, Hyper, Posterior, fit, log_ei
 from ._gp_warping import HalfRankWarp, OutputWarp
 from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
-from ._scalarize import Targets, chebyshev, draw_weights, targets
+from ._scalarize import Targets, chebyshev, draw_weights, normalized, targets
 
 __all__ = ["available", "propose", "propose_gp", "run", "sobol_fallback", "GPResult", "GPInfo", "GPState", "GPConfig", "HVTargets"]
 
@@ -375,10 +375,7 @@ class HVTargets:
 
     @classmethod
     def of(cls, t: Targets, rng: np.random.Generator) -> "HVTargets":
-        obj = t.objectives
-        finite = np.all(np.isfinite(obj), axis=1)
-        lo, hi = obj[finite].min(axis=0), obj[finite].max(axis=0)
-        norm = (obj - lo) / np.where(hi > lo, hi - lo, 1.0)
+        norm = normalized(t.objectives)
         norm[~np.isfinite(norm)] = 1.0
         center = norm.mean(axis=0)
         scale = np.where(norm.std(axis=0) > 0, norm.std(axis=0), 1.0)
