@@ -49,6 +49,8 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     # one suggestion in 2 (4) made while others are pending believes them at the median
     "gp_mix2": {"believer": "median", "explore_every": 2},
     "gp_mix4": {"believer": "median", "explore_every": 4},
+    # pending points' outcomes drawn from their joint posterior, EI averaged (q-EI's marginal gain)
+    "gp_fant": {"believer": "fantasy"},
 }
 
 

@@ -259,7 +259,7 @@ def test_a_batch_with_exploring_picks_keeps_the_kriging_believer_picks_and_adds_
 
 
 def test_gp_config_refuses_an_unknown_believer_or_share_with_what_to_give() -> None:
-    with pytest.raises(ValueError, match="give 'mean', 'incumbent', 'median' or 'max'"):
+    with pytest.raises(ValueError, match="give 'mean', 'fantasy', 'incumbent', 'median' or 'max'"):
         GPConfig(believer="optimistic")
     with pytest.raises(ValueError, match="integer >= 1"):
         GPConfig(explore_every=0)
@@ -513,6 +513,93 @@ def test_a_candidate_batch_with_pessimistic_believers_equals_the_rebuilt_posteri
         np.testing.assert_allclose(batch.mu, mu, atol=1e-8)
         np.testing.assert_allclose(batch.sd, sd, atol=1e-8)
         np.testing.assert_allclose(np.vstack(batch.predict(probe)), np.vstack(rebuilt.predict(probe)), atol=1e-8)
+
+
+def test_fantasy_draws_of_the_believers_have_the_joint_posterior_covariance() -> None:
+    """CandidateBatch.believer_draws turns standard-normal draws into the
+    believers' values: their mean and covariance are the posterior's (without
+    the believers) at those points."""
+    _, post, cands, _, _ = _toy_posterior(2)
+    pend = cands[[5, 40, 41, 200]]
+    batch = post.candidates(pend)
+    for j in range(len(pend)):
+        batch.believe(j, 1e-6)
+    z = np.random.default_rng(0).standard_normal((200_000, len(pend)))
+    draws = batch.believer_draws(z)
+    mu, _ = post.predict(pend)
+    np.testing.assert_allclose(draws.mean(0), mu, atol=0.01)
+    np.testing.assert_allclose(np.cov(draws.T), _posterior_cov(post, pend), atol=0.01)
+
+
+def test_fantasy_ei_is_the_mean_ei_over_posteriors_rebuilt_with_each_draw() -> None:
+    """Fantasies.log_ei at a point equals, draw by draw, the EI of the posterior
+    rebuilt with the pending points at that draw's values, against the incumbent
+    lowered to the draw's best pending value, averaged over the draws: q-EI's gain
+    for one more point, computed without a posterior per draw."""
+    from scipy.special import logsumexp
+
+    from tauopt.strategies._gp_model import Fantasies
+
+    y, post, cands, _, probe = _toy_posterior(3)
+    pend = cands[[7, 8, 120]]
+    batch = post.candidates(pend)
+    for j in range(len(pend)):
+        batch.believe(j, 1e-6)
+    fz = Fantasies(len(pend), np.random.default_rng(0), draws=16)
+    best = float(y.min())
+    mu, var, u = batch.predict_u(probe)
+    got = fz.log_ei(batch, mu, var, u, best)
+    values = batch.believer_draws(fz.z)
+    want = []
+    for q in range(len(fz.z)):
+        m, sd = post.with_points(pend, values[q], 1e-6).predict(probe)
+        want.append(log_ei(m, sd, min(best, float(values[q].min()))))
+    np.testing.assert_allclose(got, logsumexp(want, axis=0) - math.log(len(want)), rtol=1e-6, atol=1e-6)
+    # no pending point: the plain log EI
+    plain = post.candidates(probe)
+    m0, v0, u0 = plain.moments()
+    np.testing.assert_allclose(fz.log_ei(plain, m0, v0, u0, best), log_ei(*post.predict(probe), best), atol=1e-12)
+
+
+def test_a_fantasy_batch_proposes_distinct_points_away_from_the_pending_ones() -> None:
+    """GPConfig(believer="fantasy"), the engine's batch of 8 with 2 pending:
+    eight distinct points, none a pending one, no fallback; one pick without a
+    pending point is the kriging believer's own (no believer to draw)."""
+    req = replace(_sphere_request(5, 30, pending=2), n=8)
+    r = propose_gp(req, np.random.default_rng(0), config=GPConfig(believer="fantasy"))
+    assert r.info.fallback_reason is None
+    keys = {tuple(sorted(c.items())) for c in r.candidates}
+    assert len(keys) == 8 and not keys & {tuple(sorted(p.items())) for p in req.pending}
+    one = replace(_sphere_request(5, 30), n=1)
+    assert propose_gp(one, np.random.default_rng(0), config=GPConfig(believer="fantasy")).candidates == \
+        propose_gp(one, np.random.default_rng(0)).candidates
+
+
+def _posterior_cov(post, pts: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The joint posterior covariance at pts, by conditioning one point at a time."""
+    n = len(pts)
+    cov = np.zeros((n, n))
+    for i in range(n):
+        _, sd_i = post.predict(pts[i : i + 1])
+        cov[i, i] = sd_i[0] ** 2
+    for i in range(n):
+        for j in range(i + 1, n):
+            # var(a + b) = var a + var b + 2 cov(a, b), with var(a + b) from a rebuilt posterior's
+            # variance drop: conditioning on a leaves var b - cov^2 / var a
+            _, sd_b = post.with_points(pts[i : i + 1], np.zeros(1), 1e-6).predict(pts[j : j + 1])
+            c2 = (cov[j, j] - sd_b[0] ** 2) * (cov[i, i] + 1e-6)
+            sign = np.sign(_cov_sign(post, pts[i], pts[j]))
+            cov[i, j] = cov[j, i] = sign * math.sqrt(max(c2, 0.0))
+    return cov
+
+
+def _cov_sign(post, a: np.ndarray, b: np.ndarray) -> float:  # type: ignore[no-untyped-def]
+    """The sign of the posterior covariance of a and b: believing a one unit above
+    its mean moves b's mean the same way when it is positive."""
+    m_a, _ = post.predict(a[None])
+    m_b, _ = post.predict(b[None])
+    m_b1, _ = post.with_points(a[None], m_a + 1.0, 1e-6).predict(b[None])
+    return float(m_b1[0] - m_b[0])
 
 
 def _crowded_incumbent(seed: int):  # type: ignore[no-untyped-def]

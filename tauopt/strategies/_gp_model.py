@@ -234,6 +234,32 @@ class CandidateBatch:
             mu, var, _, _ = self._moments(self._h.warp_inputs(torch.as_tensor(feats, dtype=torch.float64)))
         return mu.numpy(), var.sqrt().numpy()
 
+    def predict_u(self, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Mean, variance and u (one row per believer) at new features: what
+        Fantasies needs to move the mean with each believer's drawn outcome."""
+        import torch
+
+        with torch.no_grad():
+            mu, var, _, u = self._moments(self._h.warp_inputs(torch.as_tensor(feats, dtype=torch.float64)))
+        return mu.numpy(), var.numpy(), u.numpy()
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Mean, variance and u (believers x candidates) over every candidate so far."""
+        return self.mu, self._var.numpy(), self._u.numpy()
+
+    def believer_draws(self, z: np.ndarray) -> np.ndarray:
+        """The believers' values under standard-normal draws z (draws x believers):
+        the joint posterior written sequentially, each believer's mean given the
+        draws of the ones before plus sqrt(its variance then + noise) * its own
+        draw. The believers must sit at their means (value=None)."""
+        if not self._believers:
+            return np.zeros((len(z), 0))
+        idx = [j for j, _ in self._believers]
+        d = np.array([float(dj) for _, dj in self._believers])
+        mu0 = self.mu[idx]
+        cross = np.triu(self._u[:, idx].numpy(), 1)  # u_r(b_s), r < s
+        return mu0[None, :] + z @ cross + z * d[None, :]
+
     def add(self, feats: np.ndarray) -> None:
         """More candidates (appended: their indices follow the ones before)."""
         import torch
@@ -265,6 +291,41 @@ class CandidateBatch:
         self.mu = self.mu + (u * r).numpy()
         self._believers.append((j, d))
         return mu_j
+
+
+class Fantasies:
+    """Pending points' outcomes as quasi-random draws of their joint posterior
+    instead of one believed value (GPConfig(believer="fantasy")): a candidate's
+    score is the mean over the draws of its EI given those outcomes, against
+    the incumbent lowered by the draw's best pending value. That is the gain
+    q-EI (BoTorch's qLogEI, Optuna 5's GPSampler with running trials) credits
+    one more point given the pending ones, with the candidate's own outcome
+    integrated exactly and only the pending ones sampled. The kriging believer
+    is the one draw at every pending point's mean, which never lowers the
+    incumbent by more than the mean and never lets a pending point disappoint."""
+
+    def __init__(self, n_believers: int, rng: np.random.Generator, draws: int = 64) -> None:
+        from scipy.special import ndtri
+        from scipy.stats import qmc
+
+        dim = max(n_believers, 1)
+        u = qmc.Sobol(dim, scramble=True, seed=rng).random(draws)
+        self.z = ndtri(np.clip(u, 1e-9, 1 - 1e-9))
+
+    def log_ei(self, batch: CandidateBatch, mu: np.ndarray, var: np.ndarray, u: np.ndarray, best: float) -> np.ndarray:
+        """log of the mean EI over the draws at points with mean mu, variance var
+        (both given every believer) and u = their believer rows."""
+        from scipy.special import logsumexp
+
+        b = u.shape[0]
+        if b == 0:
+            return log_ei(mu, np.sqrt(var), best)
+        if b > self.z.shape[1]:
+            raise ValueError(f"Fantasies drawn for {self.z.shape[1]} believers, asked about {b}")
+        z = self.z[:, :b]
+        thr = np.minimum(best, batch.believer_draws(z).min(axis=1))
+        scores = log_ei(mu[None, :] + z @ u, np.sqrt(var)[None, :], thr[:, None])
+        return logsumexp(scores, axis=0) - math.log(len(z))
 
 
 def log_ei(mu: np.ndarray, sigma: np.ndarray, best: float | np.ndarray) -> np.ndarray:

@@ -24,6 +24,10 @@ Choices (see the README `gp` section):
   observed median instead, so they look for improvement away from the points
   being evaluated (8 kriging-believer workers on Hartmann-6 kept their open
   points within 0.008 of each other); measured mixed, so off (README).
+  Opt-in (GPConfig(believer="fantasy")): the pending points' outcomes are drawn
+  from their joint posterior instead (_gp_model.Fantasies) and a candidate
+  scores its EI averaged over the draws, as q-EI (Optuna 5's GPSampler with
+  running trials, BoTorch's qLogEI) credits one more point; also mixed, off.
 - Acquisition: log expected improvement, scored on 256-2,048 scrambled Sobol
   candidates plus perturbations of the best observed points, then a hill-climb
   of the best few over the continuous coordinates (opt-in,
@@ -69,7 +73,7 @@ from . import _gp_trust_region as tr
 from ._gp_acquisition import log_ei_torch, maximize
 from ._gp_ehvi import log_ehvi
 from ._gp_encode import Encoder
-from ._gp_model import CandidateBatch, GPState, Hyper, Posterior, fit, log_ei
+from ._gp_model import CandidateBatch, Fantasies, GPState, Hyper, Posterior, fit, log_ei
 from ._gp_warping import HalfRankWarp, OutputWarp
 from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
@@ -118,7 +122,9 @@ class GPConfig:
     noise_prior: str = "gamma"  # "gamma" (Optuna's, lets a smooth function be near-noiseless) or "lognormal" (before)
     # The value a pending point is believed at: "mean" (the kriging believer, its
     # predicted mean), or at least the incumbent ("incumbent"), the median or the
-    # worst of the observed targets ("median", "max"; constant liars).
+    # worst of the observed targets ("median", "max"; constant liars), or
+    # "fantasy": 64 quasi-random draws of the pending points' joint posterior, EI
+    # averaged over them (q-EI's gain for one more point; _gp_model.Fantasies).
     believer: str = "mean"
     # Which picks made while others are pending use that believer: those whose draw
     # index is a multiple of this (1: every one); the others use the mean.
@@ -131,8 +137,10 @@ class GPConfig:
     multi_objective: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.believer not in ("mean", "incumbent", "median", "max"):
-            raise ValueError(f"GPConfig.believer: give 'mean', 'incumbent', 'median' or 'max', got {self.believer!r}")
+        if self.believer not in ("mean", "incumbent", "median", "max", "fantasy"):
+            raise ValueError(
+                f"GPConfig.believer: give 'mean', 'fantasy', 'incumbent', 'median' or 'max', got {self.believer!r}"
+            )
         if self.explore_every < 1:
             raise ValueError(f"GPConfig.explore_every: give an integer >= 1 (1: every pick), got {self.explore_every}")
         if self.multi_objective not in ("auto", "ehvi", "parego"):
@@ -317,7 +325,7 @@ def _explorers(request: SuggestRequest, config: GPConfig) -> int:
     """How many of this call's request.n picks explore: a pick made while other
     points are pending (open suggestions, or this call's earlier picks) whose
     draw index (request.drawn + i) is a multiple of config.explore_every."""
-    if config.believer == "mean":
+    if config.believer in ("mean", "fantasy"):
         return 0
     k = config.explore_every
     return sum(1 for i in range(0 if request.pending else 1, request.n) if (request.drawn + i) % k == 0)
@@ -334,6 +342,9 @@ def _select_roles(  # type: ignore[no-untyped-def]
     already being evaluated)."""
     n_explore = _explorers(request, config)
     out: list[dict[str, Value]] = []
+    if config.believer == "fantasy":  # pending points join _select's batch, their outcomes drawn
+        post, best = _posterior(x, y, feasible, hyper, None)
+        return _select(request, enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas, pending=believed)
     if request.n > n_explore:
         post, best = _posterior(x, y, feasible, hyper, believed)
         out = _select(replace(request, n=request.n - n_explore), enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
@@ -435,7 +446,7 @@ def _posterior(
 def _lie(config: GPConfig, y: np.ndarray, feasible: np.ndarray) -> float:
     """The floor of a believed value, from the observed targets (-inf: the
     kriging believer's own mean)."""
-    if config.believer == "mean":
+    if config.believer in ("mean", "fantasy"):
         return -math.inf
     if config.believer == "incumbent":
         return float(y[feasible].min()) if feasible.any() else -math.inf
@@ -448,6 +459,7 @@ def _select(  # type: ignore[no-untyped-def]
     request: SuggestRequest, enc: Encoder, post: Posterior, best: float | None, used: set, z_cand: np.ndarray,
     rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, deadline: float | None, config: GPConfig,
     feas: "_Feasibility | None" = None, lie: float = -math.inf, acq: "_EHVI | None" = None,
+    pending: np.ndarray | None = None,
 ) -> list[dict[str, Value]]:
     """Pick request.n points one at a time; each pick joins the posterior as a
     pending point (kriging believer) before the next is chosen. Every candidate
@@ -457,11 +469,33 @@ def _select(  # type: ignore[no-untyped-def]
     waited for when evaluations take no time (issue 16).
 
     With `acq` (EHVI; request.n must be 1) candidates are scored by it instead of
-    log EI, and `best` only says whether anything is feasible yet."""
+    log EI, and `best` only says whether anything is feasible yet.
+
+    With GPConfig(believer="fantasy") the `pending` features (not in `post`) open
+    the batch as its first believers, and every believer's outcome is drawn
+    (Fantasies) instead of believed at its mean: a candidate scores its EI
+    averaged over the draws, and `best` stays the observed incumbent."""
     out: list[dict[str, Value]] = []
     assert acq is None or request.n == 1, "an acquisition other than log EI picks one point per call"
     near = enc.latent(list(request.pending)) if request.pending else np.zeros((0, len(enc.dims)))
     batch, z_all, pof = None, z_cand[:0], np.zeros(0)
+    fz, off = None, 0  # the fantasies, and how many leading batch entries are pending points
+    if config.believer == "fantasy" and acq is None:
+        off = 0 if pending is None else len(pending)
+        fz = Fantasies(off + request.n - 1, rng)
+        if off:
+            batch = post.candidates(pending)
+            for j in range(off):
+                batch.believe(j, PENDING_NOISE)
+
+    def batch_scores() -> np.ndarray:
+        """The acquisition of every candidate in the batch (after the pending entries), pof added."""
+        if best is None:
+            return pof
+        if fz is None:
+            return log_ei(batch.mu, batch.sd, best) + pof
+        mu, var, u = batch.moments()
+        return fz.log_ei(batch, mu[off:], var[off:], u[:, off:], best) + pof
     for i in range(request.n):
         if deadline is not None and time.monotonic() > deadline:
             if out:
@@ -475,14 +509,17 @@ def _select(  # type: ignore[no-untyped-def]
                 return pof  # nothing feasible yet: find the feasible region first
             if acq is not None:
                 return acq(feats) + pof
+            if fz is not None and batch is not None:
+                mu, var, u = batch.predict_u(feats)
+                return fz.log_ei(batch, mu, var, u, best) + pof
             mu, sd = (post if batch is None else batch).predict(feats)
             return log_ei(mu, sd, best) + pof
 
         if i == 0:  # the first pick: the whole candidate set, as scored unprojected
             z_new, s = z_cand, score(z_cand, False)
         else:  # later picks climb from the best of the same set, under the believers
-            z_new, s = z_cand[:0], _batch_scores(batch, best, pof)[: len(z_cand)]
-        if config.gradient and feas is None and best is not None and i == 0 and acq is None:
+            z_new, s = z_cand[:0], batch_scores()[: len(z_cand)]
+        if config.gradient and feas is None and best is not None and i == 0 and acq is None and off == 0:
             refined = _ascend(enc, post, best, z_cand, s, lo, hi)
         else:
             refined = _refine(enc, z_cand, s, score, rng, lo, hi)
@@ -497,7 +534,7 @@ def _select(  # type: ignore[no-untyped-def]
         pof = np.concatenate([pof, np.zeros(len(feats)) + (0.0 if feas is None else feas.log_pof(feats))])
         # a pick chooses from the set and its own climb (earlier climbs stay in the batch for their believers)
         own = np.r_[: len(z_cand), len(z_all) - len(refined) : len(z_all)]
-        s_proj = (acq_proj + pof)[own] if acq is not None else _batch_scores(batch, best, pof)[own]
+        s_proj = (acq_proj + pof)[own] if acq is not None else batch_scores()[own]
         if not np.all(np.isfinite(s_proj)):
             s_proj = np.where(np.isfinite(s_proj), s_proj, -np.inf)
             if not np.any(np.isfinite(s_proj)):
@@ -511,13 +548,10 @@ def _select(  # type: ignore[no-untyped-def]
         used.add(k)
         near = np.vstack([near, enc.latent([a])])
         if len(out) < request.n and batch is not None:
-            mu_j = batch.believe(j, PENDING_NOISE, None if lie == -math.inf else max(float(batch.mu[j]), lie))
-            best = None if best is None else min(best, max(mu_j, lie))
+            mu_j = batch.believe(j + off, PENDING_NOISE, None if lie == -math.inf else max(float(batch.mu[j + off]), lie))
+            if fz is None:  # fantasies lower the incumbent per draw instead
+                best = None if best is None else min(best, max(mu_j, lie))
     return out
-
-
-def _batch_scores(batch: CandidateBatch, best: float | None, pof: np.ndarray) -> np.ndarray:
-    return pof if best is None else log_ei(batch.mu, batch.sd, best) + pof
 
 
 def _pick(  # type: ignore[no-untyped-def]
