@@ -62,22 +62,30 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
 #   ahead1  one point ahead, same staleness
 #   fresh   never serve a point computed before the latest observation: every ask
 #           that finds none waits for a fresh proposal (the "short bounded wait")
-POLICIES: dict[str, tuple[int, int | None]] = {"ahead8": (8, None), "ahead1": (1, None), "fresh": (1, 0)}
+#   demand  one point ahead, and an ask the landing job had no point for waits for
+#           the next job (sized for every parked ask) instead of taking a Sobol point
+#           (_ahead.PARK_LEFTOVERS): the batch follows the asks that are waiting
+POLICIES: dict[str, tuple[int, int | None, bool]] = {
+    "ahead8": (8, None, False),
+    "ahead1": (1, None, False),
+    "fresh": (1, 0, False),
+    "demand": (1, None, True),
+}
 
 
 @contextlib.contextmanager
 def ahead_policy(name: str) -> Iterator[None]:
     from tauopt.engine import _ahead
 
-    ahead, stale = POLICIES[name]
-    saved = _ahead.MAX_AHEAD, _ahead.ComputeAhead.__dict__["stale_bound"]
-    _ahead.MAX_AHEAD = ahead
+    ahead, stale, park = POLICIES[name]
+    saved = _ahead.MAX_AHEAD, _ahead.ComputeAhead.__dict__["stale_bound"], _ahead.PARK_LEFTOVERS
+    _ahead.MAX_AHEAD, _ahead.PARK_LEFTOVERS = ahead, park
     if stale is not None:
         _ahead.ComputeAhead.stale_bound = staticmethod(lambda bandwidth: stale)  # type: ignore[method-assign]
     try:
         yield
     finally:
-        _ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound = saved  # type: ignore[method-assign]
+        _ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound, _ahead.PARK_LEFTOVERS = saved  # type: ignore[method-assign]
 
 
 @dataclass

@@ -22,9 +22,10 @@ class GatedPool:
     """A pool boundary whose GP jobs (Sobol underneath) wait for the test to open
     the gate: what the engine answers while a job is held cannot have waited on it."""
 
-    def __init__(self, fail: bool = False, free_jobs: int = 0) -> None:
+    def __init__(self, fail: bool = False, free_jobs: int = 0, kind: str = "sobol") -> None:
         self.gate = anyio.Event()
         self.fail, self.free_jobs, self.jobs, self.finished = fail, free_jobs, 0, 0
+        self.kind = kind  # what the "GP" answers with underneath
 
     async def propose(self, key, strategy, request, deadline_s=None):
         self.jobs += 1
@@ -33,7 +34,7 @@ class GatedPool:
         self.finished += 1
         if self.fail:
             raise RuntimeError("cholesky failed")
-        cands = propose("sobol", request, np.random.default_rng(self.jobs))
+        cands = propose(self.kind, request, np.random.default_rng(self.jobs))
         return ProposeResult(tuple(cands), "gp", None, 0.0)
 
     async def __aenter__(self):
@@ -239,3 +240,37 @@ async def test_inspect_counts_every_point_a_failing_pool_answered_with_sobol():
             await engine.suggest(exp.id)
         stats = await engine.inspect(exp.id)
     assert stats["served_pooled"] == 3 and stats["served_fallback"] == 3
+
+
+@pytest.mark.parametrize("park", [False, True])
+async def test_asks_a_landing_job_had_no_point_for_wait_for_the_next_job_when_parking(monkeypatch, park):
+    """One point computed ahead (MAX_AHEAD = 1): the held job was sized for the
+    first ask plus one, and three more asks park behind it. When it lands, two
+    asks take its points; the other two take Sobol points (PARK_LEFTOVERS off,
+    the engine's answer before) or wait for the next job, sized for them, and
+    get the strategy's points (on)."""
+    from tauopt.engine import _ahead
+
+    monkeypatch.setattr(_ahead, "MAX_AHEAD", 1)
+    monkeypatch.setattr(_ahead, "PARK_LEFTOVERS", park)
+    pool = GatedPool(kind="random")  # each job's points new (the real GP never repeats a used one)
+    async with Engine(pool=pool) as engine:
+        exp = await gp_experiment(engine, "gp", 4)
+        got = []
+
+        async def ask(tag: str):
+            got.append(await engine.suggest(exp.id, tag=tag))
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for i in range(4):
+                    tg.start_soon(ask, f"w{i}")
+                    await anyio.sleep(0.01)
+                assert got == [] and pool.jobs == 1
+                pool.gate.set()
+        stats = await engine.inspect(exp.id)
+    assert sorted(s.tag for s in got) == ["w0", "w1", "w2", "w3"]
+    assert len({tuple(sorted(s.assignments.items())) for s in got}) == 4
+    assert stats["served_pooled"] == 4
+    assert stats["served_fallback"] == (0 if park else 2)
+    assert pool.jobs == 2  # parked: the second job answered the two; not parked: it refilled the one ahead

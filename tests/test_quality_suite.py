@@ -84,9 +84,13 @@ def test_compute_ahead_policy_patches_the_engine_knobs_and_restores_them() -> No
 
     from tauopt.engine import _ahead
 
-    before = (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8))
+    before = (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS)
     with ahead_policy("fresh"):
         assert _ahead.MAX_AHEAD == 1 and _ahead.ComputeAhead.stale_bound(8) == 0
     with ahead_policy("ahead1"):
         assert _ahead.MAX_AHEAD == 1 and _ahead.ComputeAhead.stale_bound(8) == before[1]
-    assert (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8)) == before
+    with ahead_policy("demand"):
+        assert _ahead.MAX_AHEAD == 1 and _ahead.PARK_LEFTOVERS is True
+    with ahead_policy("ahead8"):
+        assert _ahead.MAX_AHEAD == 8 and _ahead.PARK_LEFTOVERS is False
+    assert (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS) == before

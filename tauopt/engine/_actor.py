@@ -38,6 +38,7 @@ from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSu
 from ..strategies import Draws, Strategy, SuggestRequest, resolve_for
 from ..strategies import get as get_strategy
 from ._admin import best_observation
+from . import _ahead
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
 from ._curves import Curves, check_report
 from ._failures import count_failure, count_success, reset_changes, stopped_error
@@ -452,27 +453,46 @@ class ExperimentActor:
             self.stats.fallbacks += 1
             self.stats.last_fallback_reason = reason
             log.warning("experiment %s: %s fell back to Sobol: %s", self.id, (self._ahead.strategy or "").upper(), reason)
+        # Parked asks take what just landed (the newest model there is), then the buffer.
+        # One that finds neither waits for the next job (PARK_LEFTOVERS) when this one
+        # answered someone with the strategy's points, so every job makes progress;
+        # otherwise it takes a Sobol point.
+        leftover: list[tuple[Request[Any], Suggest]] = []
+        progressed = False
         while self._ahead.waiters:
             request, ask = self._ahead.waiters.popleft()
-            try:
-                if self._exp.stopped_reason is not None:
-                    raise stopped_error(self._exp)
-                # parked asks take what just landed (the newest model there is), then the buffer
-                point = self._pop_unused(landed)
-                if point is not None:
-                    self._ahead.count_served(msg.version, point, bool(reason))
-                else:
-                    point = self._ahead.take(self._exp.parallel_bandwidth, self._ledger.is_used)
-                if point is None:
-                    point = self._inline_point(get_strategy("sobol"))
-                    self._ahead.count_served(self._ahead.version, None, True)
-            except ApiError as exc:
-                fail(request, exc)
+            if self._exp.stopped_reason is not None:
+                fail(request, stopped_error(self._exp))
                 continue
-            suggestion = self._open_suggestion(point, check_tag(ask.tag))
-            self._commit(request, [PutSuggestion(suggestion)], suggestion)
+            point = self._pop_unused(landed)
+            if point is not None:
+                self._ahead.count_served(msg.version, point, bool(reason))
+                progressed = progressed or not reason
+            else:
+                point = self._ahead.take(self._exp.parallel_bandwidth, self._ledger.is_used)
+            if point is None and _ahead.PARK_LEFTOVERS:
+                leftover.append((request, ask))
+                continue
+            self._answer_waiter(request, ask, point)
+        if progressed:
+            self._ahead.waiters.extend(leftover)
+        else:
+            for request, ask in leftover:
+                self._answer_waiter(request, ask, None)
         self._ahead.keep(msg.version, landed)
         self._ensure_job()
+
+    def _answer_waiter(self, request: Request[Any], ask: Suggest, point: dict[str, Value] | None) -> None:
+        """Open a suggestion at `point` (None: the next Sobol point) for a parked ask."""
+        try:
+            if point is None:
+                point = self._inline_point(get_strategy("sobol"))
+                self._ahead.count_served(self._ahead.version, None, True)
+        except ApiError as exc:
+            fail(request, exc)
+            return
+        suggestion = self._open_suggestion(point, check_tag(ask.tag))
+        self._commit(request, [PutSuggestion(suggestion)], suggestion)
 
     def _pop_unused(self, points: list[dict[str, Value]]) -> dict[str, Value] | None:
         while points:

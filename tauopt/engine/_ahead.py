@@ -20,7 +20,7 @@ from ..models import Value
 from ..strategies import SuggestRequest
 from ._messages import ProposalReady, Suggest
 
-__all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD"]
+__all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD", "PARK_LEFTOVERS"]
 
 # A point computed ahead against history version v is served while at most
 # max(STALENESS_BOUND, parallel_bandwidth) observations arrived since; past that it
@@ -29,6 +29,11 @@ __all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD"]
 STALENESS_BOUND = 2
 # Points kept computed ahead: one per parallel slot, up to this many.
 MAX_AHEAD = 8
+# An ask parked for a job whose points ran out before its turn: True waits for the
+# next job (started at once, sized for every ask still parked), False answers it
+# from the Sobol sequence. Only a job that landed points can leave one waiting, so
+# the wait is bounded by two fits (each within the fit deadline).
+PARK_LEFTOVERS = False
 
 Point = dict[str, Value]
 
