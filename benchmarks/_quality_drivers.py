@@ -55,37 +55,47 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
 
 
 # Compute-ahead policies of the engine's actor (tauopt/engine/_ahead.py), set for a
-# measurement by patching its two module-level knobs: how many points a job computes
-# ahead (MAX_AHEAD), and how many observations a point may be behind when served
-# (stale_bound; past it an ask waits for the fit in flight, bounded by the fit deadline).
-#   ahead8  the engine's default: up to min(W, 8) ahead, served while <= max(2, W) behind
-#   ahead1  one point ahead, same staleness
+# measurement by patching its module-level knobs: how many points a job computes
+# ahead (MAX_AHEAD), how many observations a point may be behind when served
+# (stale_bound; past it an ask waits for the fit in flight, bounded by the fit
+# deadline), and whether an ask a landing job had no point for waits for the next
+# job (PARK_LEFTOVERS).
+#   adaptive the engine's default (issue 17's measurement): as many ahead as asks are
+#           expected during one job, W x job s / evaluation s (1 to min(W, 8)),
+#           leftovers from Sobol
+#   adaptive_park  the same, leftovers wait for the next job (as demand)
+#   ahead8  the default before: up to min(W, 8) ahead, served while <= max(2, W)
+#           behind, leftover asks answered from Sobol
+#   ahead1  one point ahead, same staleness, leftovers from Sobol
 #   fresh   never serve a point computed before the latest observation: every ask
 #           that finds none waits for a fresh proposal (the "short bounded wait")
 #   demand  one point ahead, and an ask the landing job had no point for waits for
 #           the next job (sized for every parked ask) instead of taking a Sobol point
 #           (_ahead.PARK_LEFTOVERS): the batch follows the asks that are waiting
-POLICIES: dict[str, tuple[int, int | None, bool]] = {
-    "ahead8": (8, None, False),
-    "ahead1": (1, None, False),
-    "fresh": (1, 0, False),
-    "demand": (1, None, True),
+POLICIES: dict[str, tuple[int, int | None, bool, bool]] = {  # MAX_AHEAD, stale bound, PARK_LEFTOVERS, ADAPT_AHEAD
+    "adaptive": (8, None, False, True),
+    "adaptive_park": (8, None, True, True),
+    "ahead8": (8, None, False, False),
+    "ahead1": (1, None, False, False),
+    "fresh": (1, 0, False, False),
+    "demand": (1, None, True, False),
 }
+DEFAULT_POLICY = "adaptive"  # quality.py names its rows engine@Es, the others engine@Es/<policy>
 
 
 @contextlib.contextmanager
 def ahead_policy(name: str) -> Iterator[None]:
     from tauopt.engine import _ahead
 
-    ahead, stale, park = POLICIES[name]
-    saved = _ahead.MAX_AHEAD, _ahead.ComputeAhead.__dict__["stale_bound"], _ahead.PARK_LEFTOVERS
-    _ahead.MAX_AHEAD, _ahead.PARK_LEFTOVERS = ahead, park
+    ahead, stale, park, adapt = POLICIES[name]
+    saved = _ahead.MAX_AHEAD, _ahead.ComputeAhead.__dict__["stale_bound"], _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD
+    _ahead.MAX_AHEAD, _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD = ahead, park, adapt
     if stale is not None:
         _ahead.ComputeAhead.stale_bound = staticmethod(lambda bandwidth: stale)  # type: ignore[method-assign]
     try:
         yield
     finally:
-        _ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound, _ahead.PARK_LEFTOVERS = saved  # type: ignore[method-assign]
+        _ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound, _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD = saved  # type: ignore[method-assign]
 
 
 @dataclass

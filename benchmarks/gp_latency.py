@@ -17,7 +17,7 @@ Parts (6-D Hartmann objective, 8 suggestions open at a time):
           p50/p99 as the worker sees it, and the pool's fit
           seconds per suggestion. With 1 s evaluations the point is computed
           ahead while workers evaluate, so the ask itself should be ~1 ms.
-          --policies: the compute-ahead policy (ahead8 = default, ahead1, fresh;
+          --policies: the compute-ahead policy (adaptive = default, ahead8, ahead1, fresh, demand;
           benchmarks/_quality_drivers.py), with the fraction of stale points served.
 Prints JSON.
 """
@@ -124,7 +124,7 @@ def part_optuna(n: int, repeats: int) -> dict[str, Any]:
     return {"part": "optuna_gp_ask", "n": n, "ask_s": pct(times)}
 
 
-async def part_engine(n: int, eval_s: float, asks: int, workers: int, pool: str, policy: str = "ahead8") -> dict[str, Any]:
+async def part_engine(n: int, eval_s: float, asks: int, workers: int, pool: str, policy: str = "adaptive") -> dict[str, Any]:
     import anyio
 
     from _quality_drivers import ahead_policy
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval", default="0,1", help="simulated evaluation seconds (engine)")
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--pool", default="process", choices=["process", "thread"])
-    ap.add_argument("--policies", default="ahead8", help="engine compute-ahead policies (benchmarks/_quality_drivers.py POLICIES)")
+    ap.add_argument("--policies", default="adaptive", help="engine compute-ahead policies (benchmarks/_quality_drivers.py POLICIES)")
     args = ap.parse_args(argv)
     parts = args.parts.split(",")
     rows: list[dict[str, Any]] = []

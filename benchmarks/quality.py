@@ -23,7 +23,7 @@ read at 10*d and 20*d (--budgets). Methods (benchmarks/_quality_drivers.py):
   engine@E                    gp through AsyncClient (local engine, process pool)
                               with W worker tasks and E-second evaluations (--engine)
   engine@E/P                  the same under compute-ahead policy P (--policies:
-                              ahead8 = the engine's default, ahead1, fresh; see
+                              adaptive = the engine's default, ahead8, ahead1, fresh, demand; see
                               _quality_drivers.POLICIES)
 
 W workers: W suggestions open at all times (strategy/optuna runs: the oldest is
@@ -53,7 +53,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import _suite  # noqa: E402
 from _progress import progress, say  # noqa: E402
-from _quality_drivers import GP_VARIANTS, POLICIES, Run, ahead_policy, run_engine, run_optuna, run_strategy  # noqa: E402
+from _quality_drivers import DEFAULT_POLICY, GP_VARIANTS, POLICIES, Run, ahead_policy, run_engine, run_optuna, run_strategy  # noqa: E402
 
 QUICK = {
     "functions": "sphere,ellipsoid,rosenbrock",
@@ -144,7 +144,7 @@ def _engine_all(args: argparse.Namespace, mults: list[int], curves: dict[tuple, 
                             await run_engine(client, _suite.make(fname, d, s), max(mults) * d, w, s, e)
                             for s in _seeds(args)
                         ]
-                    name = f"engine@{e:g}s" + ("" if pol == "ahead8" else f"/{pol}")
+                    name = f"engine@{e:g}s" + ("" if pol == DEFAULT_POLICY else f"/{pol}")
                     out.append(_row(fname, d, w, name, runs, mults, curves, time.monotonic() - t0))
                     step(f"{fname} d={d} W={w} {name}")
         return out
@@ -191,10 +191,9 @@ def compare(rows: list[dict[str, Any]], ours: str = "gp") -> dict[str, dict[str,
 def markdown(rows: list[dict[str, Any]], ours: str = "gp") -> str:
     """The README's tables: median [quartiles] of the final log10 regret per cell
     and method (bold: lowest median), then gp's win/tie/loss against each method."""
-    key = max((k for k in rows[0] if k.startswith("log10_regret@")), key=lambda k: int(k[13:-1]))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     cells = list(dict.fromkeys((r["function"], r["d"], r["workers"]) for r in rows))
-    by = {(r["function"], r["d"], r["workers"], r["method"]): r[key] for r in rows}
+    by = {(r["function"], r["d"], r["workers"], r["method"]): _final(r) for r in rows}  # a run read only at a smaller budget: that one
     out = ["| function | d | W | " + " | ".join(methods) + " |", "|---|---|---|" + "---|" * len(methods)]
     for f, d, w in cells:
         meds = {m: by[(f, d, w, m)][1] for m in methods if (f, d, w, m) in by}
@@ -211,6 +210,11 @@ def markdown(rows: list[dict[str, Any]], ours: str = "gp") -> str:
         for m, t in compare(sub, ours).items():
             out.append(f"| {m} | {w} | {t['win']} | {t['tie']} | {t['loss']} | {t['lower_median']} of {t['cells']} |")
     return "\n".join(out)
+
+
+def _final(row: dict[str, Any]) -> list[float]:
+    """Quartiles of the log10 regret at the largest budget the row was read at."""
+    return row[max((k for k in row if k.startswith("log10_regret@")), key=lambda k: int(k[13:-1]))]
 
 
 def _read_rows(path: str) -> list[dict[str, Any]]:
@@ -250,13 +254,12 @@ def plot_medians(rows: list[dict[str, Any]], out: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    key = max((k for k in rows[0] if k.startswith("log10_regret@")), key=lambda k: int(k[13:-1]))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     workers = sorted({r["workers"] for r in rows})
     fig, axes = plt.subplots(len(workers), 1, figsize=(11, 3.0 * len(workers)), squeeze=False)
     for ax, w in zip(axes[:, 0], workers):
         cells = list(dict.fromkeys((r["function"], r["d"]) for r in rows if r["workers"] == w))
-        by = {(r["function"], r["d"], r["method"]): r[key] for r in rows if r["workers"] == w}
+        by = {(r["function"], r["d"], r["method"]): _final(r) for r in rows if r["workers"] == w}
         for i, m in enumerate(methods):
             xs = [c for c, cell in enumerate(cells) if (*cell, m) in by]
             q = np.array([by[(*cells[c], m)] for c in xs]).reshape(-1, 3)
@@ -278,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, default in FULL.items():
         ap.add_argument("--" + key.replace("_", "-"), type=type(default), default=None, help=f"full run: {default!r}")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds run are first-seed .. first-seed+seeds-1 (choose on one range, report on another)")
-    ap.add_argument("--policies", default="ahead8", help=f"engine compute-ahead policies, of {sorted(POLICIES)}")
+    ap.add_argument("--policies", default=DEFAULT_POLICY, help=f"engine compute-ahead policies, of {sorted(POLICIES)}")
     ap.add_argument("--out", default="benchmarks/quality.png", help="PNG of regret curves ('' to skip)")
     args = ap.parse_args(argv)
     if args.merge:

@@ -98,7 +98,42 @@ def test_compute_ahead_serves_fresh_points_and_drops_stale_ones() -> None:
     assert ahead.observed(bandwidth=1)  # three observations past: stale, dropped, a refill is due
     assert ahead.take(bandwidth=1, is_used=lambda p: False) is None
     want, fresh = ahead.want(bandwidth=4)
-    assert want == 4 and fresh == ()
+    assert want == 4 and fresh == ()  # one per slot until job and evaluation times are measured (ADAPT_AHEAD)
+    wide = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=4)  # an explicit setting: one per slot
+    assert wide.want(bandwidth=4) == (4, ())
+
+
+def test_compute_ahead_computes_as_many_as_asks_are_expected_during_one_job() -> None:
+    """ADAPT_AHEAD: bandwidth x job seconds / evaluation seconds, at least one and
+    at most min(bandwidth, MAX_AHEAD); the cap until both are measured."""
+    import time
+
+    from tauopt.engine import _ahead
+    from tauopt.engine._messages import ProposalReady
+
+    def job(ahead: ComputeAhead, seconds: float) -> None:
+        ahead.job_running, ahead._job_t0 = True, time.monotonic() - seconds  # what start() does, without a task group
+        ahead.land(ProposalReady(version=0))
+
+    ahead = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
+    assert ahead.target(bandwidth=8) == 8  # nothing measured yet: the cap
+    job(ahead, 0.05)
+    assert ahead.target(bandwidth=8) == 8  # no evaluation measured yet
+    ahead.evaluated(1.0)  # 1 s evaluations, 50 ms jobs: 8 x 0.05 = 0.4 asks per job
+    assert ahead.target(bandwidth=8) == 1
+    fast = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
+    job(fast, 0.05)
+    fast.evaluated(0.0)  # evaluations that take no time: the cap
+    assert fast.target(bandwidth=8) == 8 and fast.target(bandwidth=64) == _ahead.MAX_AHEAD
+    mid = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
+    job(mid, 0.45)
+    mid.evaluated(1.0)  # 8 x 0.45 / 1 = 3.6: four
+    assert mid.target(bandwidth=8) == 4
+    for _ in range(20):
+        mid.evaluated(10.0)  # the running mean follows longer evaluations: 8 x 0.45 / 10 -> 1
+    assert mid.target(bandwidth=8) == 1
+    fixed = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=2)  # an explicit setting wins
+    assert fixed.target(bandwidth=8) == 2
 
 
 async def test_asks_and_observes_write_counters_not_the_whole_header(tmp_path: Path) -> None:

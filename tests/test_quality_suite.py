@@ -56,7 +56,7 @@ def test_a_tiny_quality_run_prints_json_with_every_method_and_the_comparison(tmp
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "quality.py"), "--functions", "sphere", "--dims", "2",
          "--seeds", "1", "--workers", "2", "--budgets", "5", "--methods", "gp,sobol,optuna_tpe", "--engine", "0",
-         "--engine-workers", "2", "--policies", "ahead8,fresh", "--out", ""],
+         "--engine-workers", "2", "--policies", "adaptive,fresh", "--out", ""],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -84,13 +84,13 @@ def test_compute_ahead_policy_patches_the_engine_knobs_and_restores_them() -> No
 
     from tauopt.engine import _ahead
 
-    before = (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS)
+    before = (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD)
     with ahead_policy("fresh"):
         assert _ahead.MAX_AHEAD == 1 and _ahead.ComputeAhead.stale_bound(8) == 0
     with ahead_policy("ahead1"):
         assert _ahead.MAX_AHEAD == 1 and _ahead.ComputeAhead.stale_bound(8) == before[1]
     with ahead_policy("demand"):
-        assert _ahead.MAX_AHEAD == 1 and _ahead.PARK_LEFTOVERS is True
+        assert _ahead.MAX_AHEAD == 1 and _ahead.PARK_LEFTOVERS is True and _ahead.ADAPT_AHEAD is False
     with ahead_policy("ahead8"):
-        assert _ahead.MAX_AHEAD == 8 and _ahead.PARK_LEFTOVERS is False
-    assert (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS) == before
+        assert _ahead.MAX_AHEAD == 8 and _ahead.PARK_LEFTOVERS is False and _ahead.ADAPT_AHEAD is False
+    assert (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD) == before

@@ -521,6 +521,7 @@ class ExperimentActor:
                 self._commit(request, writes, not_open_error(s))
                 return
             stopped_at = self._curves.observed(s.id, msg.stopped)
+            self._ahead.evaluated(now - s.created_at)
             s = ledger.leave_open(s, "observed", now)
             writes.append(PutSuggestion(s))
             assignments, sid = s.assignments, s.id

@@ -10,6 +10,8 @@ waiters and answered, in arrival order, when the next result lands.
 
 from __future__ import annotations
 
+import math
+import time
 from collections import deque
 from typing import Any, Callable
 
@@ -20,19 +22,28 @@ from ..models import Value
 from ..strategies import SuggestRequest
 from ._messages import ProposalReady, Suggest
 
-__all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD", "PARK_LEFTOVERS"]
+__all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD", "ADAPT_AHEAD", "PARK_LEFTOVERS"]
 
 # A point computed ahead against history version v is served while at most
 # max(STALENESS_BOUND, parallel_bandwidth) observations arrived since; past that it
 # is dropped and recomputed. With N workers, N observations land per round of
 # evaluations, so a smaller bound would discard every batch before it is used.
 STALENESS_BOUND = 2
-# Points kept computed ahead: one per parallel slot, up to this many.
+# How far ahead a job computes (issue 17, "How far ahead to compute" in the README).
+# MAX_AHEAD caps the points kept computed ahead of the asks (and the slots: one per
+# parallel slot at most). ADAPT_AHEAD computes only as many as asks are expected
+# while one job runs: bandwidth x job seconds / evaluation seconds (both running
+# means; evaluation = suggestion handed out to observed), at least one. Evaluations
+# long next to a fit: one ahead, so each point comes from a model that has nearly
+# every observation (8 ahead served points computed up to 8 observations back);
+# evaluations that take no time: the cap, as before, so asks do not each wait for a
+# fit. False: always the cap (the default before). PARK_LEFTOVERS: a parked ask the landing job had
+# no point left for waits for the next job (started at once, sized for every ask
+# still parked) instead of taking a Sobol point. Only a job that answered someone
+# with the strategy's points can leave an ask waiting, so a wait is at most two
+# jobs, each within the fit deadline.
 MAX_AHEAD = 8
-# An ask parked for a job whose points ran out before its turn: True waits for the
-# next job (started at once, sized for every ask still parked), False answers it
-# from the Sobol sequence. Only a job that landed points can leave one waiting, so
-# the wait is bounded by two fits (each within the fit deadline).
+ADAPT_AHEAD = True
 PARK_LEFTOVERS = False
 
 Point = dict[str, Value]
@@ -48,6 +59,10 @@ class ComputeAhead:
         self.points: list[tuple[int, Point]] = []  # (version computed at, point)
         self.waiters: deque[tuple[Request[Any], Suggest]] = deque()
         self.job_running = False
+        # running means (ADAPT_AHEAD): seconds a job takes, seconds a suggestion is evaluated
+        self._job_s: float | None = None
+        self._eval_s: float | None = None
+        self._job_t0 = 0.0
         self.strategy: str | None = None  # the pooled strategy the last ask resolved to
         # Points served (for inspect and benchmarks/quality.py): how many, how many were
         # computed before the latest observation (stale), how many were Sobol fallbacks.
@@ -60,7 +75,17 @@ class ComputeAhead:
         self.served["served_fallback"] += fallback or (point is not None and _key(point) in self._fallback_keys)
 
     def target(self, bandwidth: int) -> int:
-        return self._ahead_setting if self._ahead_setting is not None else min(bandwidth, MAX_AHEAD)
+        if self._ahead_setting is not None:
+            return self._ahead_setting
+        cap = min(bandwidth, MAX_AHEAD)
+        if not ADAPT_AHEAD or self._job_s is None or self._eval_s is None:
+            return cap
+        during_a_job = bandwidth * self._job_s / max(self._eval_s, 1e-6)
+        return min(cap, max(1, math.ceil(during_a_job)))
+
+    def evaluated(self, seconds: float) -> None:
+        """A suggestion was observed `seconds` after it was handed out."""
+        self._eval_s = _mean(self._eval_s, max(seconds, 0.0))
 
     @staticmethod
     def stale_bound(bandwidth: int) -> int:
@@ -95,6 +120,7 @@ class ComputeAhead:
     def start(self, tg: TaskGroup, request: SuggestRequest, reply_to: ActorRef) -> None:
         assert self.strategy is not None  # set by the ask that found the strategy pooled
         self.job_running = True
+        self._job_t0 = time.monotonic()
         tg.start_soon(self._job, request, self.version, reply_to)
 
     async def _job(self, request: SuggestRequest, version: int, reply_to: ActorRef) -> None:
@@ -111,6 +137,7 @@ class ComputeAhead:
     def land(self, msg: ProposalReady) -> tuple[list[Point], str | None]:
         """The job's points and the fallback reason (None when the strategy ran)."""
         self.job_running = False
+        self._job_s = _mean(self._job_s, time.monotonic() - self._job_t0)
         reason = None
         if msg.error is not None:
             reason = f"strategy failed: {msg.error!r}"
@@ -128,6 +155,11 @@ class ComputeAhead:
         forget = getattr(self._pool, "forget", None)
         if forget is not None:
             forget(self._id)  # the pool's warm start for this experiment goes with its actor
+
+
+def _mean(old: float | None, new: float, weight: float = 0.3) -> float:
+    """A running mean that follows the recent values (exponential, `weight` on the newest)."""
+    return new if old is None else (1 - weight) * old + weight * new
 
 
 def _key(point: Point) -> tuple:
