@@ -37,8 +37,8 @@ from ..space import Space
 from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
 from ..strategies import Draws, Strategy, SuggestRequest, resolve_for
 from ..strategies import get as get_strategy
-from ._admin import best_observation
 from . import _ahead
+from ._admin import best_observation
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
 from ._curves import Curves, check_report
 from ._failures import count_failure, count_success, reset_changes, stopped_error
