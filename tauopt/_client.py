@@ -325,7 +325,7 @@ def _shutdown(portal: BlockingPortal, cm: Any, thread: threading.Thread) -> None
     except Exception:
         pass
     try:
-        portal.call(portal.stop)
+        portal.call(portal.stop, True)  # cancel what is still running (a call Ctrl-C abandoned) rather than wait on it
     except Exception:
         pass
     thread.join(timeout=10)
@@ -342,8 +342,8 @@ class Client:
         cm = self._portal.wrap_async_context_manager(self._client)
         try:
             cm.__enter__()
-        except BaseException:
-            self._portal.call(self._portal.stop)
+        except BaseException:  # Ctrl-C while opening included: the opening is cancelled, not waited for
+            self._portal.call(self._portal.stop, True)
             thread.join(timeout=10)
             raise
         self._finalizer = weakref.finalize(self, _shutdown, self._portal, cm, thread)

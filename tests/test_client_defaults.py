@@ -61,3 +61,31 @@ def test_version_is_the_package_version_and_the_cli_prints_it() -> None:
     from importlib.metadata import version
 
     assert tauopt.__version__ == version("tauopt")
+
+
+def test_ctrl_c_while_a_sync_client_opens_stops_its_loop_at_once() -> None:
+    """Ctrl-C (SIGINT) while Client() waits for its transport to open: the
+    constructor raises KeyboardInterrupt and its event-loop thread ends with the
+    interrupted task cancelled, instead of the process waiting on it at exit
+    (`experiments list --watch` took 10 s to exit, 1 Ctrl-C in ~30)."""
+    script = """
+import os, signal, sys, threading, time
+import anyio
+from tauopt import AsyncClient, Client
+
+async def never(self):
+    await anyio.sleep_forever()
+
+AsyncClient.__aenter__ = never
+threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+t0 = time.monotonic()
+try:
+    Client(driver="local")
+except KeyboardInterrupt:
+    loops = [t for t in threading.enumerate() if t.name == "tauopt-client-loop"]
+    print(f"interrupted {time.monotonic() - t0:.2f} {len(loops)}")
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    word, seconds, loops = r.stdout.split()
+    assert word == "interrupted" and float(seconds) < 5 and loops == "0", r.stdout
