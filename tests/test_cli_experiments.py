@@ -162,12 +162,20 @@ def test_a_daemon_without_a_token_is_an_error_saying_what_to_set(daemon: Daemon)
     assert r.returncode == 1 and "http://127.0.0.1:1" in r.stderr and "is `tauopt serve` running there?" in r.stderr
 
 
+def _ctrl_c_default() -> None:
+    """In the child before exec: SIGINT at its default, so Python turns it into
+    KeyboardInterrupt even when the suite runs where SIGINT is ignored (a shell's
+    background job: `make test &` without job control ignores it, and children
+    inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_watch_redraws_until_interrupted(daemon: Daemon) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TAUOPT_")}
     env.update(TAUOPT_BASE_URL=daemon.url, TAUOPT_TOKEN=token_of(daemon))
     proc = subprocess.Popen(
         [sys.executable, "-m", "tauopt.cli", "experiments", "list", "--watch", "--interval", "0.2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_ctrl_c_default,
     )
     assert proc.stdout is not None
     frames = 0

@@ -70,6 +70,7 @@ def test_ctrl_c_while_a_sync_client_opens_stops_its_loop_at_once() -> None:
     (`experiments list --watch` took 10 s to exit, 1 Ctrl-C in ~30)."""
     script = """
 import os, signal, sys, threading, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # also where the suite runs with SIGINT ignored
 import anyio
 from tauopt import AsyncClient, Client
 
