@@ -38,7 +38,7 @@ STALENESS_BOUND = 2
 # every observation (8 ahead served points computed up to 8 observations back);
 # evaluations that take no time: the cap, as before, so asks do not each wait for a
 # fit. False: always the cap (the default before).
-# PARK_LEFTOVERS (opt-in; it cost 28% of the GP contention row's throughput): a
+# PARK_LEFTOVERS (opt-in; it cost 20-28% of the GP contention row's throughput): a
 # parked ask the landing job had no point left for waits for the next job (started
 # at once, sized for every ask still parked) instead of taking a Sobol point. Only a
 # job that answered someone with the strategy's points can leave an ask waiting, so
