@@ -37,7 +37,6 @@ from ..space import Space
 from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
 from ..strategies import Draws, Strategy, SuggestRequest, resolve_for
 from ..strategies import get as get_strategy
-from . import _ahead
 from ._admin import best_observation
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
 from ._curves import Curves, check_report
@@ -470,7 +469,7 @@ class ExperimentActor:
                 progressed = progressed or not reason
             else:
                 point = self._ahead.take(self._exp.parallel_bandwidth, self._ledger.is_used)
-            if point is None and _ahead.PARK_LEFTOVERS:
+            if point is None and self._ahead.parks_leftovers():
                 leftover.append((request, ask))
                 continue
             self._answer_waiter(request, ask, point)

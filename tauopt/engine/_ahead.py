@@ -84,6 +84,10 @@ class ComputeAhead:
         during_a_job = bandwidth * self._job_s / max(self._eval_s, 1e-6)
         return min(cap, max(1, math.ceil(during_a_job)))
 
+    @staticmethod
+    def parks_leftovers() -> bool:
+        return PARK_LEFTOVERS
+
     def evaluated(self, seconds: float) -> None:
         """A suggestion was observed `seconds` after it was handed out."""
         self._eval_s = _mean(self._eval_s, max(seconds, 0.0))

@@ -325,7 +325,7 @@ def _explorers(request: SuggestRequest, config: GPConfig) -> int:
     """How many of this call's request.n picks explore: a pick made while other
     points are pending (open suggestions, or this call's earlier picks) whose
     draw index (request.drawn + i) is a multiple of config.explore_every."""
-    if config.believer in ("mean", "fantasy"):
+    if config.believer == "mean":
         return 0
     k = config.explore_every
     return sum(1 for i in range(0 if request.pending else 1, request.n) if (request.drawn + i) % k == 0)
@@ -340,11 +340,11 @@ def _select_roles(  # type: ignore[no-untyped-def]
     exploring ones (every pending point and exploiting pick believed at no
     better than the lie, so they look for improvement away from the points
     already being evaluated)."""
-    n_explore = _explorers(request, config)
-    out: list[dict[str, Value]] = []
     if config.believer == "fantasy":  # pending points join _select's batch, their outcomes drawn
         post, best = _posterior(x, y, feasible, hyper, None)
         return _select(request, enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas, pending=believed)
+    n_explore = _explorers(request, config)
+    out: list[dict[str, Value]] = []
     if request.n > n_explore:
         post, best = _posterior(x, y, feasible, hyper, believed)
         out = _select(replace(request, n=request.n - n_explore), enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
@@ -446,7 +446,7 @@ def _posterior(
 def _lie(config: GPConfig, y: np.ndarray, feasible: np.ndarray) -> float:
     """The floor of a believed value, from the observed targets (-inf: the
     kriging believer's own mean)."""
-    if config.believer in ("mean", "fantasy"):
+    if config.believer == "mean":
         return -math.inf
     if config.believer == "incumbent":
         return float(y[feasible].min()) if feasible.any() else -math.inf
@@ -482,7 +482,8 @@ def _select(  # type: ignore[no-untyped-def]
     fz, off = None, 0  # the fantasies, and how many leading batch entries are pending points
     if config.believer == "fantasy" and acq is None:
         off = 0 if pending is None else len(pending)
-        fz = Fantasies(off + request.n - 1, rng)
+        if off + request.n > 1:  # some pick will have a believer to draw
+            fz = Fantasies(off + request.n - 1, rng)
         if off:
             batch = post.candidates(pending)
             for j in range(off):
