@@ -576,30 +576,15 @@ def test_a_fantasy_batch_proposes_distinct_points_away_from_the_pending_ones() -
 
 
 def _posterior_cov(post, pts: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """The joint posterior covariance at pts, by conditioning one point at a time."""
-    n = len(pts)
-    cov = np.zeros((n, n))
-    for i in range(n):
-        _, sd_i = post.predict(pts[i : i + 1])
-        cov[i, i] = sd_i[0] ** 2
-    for i in range(n):
-        for j in range(i + 1, n):
-            # var(a + b) = var a + var b + 2 cov(a, b), with var(a + b) from a rebuilt posterior's
-            # variance drop: conditioning on a leaves var b - cov^2 / var a
-            _, sd_b = post.with_points(pts[i : i + 1], np.zeros(1), 1e-6).predict(pts[j : j + 1])
-            c2 = (cov[j, j] - sd_b[0] ** 2) * (cov[i, i] + 1e-6)
-            sign = np.sign(_cov_sign(post, pts[i], pts[j]))
-            cov[i, j] = cov[j, i] = sign * math.sqrt(max(c2, 0.0))
-    return cov
+    """The joint posterior covariance at pts: k(P, P) - v'v with v = L^-1 k(X, P)."""
+    import torch
 
+    from tauopt.strategies._gp_model import matern52
 
-def _cov_sign(post, a: np.ndarray, b: np.ndarray) -> float:  # type: ignore[no-untyped-def]
-    """The sign of the posterior covariance of a and b: believing a one unit above
-    its mean moves b's mean the same way when it is positive."""
-    m_a, _ = post.predict(a[None])
-    m_b, _ = post.predict(b[None])
-    m_b1, _ = post.with_points(a[None], m_a + 1.0, 1e-6).predict(b[None])
-    return float(m_b1[0] - m_b[0])
+    with torch.no_grad():
+        wp = post.h.warp_inputs(torch.as_tensor(pts, dtype=torch.float64))
+        _, _, v = post._moments(wp)
+        return (matern52(wp, wp, post.h) - v.T @ v).numpy()
 
 
 def _crowded_incumbent(seed: int):  # type: ignore[no-untyped-def]
