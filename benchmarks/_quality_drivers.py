@@ -31,10 +31,10 @@ from tauopt.strategies._request import SuggestRequest
 # (or, gp_old and gp_lbfgs, the default's own changes off: what each bought)
 GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp": {},
-    "gp_old": {"fit_optimizer": "adam", "noise_prior": "lognormal"},  # the default before
+    "gp_old": {"fit_optimizer": "adam", "noise_prior": "lognormal", "choose_warp": False},  # the default before
     "gp_lbfgs": {"noise_prior": "lognormal"},  # L-BFGS-B fit, the old noise prior
     "gp_iw": {"input_warp": True},
-    "gp_hr": {"half_rank": True, "min_separation": 0.02},  # half-rank output warp, separated batches
+    "gp_hr": {"half_rank": True},  # half-rank output warp always, separated batches (min_separation 0.02)
     "gp_grad": {"gradient": True},
     "gp_warp": {"output_warp": True},
     "gp_tr": {"trust_region": True},  # the default since issue 17's third round
@@ -51,6 +51,11 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp_mix4": {"believer": "median", "explore_every": 4},
     # pending points' outcomes drawn from their joint posterior, EI averaged (q-EI's marginal gain)
     "gp_fant": {"believer": "fantasy"},
+    # the output warp chosen per fit by leave-one-out rank agreement (standardized or
+    # half-rank): the default since issue 17's sixth round; gp_nocw the default before
+    "gp_cw": {"min_separation": 0.0},  # chosen, half-rank batches not separated
+    "gp_nocw": {"choose_warp": False},
+    "gp_hr0": {"half_rank": True, "min_separation": 0.0},  # the half-rank warp alone
 }
 
 
@@ -112,11 +117,11 @@ def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed:
     config = GPConfig(**GP_VARIANTS[method]) if method in GP_VARIANTS else None
     history: list[Observation] = []
     pending: collections.deque[dict[str, Any]] = collections.deque()
-    warm, drawn, spent = None, 0, 0.0
+    warm, drawn, spent, fits, half_rank = None, 0, 0.0, 0, 0
     values: list[float] = []
 
     def ask() -> None:
-        nonlocal warm, drawn, spent
+        nonlocal warm, drawn, spent, fits, half_rank
         t0 = time.perf_counter()
         req = SuggestRequest(space, metric, tuple(history), tuple(pending), 1, seed, drawn)
         rng = np.random.default_rng([seed, drawn])
@@ -124,6 +129,8 @@ def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed:
         if config is not None and resolve(strategy, req) == "gp":
             r = propose_gp(req, rng, warm, config=config)
             warm, cands = r.state, r.candidates
+            fits += r.info.fallback_reason is None
+            half_rank += r.info.half_rank
         else:
             cands = propose(strategy, req, rng)
         spent += time.perf_counter() - t0
@@ -139,7 +146,7 @@ def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed:
         history.append(Observation(str(len(history)), "e", None, a, v))
         if len(values) + len(pending) < budget:
             ask()
-    return Run(values, spent / budget)
+    return Run(values, spent / budget, {"half_rank_frac": half_rank / fits} if fits else {})
 
 
 def _optuna_sampler(optuna: Any, method: str, seed: int) -> Any:

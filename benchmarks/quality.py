@@ -163,7 +163,7 @@ def _row(
         q1, med, q3 = np.quantile(curve[:, m * d - 1], [0.25, 0.5, 0.75])
         row[f"log10_regret@{m}d"] = [round(float(q1), 3), round(float(med), 3), round(float(q3), 3)]
     row["suggest_s"] = round(float(np.mean([r.suggest_s for r in runs])), 5)
-    for key in ("fallback_frac", "stale_frac", "stale_of_gp", "ask_p50_s", "ask_p99_s"):
+    for key in ("fallback_frac", "stale_frac", "stale_of_gp", "ask_p50_s", "ask_p99_s", "half_rank_frac"):
         if runs and key in runs[0].extra:
             row[key] = round(float(np.mean([r.extra[key] for r in runs])), 5)
     say(json.dumps(row))

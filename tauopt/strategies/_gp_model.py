@@ -150,6 +150,16 @@ class Posterior:
         resid = torch.as_tensor(y - h.mean, dtype=torch.float64).unsqueeze(1)
         self._alpha = torch.cholesky_solve(resid, chol).squeeze(1)
 
+    def loo_mean(self) -> np.ndarray:
+        """Each training point's leave-one-out predictive mean, from this factor
+        alone (Rasmussen & Williams 2006, eq. 5.12): y_i - alpha_i / [K^-1]_ii,
+        the same hyperparameters, no refit."""
+        import torch
+
+        with torch.no_grad():
+            kinv_diag = torch.cholesky_inverse(self._chol).diagonal()
+            return self.y - (self._alpha / kinv_diag).numpy()
+
     def predict(self, xc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         import torch
 
