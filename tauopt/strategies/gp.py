@@ -295,7 +295,7 @@ def _choose_warp(x: np.ndarray, raw: np.ndarray, plain: tuple[np.ndarray, Hyper]
 
 def _propose(
     request: SuggestRequest, rng: np.random.Generator, warm: GPState | None, deadline: float | None, config: GPConfig
-) -> tuple[list[dict[str, Value]], GPState, tuple[int, int, bool, float, float | None]]:
+) -> tuple[list[dict[str, Value]], GPState, tuple[int, int, bool, float, float | None, bool, bool]]:
     space = request.space
     enc = Encoder(space)
     if enc.n_features == 0:
