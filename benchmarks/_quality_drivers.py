@@ -55,6 +55,9 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     # half-rank): the default since issue 17's sixth round; gp_nocw the default before
     "gp_cw": {"min_separation": 0.0},  # chosen, half-rank batches not separated
     "gp_nocw": {"choose_warp": False},
+    # every proposal fits and chooses the warp, at any history size (the default
+    # reuses both from GPConfig.large_history = 256 observations until the history grows)
+    "gp_everyfit": {"large_history": 10**9},
     "gp_hr0": {"half_rank": True, "min_separation": 0.0},  # the half-rank warp alone
 }
 

@@ -72,7 +72,7 @@ def _part_fit(n: int, repeats: int) -> dict[str, Any]:
 
     pts, vals = history(n + repeats + 8)
     obs = [Observation(str(i), "e", None, a, v) for i, (a, v) in enumerate(zip(pts, vals))]
-    warm, times, acq, fits, cpu, cold, batch = None, [], [], [], [], None, []
+    warm, times, acq, fits, cpu, cold, batch, refit, choose = None, [], [], [], [], None, [], [], []
     propose_gp(SuggestRequest(SPACE, Metric("y"), tuple(obs[:10])), np.random.default_rng(0))  # imports, first call
     for r in range(repeats + 1):
         req = SuggestRequest(SPACE, Metric("y"), tuple(obs[: n + r]), tuple(pts[n + r : n + r + 8]), 1, 0, n + r)
@@ -91,14 +91,25 @@ def _part_fit(n: int, repeats: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             propose_gp(replace(req, n=8), np.random.default_rng(r), warm)
             batch.append(time.perf_counter() - t0)
+            # the same call when it fits again (gp._standing_fit), and when it also
+            # chooses the output warp again (two fits; gp._standing_warp)
+            for out, again in ((refit, replace(warm, fitted_at=0)), (choose, replace(warm, warp=None, fitted_at=0))):
+                t0 = time.perf_counter()
+                propose_gp(req, np.random.default_rng(r), again)
+                out.append(time.perf_counter() - t0)
         warm = res.state
     # warm_s is the whole call; fit_s its hyperparameter fit, acq_s its acquisition
     # (8 pending points, one suggestion: the cost per suggestion when asked one at a time);
     # cpu_s the call's CPU seconds (one thread): what it costs whatever else runs on the machine;
-    # batch8_s the same call asked for 8 points, extra_point_s what each point after the first adds
+    # batch8_s the same call asked for 8 points, extra_point_s what each point after the first adds;
+    # from GPConfig.large_history (256) observations a warm call reuses the last fit and
+    # choice of warp (until the history grows by a tenth and a quarter): refit_s is the
+    # call when it fits again (one fit), rechoose_s when it also chooses again (two fits);
+    # below 256 every call is a rechoose_s call
     extra = (float(np.median(batch)) - float(np.median(times))) / 7
     return {"part": "fit", "n": n, "cold_s": round(cold or 0.0, 4), "warm_s": pct(times), "fit_s": pct(fits),
-            "acq_s": pct(acq), "cpu_s": pct(cpu), "batch8_s": pct(batch), "extra_point_s": float(f"{extra:.3g}")}
+            "acq_s": pct(acq), "cpu_s": pct(cpu), "batch8_s": pct(batch), "extra_point_s": float(f"{extra:.3g}"),
+            "refit_s": pct(refit), "rechoose_s": pct(choose)}
 
 
 def part_optuna(n: int, repeats: int) -> dict[str, Any]:

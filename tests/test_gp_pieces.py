@@ -264,6 +264,8 @@ def test_gp_config_refuses_an_unknown_believer_or_share_with_what_to_give() -> N
         GPConfig(believer="optimistic")
     with pytest.raises(ValueError, match="integer >= 1"):
         GPConfig(explore_every=0)
+    with pytest.raises(ValueError, match="large_history: give an integer >= 1"):
+        GPConfig(large_history=0)
 
 
 def test_the_gradient_ascent_ends_no_lower_than_the_candidate_search_on_the_same_posterior() -> None:
@@ -679,3 +681,40 @@ def test_an_exploring_pick_keeps_away_from_a_crowded_basin_and_the_others_exploi
     assert gap(pick(mix, 24)) > gap(old) + 0.01  # drawn 24: a multiple of 4, the exploring pick
     np.testing.assert_array_equal(pick(mix, 25), old)  # the other picks: the kriging believer's
     np.testing.assert_array_equal(pick(mix, 24, ()), pick(plain, 24, ()))  # one worker: unchanged
+
+
+def test_from_a_large_history_the_warp_choice_and_the_fit_stand_until_the_history_grows(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tauopt.strategies import gp
+
+    n = GPConfig().large_history
+    grown = math.ceil(n * gp.REWARP_GROWTH)
+    space = Space.parse([{"name": f"x{i}", "type": "double", "bounds": [0, 1]} for i in range(3)])
+    units = np.random.default_rng(0).random((grown, 3))
+    hist = [Observation(str(i), "e", None, space.from_unit(u), float(np.exp(8 * u.sum()))) for i, u in enumerate(units)]
+    fits: list[int] = []
+    real_fit = gp.fit
+    monkeypatch.setattr(gp, "fit", lambda *a, **k: fits.append(1) or real_fit(*a, **k))
+
+    def ask(m: int, warm, config: GPConfig = GPConfig()):  # type: ignore[no-untyped-def]
+        fits.clear()
+        r = propose_gp(SuggestRequest(space, Metric("y"), tuple(hist[:m])), np.random.default_rng(m), warm, config=config)
+        assert r.info.fallback_reason is None and len(r.candidates) == 1
+        return r, len(fits), (r.info.half_rank, r.info.warp_reused, r.info.hyper_reused)
+
+    first, n_fits, how = ask(n, None)  # chosen: both models fitted, the half-rank one kept
+    assert (how, n_fits, first.state.warp, first.state.fitted_at) == ((True, False, False), 2, (True, n), n)
+    later, n_fits, how = ask(n + 8, first.state)  # a few observations on, both stand: no fit
+    assert (how, n_fits, later.state.warp, later.state.fitted_at) == ((True, True, True), 0, (True, n), n)
+    assert later.state.hyper is first.state.hyper and later.info.iterations == 0
+    tenth = math.ceil(n * gp.REFIT_GROWTH)  # grown by a tenth: fitted again, the warp still stands
+    refit, n_fits, how = ask(tenth, later.state)
+    assert (how, n_fits, refit.state.warp, refit.state.fitted_at) == ((True, True, False), 1, (True, n), tenth)
+    planted = replace(first.state, warp=(False, n), fitted_at=0)  # a standing choice is obeyed, not re-made
+    obeyed, n_fits, how = ask(n + 8, planted)
+    assert (how, n_fits, obeyed.state.warp) == ((False, True, False), 1, (False, n))
+    again, n_fits, how = ask(grown, planted)  # grown by a quarter: chosen again
+    assert (how, n_fits, again.state.warp, again.state.fitted_at) == ((True, False, False), 2, (True, grown), grown)
+    small, n_fits, how = ask(100, replace(planted, warp=(False, 100), fitted_at=100))  # below it: every proposal
+    assert (how, n_fits) == ((True, False, False), 2)
+    always, n_fits, how = ask(n + 8, first.state, GPConfig(large_history=10**9))  # switched off
+    assert (how, n_fits) == ((True, False, False), 2)

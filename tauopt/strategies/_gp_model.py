@@ -60,6 +60,10 @@ class GPState:
     hyper: Hyper
     n_train: int
     others: tuple[Hyper, ...] = ()  # the other modelled outputs' fits (EHVI: the second objective)
+    # The output warp last chosen (gp._choose_warp): (half_rank kept, history size
+    # when chosen); None when no choice was made. gp._standing_warp decides when it stands.
+    warp: tuple[bool, int] | None = None
+    fitted_at: int = 0  # the history size when `hyper` was last fitted (gp._standing_fit)
 
 
 def _lengthscale_prior_loc(d: int) -> float:

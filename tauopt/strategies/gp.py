@@ -13,7 +13,11 @@ Choices (see the README `gp` section):
   standardized or half-rank warped (`_gp_warping.HalfRankWarp`): both models
   are fitted and the one whose leave-one-out means rank the observations better
   is kept (GPConfig.choose_warp, `_choose_warp`; from 8 training points, one
-  objective). Opt-in instead: a Box-Cox / Yeo-Johnson warp fitted to the data
+  objective; from GPConfig.large_history = 256 observations the choice stands,
+  carried in the warm state, until the history has grown by a quarter:
+  `_standing_warp`, and the fit itself until it has grown by a tenth:
+  `_standing_fit`). Opt-in
+  instead: a Box-Cox / Yeo-Johnson warp fitted to the data
   (GPConfig(output_warp=True)), the half-rank warp always (half_rank=True), or
   standardization only (choose_warp=False).
 - Failed observations are kept, imputed with the worst finite value seen, so
@@ -134,6 +138,11 @@ class GPConfig:
     # half_rank=True (always half-rank) or output_warp=True (a power warp) override it.
     # One objective only (several: standardized, as before).
     choose_warp: bool = True
+    # From this many observations a proposal reuses the previous one's choice of warp
+    # (until the history grows by a quarter) and hyperparameters (by a tenth) instead
+    # of fitting again (_standing_warp, _standing_fit); below it, every proposal fits
+    # (and chooses), as every run of the quality suite does (at most 200 points).
+    large_history: int = 256
     input_warp: bool = False  # Kumaraswamy CDF per feature, fitted with the hyperparameters
     fit_optimizer: str = "lbfgs"  # "lbfgs" (to convergence) or "adam" (60 steps, the fit before)
     noise_prior: str = "gamma"  # "gamma" (Optuna's, lets a smooth function be near-noiseless) or "lognormal" (before)
@@ -162,6 +171,8 @@ class GPConfig:
             raise ValueError(f"GPConfig.explore_every: give an integer >= 1 (1: every pick), got {self.explore_every}")
         if self.multi_objective not in ("auto", "ehvi", "parego"):
             raise ValueError(f"GPConfig.multi_objective must be 'auto', 'ehvi' or 'parego', not {self.multi_objective!r}")
+        if self.large_history < 1:
+            raise ValueError(f"GPConfig.large_history: give an integer >= 1 (a huge one: fit on every proposal), got {self.large_history}")
 
     def mo_mode(self, k: int) -> str:
         """How k objectives are modelled: "single", "parego" or "ehvi"."""
@@ -184,6 +195,8 @@ class GPInfo:
     tr_length: float | None = None  # trust-region side, when one was used
     no_model: bool = False  # nothing to model yet: the Sobol answer is the design, not a failure
     half_rank: bool = False  # the model kept was fitted to half-rank-warped outputs
+    warp_reused: bool = False  # the previous fit's choice of warp stood (one fit, not two; _standing_warp)
+    hyper_reused: bool = False  # the previous fit's hyperparameters stood (no fit; _standing_fit)
 
 
 @dataclass(frozen=True)
@@ -293,9 +306,38 @@ def _choose_warp(x: np.ndarray, raw: np.ndarray, plain: tuple[np.ndarray, Hyper]
     return taus[1] > taus[0]
 
 
+# From GPConfig.large_history observations on, a proposal reuses what the previous
+# one settled when the history has grown little since (the warm state carries it):
+# the choice of warp (a second fit) until it has grown by REWARP_GROWTH, the
+# hyperparameters (the fit itself; the posterior still conditions on every point)
+# until it has grown by REFIT_GROWTH. At n=1,000, 8 workers and 1 s evaluations,
+# fitting twice per job made the 8-point job 1.1 s, longer than an evaluation.
+REWARP_GROWTH = 1.25
+REFIT_GROWTH = 1.1
+
+
+def _grown_less(since: int, n: int, growth: float) -> bool:
+    return since <= n < since * growth
+
+
+def _standing_warp(warm: GPState | None, n_features: int, n: int, config: GPConfig) -> tuple[bool, int] | None:
+    """The warm state's choice of warp, (half-rank kept, history size when chosen),
+    when it still stands for a history of n observations; None: choose again."""
+    if warm is None or warm.warp is None or warm.n_features != n_features or n < config.large_history:
+        return None
+    return warm.warp if _grown_less(warm.warp[1], n, REWARP_GROWTH) else None
+
+
+def _standing_fit(warm: GPState | None, n_features: int, n: int, config: GPConfig) -> bool:
+    """True when the warm state's hyperparameters stand for a history of n observations."""
+    if warm is None or warm.n_features != n_features or n < config.large_history or warm.others:
+        return False
+    return _grown_less(warm.fitted_at, n, REFIT_GROWTH)
+
+
 def _propose(
     request: SuggestRequest, rng: np.random.Generator, warm: GPState | None, deadline: float | None, config: GPConfig
-) -> tuple[list[dict[str, Value]], GPState, tuple[int, int, bool, float, float | None, bool, bool]]:
+) -> tuple[list[dict[str, Value]], GPState, tuple[int, int, bool, float, float | None, bool, bool, bool, bool]]:
     space = request.space
     enc = Encoder(space)
     if enc.n_features == 0:
@@ -316,16 +358,28 @@ def _propose(
     keep = _subset(raw, SUBSET_POSTERIOR, rng)
     x, ys = x_all[keep], ys[keep]
     fit_idx = _subset(raw[keep], SUBSET_FIT, rng)
-    hypers, iters = [], 0
-    for j in range(ys.shape[1]):  # one GP per modelled output (two with EHVI)
-        h, it = fit(x[fit_idx], ys[fit_idx, j], _warm_for(warm, j), deadline, input_warp=config.input_warp,
-                    optimizer=config.fit_optimizer, noise_prior=config.noise_prior)
-        hypers.append(h)
-        iters += it
     half_rank = config.half_rank and not config.output_warp
     choosing = mode == "single" and config.choose_warp and not config.half_rank and not config.output_warp
     choosing = choosing and len(fit_idx) >= WARP_MIN_TRAIN  # fewer: no choice, so no second fit
-    if choosing:
+    standing = _standing_warp(warm, enc.n_features, len(raw), config) if choosing else None
+    if standing is not None and standing[0]:  # the half-rank model stands: fit it alone
+        ys = HalfRankWarp.fit(raw).forward(raw)[keep][:, None]
+    # the last fit stands too (one modelled output, the same model as that fit's)
+    hyper_reused = mode == "single" and (standing is not None or not choosing)
+    hyper_reused = hyper_reused and _standing_fit(warm, enc.n_features, len(raw), config)
+    hypers, iters = [], 0
+    if hyper_reused and warm is not None:
+        hypers.append(warm.hyper)
+    else:
+        for j in range(ys.shape[1]):  # one GP per modelled output (two with EHVI)
+            h, it = fit(x[fit_idx], ys[fit_idx, j], _warm_for(warm, j), deadline, input_warp=config.input_warp,
+                        optimizer=config.fit_optimizer, noise_prior=config.noise_prior)
+            hypers.append(h)
+            iters += it
+    warp_state = standing
+    if standing is not None:  # one fit: the model chosen before
+        half_rank = standing[0]
+    elif choosing:
         ys_hr = HalfRankWarp.fit(raw).forward(raw)[keep][:, None]
         h_hr, it = fit(x[fit_idx], ys_hr[fit_idx, 0], _warm_for(warm, 0), deadline, input_warp=config.input_warp,
                        optimizer=config.fit_optimizer, noise_prior=config.noise_prior)
@@ -333,10 +387,12 @@ def _propose(
         half_rank = _choose_warp(x[fit_idx], raw[keep][fit_idx], (ys[fit_idx, 0], hypers[0]), (ys_hr[fit_idx, 0], h_hr))
         if half_rank:
             ys, hypers = ys_hr, [h_hr]
+        warp_state = (half_rank, len(raw))
     if not half_rank and config.min_separation:  # the plain model's believers spread its batches alone
         config = replace(config, min_separation=0.0)
     hyper = hypers[0]
-    state = GPState(enc.n_features, hyper, len(fit_idx), tuple(hypers[1:]))
+    fitted_at = warm.fitted_at if hyper_reused and warm is not None else len(raw)
+    state = GPState(enc.n_features, hyper, len(fit_idx), tuple(hypers[1:]), warp_state, fitted_at)
     feas = _Feasibility.fit(t, x_all, deadline) if t.violations.shape[1] else None
     t_acq = time.monotonic()
     feasible = t.feasible[keep] if feas is not None else np.ones(len(ys), dtype=bool)
@@ -368,7 +424,8 @@ def _propose(
                 mine = enc.features(enc.latent(out))
                 believed = mine if believed is None else np.vstack([believed, mine])
                 post, best, acq = model(believed)
-    info = (iters, len(fit_idx), len(request.history) > SUBSET_FIT, time.monotonic() - t_acq, length, False, half_rank)
+    info = (iters, len(fit_idx), len(request.history) > SUBSET_FIT, time.monotonic() - t_acq, length, False, half_rank,
+            standing is not None, hyper_reused)
     return out, state, info
 
 
