@@ -16,8 +16,7 @@ Choices (see the README `gp` section):
   objective; from GPConfig.large_history = 256 observations the choice stands,
   carried in the warm state, until the history has grown by a quarter:
   `_standing_warp`, and the fit itself until it has grown by a tenth:
-  `_standing_fit`). Opt-in
-  instead: a Box-Cox / Yeo-Johnson warp fitted to the data
+  `_standing_fit`). Opt-in instead: a Box-Cox / Yeo-Johnson warp fitted to the data
   (GPConfig(output_warp=True)), the half-rank warp always (half_rank=True), or
   standardization only (choose_warp=False).
 - Failed observations are kept, imputed with the worst finite value seen, so
