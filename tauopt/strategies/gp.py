@@ -319,19 +319,24 @@ def _grown_less(since: int, n: int, growth: float) -> bool:
     return since <= n < since * growth
 
 
+def _reusable(warm: GPState | None, n_features: int, n: int, config: GPConfig) -> GPState | None:
+    """The warm state when what it settled may stand for a history of n observations:
+    the same feature layout and a large history (config.large_history); else None."""
+    return warm if warm is not None and warm.n_features == n_features and n >= config.large_history else None
+
+
 def _standing_warp(warm: GPState | None, n_features: int, n: int, config: GPConfig) -> tuple[bool, int] | None:
     """The warm state's choice of warp, (half-rank kept, history size when chosen),
     when it still stands for a history of n observations; None: choose again."""
-    if warm is None or warm.warp is None or warm.n_features != n_features or n < config.large_history:
-        return None
-    return warm.warp if _grown_less(warm.warp[1], n, REWARP_GROWTH) else None
+    w = _reusable(warm, n_features, n, config)
+    return w.warp if w is not None and w.warp is not None and _grown_less(w.warp[1], n, REWARP_GROWTH) else None
 
 
 def _standing_fit(warm: GPState | None, n_features: int, n: int, config: GPConfig) -> bool:
-    """True when the warm state's hyperparameters stand for a history of n observations."""
-    if warm is None or warm.n_features != n_features or n < config.large_history or warm.others:
-        return False
-    return _grown_less(warm.fitted_at, n, REFIT_GROWTH)
+    """True when the warm state's hyperparameters stand for a history of n observations
+    (one modelled output: EHVI's second objective is always fitted again)."""
+    w = _reusable(warm, n_features, n, config)
+    return w is not None and not w.others and _grown_less(w.fitted_at, n, REFIT_GROWTH)
 
 
 def _propose(
