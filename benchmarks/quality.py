@@ -114,7 +114,7 @@ def run_all(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[tuple,
         for fname, d, w, method in cells:
             t0 = time.monotonic()
             runs = [_strategy_run(_suite.make(fname, d, s), method, max(mults) * d, w, s) for s in _seeds(args)]
-            rows.append(_row(fname, d, w, method, runs, mults, curves, time.monotonic() - t0))
+            rows.append(_row(fname, d, w, method, runs, mults, curves, time.monotonic() - t0, list(_seeds(args))))
             step(f"{fname} d={d} W={w} {method}")
     if args.engine:
         rows += _engine_all(args, mults, curves)
@@ -145,25 +145,44 @@ def _engine_all(args: argparse.Namespace, mults: list[int], curves: dict[tuple, 
                             for s in _seeds(args)
                         ]
                     name = f"engine@{e:g}s" + ("" if pol == DEFAULT_POLICY else f"/{pol}")
-                    out.append(_row(fname, d, w, name, runs, mults, curves, time.monotonic() - t0))
+                    out.append(_row(fname, d, w, name, runs, mults, curves, time.monotonic() - t0, list(_seeds(args))))
                     step(f"{fname} d={d} W={w} {name}")
         return out
 
     return anyio.run(go)
 
 
+# Per-run figures a row gives as their mean over its seeds (suggest_s first).
+_MEANS = ("suggest_s", "fallback_frac", "stale_frac", "stale_of_gp", "ask_p50_s", "ask_p99_s", "half_rank_frac")
+
+
+def _quartiles(values: list[float]) -> list[float]:
+    return [round(float(q), 3) for q in np.quantile(values, [0.25, 0.5, 0.75])]
+
+
 def _row(
-    fname: str, d: int, w: int, method: str, runs: list[Run], mults: list[int], curves: dict, seconds: float
+    fname: str,
+    d: int,
+    w: int,
+    method: str,
+    runs: list[Run],
+    mults: list[int],
+    curves: dict,
+    seconds: float,
+    seeds: list[int],
 ) -> dict[str, Any]:
     problem = _suite.make(fname, d, 0)
     curve = np.array([log_regret(r.values, problem.optimum) for r in runs])
     curves[(fname, d, w, method)] = curve
     row: dict[str, Any] = {"function": fname, "d": d, "workers": w, "method": method, "seconds": round(seconds, 1)}
     for m in mults:
-        q1, med, q3 = np.quantile(curve[:, m * d - 1], [0.25, 0.5, 0.75])
-        row[f"log10_regret@{m}d"] = [round(float(q1), 3), round(float(med), 3), round(float(q3), 3)]
+        row[f"log10_regret@{m}d"] = _quartiles(curve[:, m * d - 1])
+    # Each seed's value too, so runs over disjoint seeds (--first-seed) merge into one row.
+    row["seeds"] = seeds
+    for m in mults:
+        row[f"per_seed@{m}d"] = [round(float(v), 4) for v in curve[:, m * d - 1]]
     row["suggest_s"] = round(float(np.mean([r.suggest_s for r in runs])), 5)
-    for key in ("fallback_frac", "stale_frac", "stale_of_gp", "ask_p50_s", "ask_p99_s", "half_rank_frac"):
+    for key in _MEANS[1:]:
         if runs and key in runs[0].extra:
             row[key] = round(float(np.mean([r.extra[key] for r in runs])), 5)
     say(json.dumps(row))
@@ -239,11 +258,46 @@ def merge(paths: list[str], out: str) -> int:
         old, _, new = ren.partition("=")
         for r in _read_rows(path):
             rows.append({**r, "method": new} if old and r["method"] == old else r)
+    rows = _join_seeds(rows)
     print(json.dumps({"rows": rows, "gp_vs": compare(rows)}, indent=1))
     print(markdown(rows), file=sys.stderr)
     if out:
         plot_medians(rows, out)
     return 0
+
+
+def _join_seeds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per cell and method: rows of the same cell run over disjoint seeds
+    (split with --first-seed) join into one, their quartiles recomputed from the
+    seeds' values. Rows without per-seed values (older reports) stay as they are;
+    a seed run twice is an error, not a silent double count."""
+    joined: dict[tuple, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        key = (r["function"], r["d"], r["workers"], r["method"])
+        first = joined.get(key)
+        if first is None or "seeds" not in r or "seeds" not in first:
+            r = dict(r)
+            joined.setdefault(key, r)
+            out.append(r)
+            continue
+        twice = set(first["seeds"]) & set(r["seeds"])
+        if twice:
+            raise SystemExit(f"merge: {key} has seeds {sorted(twice)} in two reports; merge runs over disjoint seeds")
+        budgets = [k[len("per_seed@") :] for k in first if k.startswith("per_seed@") and f"per_seed@{k[9:]}" in r]
+        n, m = len(first["seeds"]), len(r["seeds"])
+        for k in _MEANS:
+            if k in first and k in r:
+                first[k] = round((first[k] * n + r[k] * m) / (n + m), 5)
+        first["seeds"] = first["seeds"] + r["seeds"]
+        first["seconds"] = round(first["seconds"] + r["seconds"], 1)
+        for k in [k for k in first if k.startswith(("per_seed@", "log10_regret@"))]:
+            if k[k.index("@") + 1 :] not in budgets:
+                del first[k]  # a budget only one part was read at
+        for b in budgets:
+            first[f"per_seed@{b}"] = first[f"per_seed@{b}"] + r[f"per_seed@{b}"]
+            first[f"log10_regret@{b}"] = _quartiles(first[f"per_seed@{b}"])
+    return out
 
 
 def plot_medians(rows: list[dict[str, Any]], out: str) -> None:

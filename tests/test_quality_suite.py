@@ -79,6 +79,35 @@ def test_a_tiny_quality_run_prints_json_with_every_method_and_the_comparison(tmp
     assert "sobol_old" in merged.stderr
 
 
+def _quality(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "quality.py"), *args],
+        capture_output=True, text=True, timeout=300, cwd=cwd,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_runs_over_disjoint_seeds_merge_into_the_rows_of_one_run(tmp_path: Path) -> None:
+    run = ("--functions", "sphere,ellipsoid", "--dims", "2", "--workers", "1", "--budgets", "3,5",
+           "--methods", "sobol,optuna_tpe", "--engine", "", "--out", "")  # fmt: skip
+    whole = json.loads(_quality(tmp_path, *run, "--first-seed", "0", "--seeds", "5").stdout)["rows"]
+    (tmp_path / "a.json").write_text(_quality(tmp_path, *run, "--first-seed", "0", "--seeds", "3").stdout)
+    (tmp_path / "b.json").write_text(_quality(tmp_path, *run, "--first-seed", "3", "--seeds", "2").stdout)
+    joined = json.loads(_quality(tmp_path, "--merge", "a.json", "b.json").stdout)["rows"]
+    assert len(joined) == len(whole) == 4
+    for a, b in zip(sorted(whole, key=str), sorted(joined, key=str), strict=True):
+        assert b["seeds"] == a["seeds"] == [0, 1, 2, 3, 4]
+        for key in ("log10_regret@3d", "log10_regret@5d", "per_seed@3d", "per_seed@5d"):
+            assert b[key] == a[key], (a["function"], a["method"], key)
+        assert b["suggest_s"] == pytest.approx(a["suggest_s"], rel=0.9, abs=0.01)
+    again = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "quality.py"), "--merge", "a.json", "a.json"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode != 0 and "disjoint seeds" in again.stderr  # a seed counted twice is refused
+
+
 def test_compute_ahead_policy_patches_the_engine_knobs_and_restores_them() -> None:
     from _quality_drivers import ahead_policy
 
