@@ -6,7 +6,7 @@ from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..errors import ApiError, api_error
 
@@ -33,7 +33,7 @@ class _Err:
 @dataclass(frozen=True)
 class Request(Generic[M]):
     message: M
-    reply_to: ObjectSendStream[Any]
+    reply_to: MemoryObjectSendStream[Any]
 
 
 def _answer(request: Request[Any], outcome: _Ok | _Err) -> None:
@@ -53,7 +53,7 @@ def fail(request: Request[Any], error: BaseException) -> None:
     _answer(request, _Err(error))
 
 
-def mailbox(size: int) -> tuple[ObjectSendStream[Request[Any]], ObjectReceiveStream[Request[Any]]]:
+def mailbox(size: int) -> tuple[MemoryObjectSendStream[Request[Any]], MemoryObjectReceiveStream[Request[Any]]]:
     return anyio.create_memory_object_stream[Request[Any]](size)
 
 
@@ -62,7 +62,7 @@ class ActorRef:
 
     __slots__ = ("_send",)
 
-    def __init__(self, send: ObjectSendStream[Request[Any]]) -> None:
+    def __init__(self, send: MemoryObjectSendStream[Request[Any]]) -> None:
         self._send = send
 
     async def ask(self, message: Any) -> Any:
@@ -90,7 +90,7 @@ class ActorRef:
 
 
 async def serve(
-    receive: ObjectReceiveStream[Request[Any]],
+    receive: MemoryObjectReceiveStream[Request[Any]],
     handle: Callable[[Request[Any]], Awaitable[None]],
     idle_s: float | None = None,
     on_idle: Callable[[], Awaitable[bool]] | None = None,

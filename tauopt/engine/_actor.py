@@ -301,6 +301,7 @@ class ExperimentActor:
                 self._exp.strategy, self._space, len(self._ledger.observations) + len(self._ledger.open), self._exp.strategy_options
             )
             spec = get_strategy(strategy)
+            point: dict[str, Value] | None
             if not spec.pooled:
                 point = self._inline_point(spec)
             else:
@@ -431,6 +432,7 @@ class ExperimentActor:
     def _on_slot_wait_over(self, msg: SlotWaitOver) -> None:
         ask = self._slot_waiters.timed_out(msg.request)
         if ask is not None:
+            assert ask.wait_s is not None, "only an ask that waits is parked for a slot"
             n, bw = len(self._ledger.open) + len(self._ahead.waiters), self._exp.parallel_bandwidth
             fail(msg.request, wait_over_error(n, bw, ask.wait_s))
 

@@ -596,7 +596,7 @@ def _select(  # type: ignore[no-untyped-def]
         off = 0 if pending is None else len(pending)
         if off + request.n > 1:  # some pick will have a believer to draw
             fz = Fantasies(off + request.n - 1, rng)
-        if off:
+        if pending is not None and off:
             batch = post.candidates(pending)
             for j in range(off):
                 batch.believe(j, PENDING_NOISE)
@@ -605,6 +605,7 @@ def _select(  # type: ignore[no-untyped-def]
         """The acquisition of every candidate in the batch (after the pending entries), pof added."""
         if best is None:
             return pof
+        assert batch is not None, "scored after the first pick has filled the batch"
         if fz is None:
             return log_ei(batch.mu, batch.sd, best) + pof
         mu, var, u = batch.moments()
@@ -617,7 +618,7 @@ def _select(  # type: ignore[no-untyped-def]
 
         def score(z: np.ndarray, project: bool) -> np.ndarray:
             feats = enc.features(z, project=project)
-            pof = 0.0 if feas is None else feas.log_pof(feats)
+            pof = np.zeros(len(feats)) if feas is None else feas.log_pof(feats)
             if best is None:
                 return pof  # nothing feasible yet: find the feasible region first
             if acq is not None:
