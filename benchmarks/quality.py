@@ -284,7 +284,7 @@ def _join_seeds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         twice = set(first["seeds"]) & set(r["seeds"])
         if twice:
             raise SystemExit(f"merge: {key} has seeds {sorted(twice)} in two reports; merge runs over disjoint seeds")
-        budgets = [k[len("per_seed@") :] for k in first if k.startswith("per_seed@") and f"per_seed@{k[9:]}" in r]
+        budgets = [k.partition("@")[2] for k in first if k.startswith("per_seed@") and k in r]
         n, m = len(first["seeds"]), len(r["seeds"])
         for k in _MEANS:
             if k in first and k in r:
@@ -292,7 +292,7 @@ def _join_seeds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         first["seeds"] = first["seeds"] + r["seeds"]
         first["seconds"] = round(first["seconds"] + r["seconds"], 1)
         for k in [k for k in first if k.startswith(("per_seed@", "log10_regret@"))]:
-            if k[k.index("@") + 1 :] not in budgets:
+            if k.partition("@")[2] not in budgets:
                 del first[k]  # a budget only one part was read at
         for b in budgets:
             first[f"per_seed@{b}"] = first[f"per_seed@{b}"] + r[f"per_seed@{b}"]
