@@ -108,6 +108,7 @@ def run_all(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[tuple,
         for fname, d in _cells(args)
         for w in (int(x) for x in args.workers.split(","))
         for method in args.methods.split(",")
+        if method  # --methods '': engine rows only
         if not (method == "optuna_cmaes" and d < 5)  # CMA-ES needs a population; the issue asks for it where d >= 5
     ]
     with progress(len(cells), "quality") as step:
@@ -250,14 +251,20 @@ def _read_rows(path: str) -> list[dict[str, Any]]:
 def merge(paths: list[str], out: str) -> int:
     """Merge the JSON reports of runs split across processes (--functions ...)
     into one: rows, gp_vs and the markdown tables. A path `file:old=new` renames
-    a method of that file (e.g. a run of the previous commit's gp as gp_old).
+    a method of that file (e.g. a run of the previous commit's gp as gp_old);
+    `file:old=` leaves that method's rows of the file out (a run made for its
+    engine rows that also ran a method another report has on the same seeds).
     Reports, or the stderr logs of runs still going."""
     rows: list[dict[str, Any]] = []
     for spec in paths:
         path, _, ren = spec.partition(":")
         old, _, new = ren.partition("=")
         for r in _read_rows(path):
-            rows.append({**r, "method": new} if old and r["method"] == old else r)
+            if old and r["method"] == old:
+                if new:
+                    rows.append({**r, "method": new})
+            else:
+                rows.append(r)
     rows = _join_seeds(rows)
     print(json.dumps({"rows": rows, "gp_vs": compare(rows)}, indent=1))
     print(markdown(rows), file=sys.stderr)
@@ -348,9 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)  # like a pool worker
-    unknown = set(args.methods.split(",")) - set(GP_VARIANTS) - {"sobol", "random", "optuna_gp", "optuna_tpe", "optuna_cmaes"}
+    methods = {m for m in args.methods.split(",") if m}
+    unknown = methods - set(GP_VARIANTS) - {"sobol", "random", "optuna_gp", "optuna_tpe", "optuna_cmaes"}
     if unknown:
         ap.error(f"unknown methods {sorted(unknown)}")
+    if not methods and not args.engine:
+        ap.error("nothing to run: give --methods, or --engine for engine rows only")
     t0 = time.monotonic()
     rows, curves = run_all(args)
     report = {"settings": vars(args), "seconds": round(time.monotonic() - t0, 1), "rows": rows, "gp_vs": compare(rows)}
