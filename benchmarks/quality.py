@@ -176,12 +176,12 @@ def _row(
     curve = np.array([log_regret(r.values, problem.optimum) for r in runs])
     curves[(fname, d, w, method)] = curve
     row: dict[str, Any] = {"function": fname, "d": d, "workers": w, "method": method, "seconds": round(seconds, 1)}
-    for m in mults:
-        row[f"log10_regret@{m}d"] = _quartiles(curve[:, m * d - 1])
     # Each seed's value too, so runs over disjoint seeds (--first-seed) merge into one row.
     row["seeds"] = seeds
     for m in mults:
-        row[f"per_seed@{m}d"] = [round(float(v), 4) for v in curve[:, m * d - 1]]
+        final = curve[:, m * d - 1]
+        row[f"log10_regret@{m}d"] = _quartiles(final)
+        row[f"per_seed@{m}d"] = [round(float(v), 4) for v in final]
     row["suggest_s"] = round(float(np.mean([r.suggest_s for r in runs])), 5)
     for key in _MEANS[1:]:
         if runs and key in runs[0].extra:

@@ -52,14 +52,20 @@ def test_instances_differ_by_seed() -> None:
     assert _suite.minimizer(a, 0) != _suite.minimizer(b, 1)
 
 
-def test_a_tiny_quality_run_prints_json_with_every_method_and_the_comparison(tmp_path: Path) -> None:
+def _quality(cwd: Path, *args: str, ok: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+    """benchmarks/quality.py run in cwd; with ok, it must exit 0."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "quality.py"), "--functions", "sphere", "--dims", "2",
-         "--seeds", "1", "--workers", "2", "--budgets", "5", "--methods", "gp,sobol,optuna_tpe", "--engine", "0",
-         "--engine-workers", "2", "--policies", "adaptive,fresh", "--out", ""],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        [sys.executable, str(ROOT / "benchmarks" / "quality.py"), *args],
+        capture_output=True, text=True, timeout=timeout, cwd=cwd,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not ok or proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_a_tiny_quality_run_prints_json_with_every_method_and_the_comparison(tmp_path: Path) -> None:
+    proc = _quality(tmp_path, "--functions", "sphere", "--dims", "2", "--seeds", "1", "--workers", "2",
+                    "--budgets", "5", "--methods", "gp,sobol,optuna_tpe", "--engine", "0", "--engine-workers", "2",
+                    "--policies", "adaptive,fresh", "--out", "")  # fmt: skip
     report = json.loads(proc.stdout)
     methods = {r["method"] for r in report["rows"]}
     assert methods == {"gp", "sobol", "optuna_tpe", "engine@0s", "engine@0s/fresh"}
@@ -70,22 +76,9 @@ def test_a_tiny_quality_run_prints_json_with_every_method_and_the_comparison(tmp
 
     # reports of runs split across processes merge into one; a method can be renamed
     (tmp_path / "a.json").write_text(proc.stdout)
-    merged = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "quality.py"), "--merge", "a.json:sobol=sobol_old"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )
-    assert merged.returncode == 0, merged.stderr[-3000:]
+    merged = _quality(tmp_path, "--merge", "a.json:sobol=sobol_old", timeout=120)
     assert {r["method"] for r in json.loads(merged.stdout)["rows"]} == methods - {"sobol"} | {"sobol_old"}
     assert "sobol_old" in merged.stderr
-
-
-def _quality(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "quality.py"), *args],
-        capture_output=True, text=True, timeout=300, cwd=cwd,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
 
 
 def test_runs_over_disjoint_seeds_merge_into_the_rows_of_one_run(tmp_path: Path) -> None:
@@ -104,10 +97,7 @@ def test_runs_over_disjoint_seeds_merge_into_the_rows_of_one_run(tmp_path: Path)
             assert b[key] == a[key], (a["function"], a["method"], key)
         p, q = (part[(b["function"], b["method"])] for part in parts)
         assert b["suggest_s"] == pytest.approx((3 * p["suggest_s"] + 2 * q["suggest_s"]) / 5, abs=1e-5)  # a mean over seeds
-    again = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "quality.py"), "--merge", "a.json", "a.json"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
+    again = _quality(tmp_path, "--merge", "a.json", "a.json", ok=False, timeout=120)
     assert again.returncode != 0 and "disjoint seeds" in again.stderr  # a seed counted twice is refused
     # `file:method=` leaves that method of the file out: b's sobol rows are dropped, its TPE rows joined
     part = json.loads(_quality(tmp_path, "--merge", "a.json", "b.json:sobol=").stdout)["rows"]

@@ -618,9 +618,9 @@ def _select(  # type: ignore[no-untyped-def]
 
         def score(z: np.ndarray, project: bool) -> np.ndarray:
             feats = enc.features(z, project=project)
-            pof = np.zeros(len(feats)) if feas is None else feas.log_pof(feats)
+            pof = 0.0 if feas is None else feas.log_pof(feats)
             if best is None:
-                return pof  # nothing feasible yet: find the feasible region first
+                return np.zeros(len(feats)) + pof  # nothing feasible yet: find the feasible region first
             if acq is not None:
                 return acq(feats) + pof
             if fz is not None and batch is not None:
