@@ -1,4 +1,4 @@
-"""The typed API (issue 20): mypy over examples/ and the public API passes, so
+"""The typed API (issue 20): mypy over examples/ and the whole package passes, so
 IDE completion and type checkers see real signatures; the package ships py.typed."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def test_the_package_ships_py_typed() -> None:
 
 
 @pytest.mark.slow
-def test_mypy_passes_over_the_examples_and_the_public_api(tmp_path: Path) -> None:
+def test_mypy_passes_over_the_examples_and_the_package(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     r = subprocess.run(
         [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache"), "--no-error-summary"],

@@ -15,11 +15,16 @@ A new backend is one module implementing Executor, passed as
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..strategies import StrategyJob, StrategyOutcome
 from ._executor import Executor, JobFailed
 from ._local import ExecutorKind, LocalExecutor
 from ._pool import PoolStats, StrategyPool, sobol_fallback
 from ._workers import torch_threads
+
+if TYPE_CHECKING:  # the types of the lazy names below, for the type checker only
+    from ._dask import DaskExecutor, DaskUnavailable, check_dask_cluster
 
 __all__ = [
     "DaskExecutor",

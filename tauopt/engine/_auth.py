@@ -214,10 +214,10 @@ class Gate:
             cred = hit[1]
         else:
             found = await self.store.credential_by_hash(digest)
-            cred = found
-            if cred is None or cred.revoked:
+            if found is None or found.revoked:
                 self._cache.pop(digest, None)
                 raise api_error("unauthorized", "unknown or revoked token; check TAUOPT_TOKEN or create a new token")
+            cred = found
             self._cache[digest] = (now, cred)
         # The lookup was by hash; confirm in constant time all the same.
         if not hmac.compare_digest(digest.encode(), cred.token_hash.encode()):

@@ -72,7 +72,7 @@ def experiment_importance(exp: Experiment, observations: Sequence[Observation]) 
         except Exception as exc:  # noqa: BLE001 - an estimate, never an error: fall back and say which
             log.info("importance of %s: GP length-scales unavailable (%s); binned_variance instead", exp.id, exc)
         else:
-            rows = sorted(({"name": k, "importance": v} for k, v in shares.items()), key=lambda r: -r["importance"])
+            rows = [{"name": k, "importance": v} for k, v in sorted(shares.items(), key=lambda kv: -kv[1])]
             done = sum(1 for o in observations if not o.failed and o.value is not None)
             return {"method": GP_METHOD, "observations": done, "parameters": rows}
     return importance(exp.parameters, observations)

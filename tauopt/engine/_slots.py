@@ -35,6 +35,7 @@ class SlotWaiters:
 
     def park(self, request: Request[Any], msg: Suggest, tg: TaskGroup, self_ref: ActorRef) -> None:
         """Queue the ask and start its timer: after msg.wait_s the actor gets SlotWaitOver."""
+        assert msg.wait_s is not None, "only an ask that waits is parked for a slot"
         self._parked.append((request, msg))
         tg.start_soon(_wake_after, msg.wait_s, self_ref, SlotWaitOver(request=request))
 

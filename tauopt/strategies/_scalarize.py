@@ -47,7 +47,7 @@ def targets(metrics: tuple[Metric, ...], history: tuple[Observation, ...]) -> Ta
     obj = np.array([[m.sign * _value(m, primary, o) for m in objectives] for o in history], dtype=float)
     vio = np.array(
         [[m.constraint.violation(_value(m, primary, o)) for m in constraints] for o in history],  # type: ignore[union-attr]
-        dtype=float,
+        dtype=np.float64,
     ).reshape(len(history), len(constraints))
     obj = obj.reshape(len(history), len(objectives))
     with np.errstate(invalid="ignore"):

@@ -143,7 +143,7 @@ def _conditions(where: str, conds: Iterable[kt.Condition]) -> tuple[Condition, .
     return tuple(out)
 
 
-def _sampling(where: str, s: int) -> str:
+def _sampling(where: str, s: kt.Sampling) -> str:
     if s not in _SAMPLING_IN:
         raise invalid(f"{where}.sampling: {s} is not LINEAR, LOG or REVERSE_LOG (KerasTuner rejects NONE too)")
     return _SAMPLING_IN[s]

@@ -71,6 +71,7 @@ def multi_objective_score(objectives: tuple[tuple[str, str], ...], metrics: Mapp
 log = logging.getLogger("tauopt.kerastuner")
 
 Status = Literal["RUNNING", "IDLE", "STOPPED", "COMPLETED", "FAILED", "INVALID"]
+TrialState = Literal["running", "queued", "ending", "completed", "failed"]
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ class _Trial:
     suggestion_id: str | None  # None: the baseline, or an unsolicited observation
     values: dict[str, Value]
     # "ending": its COMPLETED EndTrial is being written (outside the oracle's lock); `ended` is set after
-    state: Literal["running", "queued", "ending", "completed", "failed"]
+    state: TrialState
     tuner_id: str | None = None
     handed_at: float = 0.0
     runs: int = 0
@@ -676,7 +677,7 @@ class KerasTunerOracle:
 
     async def _end_locked(
         self, t: _Trial, status: str, values: Mapping[str, Value]
-    ) -> tuple[str, float | None, int, anyio.Event] | None:
+    ) -> tuple[TrialState, float | None, int, anyio.Event] | None:
         """EndTrial's work under the lock. A COMPLETED run is only marked "ending" here and
         its observation written by the caller outside the lock (every other RPC would
         otherwise wait for that commit, and commits could not group across workers):

@@ -3,6 +3,7 @@
 Run as `python -m tauopt.transport.grpc._regen` (`make grpc-stubs`). protoc runs
 with the repository root as its include path, so the generated modules import
 each other as `tauopt.transport.grpc._generated.*` and need no sys.path tricks.
+The `_pb2.pyi` stubs type the messages for mypy (protobuf builds them at import).
 `tests/test_grpc_generated.py` regenerates into a temp dir and compares bytes.
 """
 
@@ -26,7 +27,7 @@ def generated_names() -> list[str]:
     names = []
     for proto in PROTOS:
         stem = proto.removesuffix(".proto")
-        names += [f"{stem}_pb2.py", f"{stem}_pb2_grpc.py"]
+        names += [f"{stem}_pb2.py", f"{stem}_pb2.pyi", f"{stem}_pb2_grpc.py"]
     return names
 
 
@@ -43,7 +44,7 @@ def generate(out_root: Path = ROOT) -> list[Path]:
     rel = [str((PROTO_DIR / p).relative_to(ROOT)) for p in PROTOS]
     out_root.mkdir(parents=True, exist_ok=True)
     code = protoc.main(
-        ["grpc_tools.protoc", f"-I{ROOT}", f"--python_out={out_root}", f"--grpc_python_out={out_root}", *rel]
+        ["grpc_tools.protoc", f"-I{ROOT}", f"--python_out={out_root}", f"--pyi_out={out_root}", f"--grpc_python_out={out_root}", *rel]
     )
     if code != 0:
         raise SystemExit(f"protoc failed with exit code {code}")

@@ -227,8 +227,13 @@ def _serve(args: argparse.Namespace) -> int:
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal
     # under the handlers it found. Finding these no-ops, the process exits 0.
     stopped: list[int] = []
+
+    def _stop(signum: int, frame: object) -> None:
+        stopped.append(signum)
+        server.should_exit = True
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, frame: (stopped.append(signum), setattr(server, "should_exit", True)))
+        signal.signal(sig, _stop)
     server.run()
     return 0 if server.started or stopped else 1
 
@@ -251,7 +256,7 @@ async def serve_on_engine(tg: Any, engine: Any, host: str, port: int) -> tuple[d
         create_app(engine), host=host, port=port, log_level="warning", lifespan="on", server_header=SERVER_HEADER
     )
     server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # older uvicorn
+    server.install_signal_handlers = lambda: None  # type: ignore[attr-defined,method-assign]  # older uvicorn
     tg.start_soon(server.serve)
     while not server.started:
         await anyio.sleep(0.02)

@@ -241,7 +241,7 @@ class H11Transport(httpx.AsyncBaseTransport):
                 raise httpx.RemoteProtocolError(str(exc), request=request) from exc
             kind = type(event)
             if kind is h11.Data:
-                parts.append(event.data)  # type: ignore[attr-defined]
+                parts.append(event.data)  # type: ignore[union-attr]  # narrowed by `kind is`
             elif kind is h11.Response:
                 head = event  # type: ignore[assignment]
             elif kind is h11.EndOfMessage:
