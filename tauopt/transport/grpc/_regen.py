@@ -43,9 +43,8 @@ def generate(out_root: Path = ROOT) -> list[Path]:
         raise SystemExit(f"grpcio-tools {have} is installed; regenerate with grpcio-tools=={GENERATOR_VERSION}")
     rel = [str((PROTO_DIR / p).relative_to(ROOT)) for p in PROTOS]
     out_root.mkdir(parents=True, exist_ok=True)
-    code = protoc.main(
-        ["grpc_tools.protoc", f"-I{ROOT}", f"--python_out={out_root}", f"--pyi_out={out_root}", f"--grpc_python_out={out_root}", *rel]
-    )
+    outs = [f"--python_out={out_root}", f"--pyi_out={out_root}", f"--grpc_python_out={out_root}"]
+    code = protoc.main(["grpc_tools.protoc", f"-I{ROOT}", *outs, *rel])
     if code != 0:
         raise SystemExit(f"protoc failed with exit code {code}")
     out_dir = out_root / PROTO_DIR.relative_to(ROOT)
