@@ -7,7 +7,9 @@
   A refused ask answers 429 `quota_exceeded` with `retry_after` = seconds until
   the oldest suggestion in the window leaves it.
 - `TokenBucket`: heavy reads (listings of suggestions and observations),
-  15 per second with a burst of 30; 429 `rate_limited` with `retry_after`.
+  15 per second with a burst of 30; 429 `rate_limited` with `retry_after`. A read
+  costs one token, and one more per `HEAVY_READ_ROWS` rows it answered (charged
+  after the read, into debt if need be): a read's cost follows its size.
 - The active-experiment cap (default 100 non-archived experiments): 429
   `active_experiment_cap` with no `retry_after` (waiting does not help).
 
@@ -93,6 +95,9 @@ def new_credential(
     return cred, token
 
 
+HEAVY_READ_ROWS = 5000  # rows per heavy-read token beyond a read's first
+
+
 @dataclass(frozen=True)
 class Limits:
     """Server-wide defaults; a credential's own limits override the first two."""
@@ -127,16 +132,24 @@ class TokenBucket:
         self._tokens = float(self.burst)
         self._at = self.clock()
 
-    def take(self) -> float | None:
-        """Take one token: None on success, else seconds until one is available."""
+    def _refill(self) -> None:
         now = self.clock()
         if now > self._at:  # a wall clock may step back: never refill negatively
             self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.rate)
             self._at = now
+
+    def take(self) -> float | None:
+        """Take one token: None on success, else seconds until one is available."""
+        self._refill()
         if self._tokens >= 1.0:
             self._tokens -= 1.0
             return None
         return (1.0 - self._tokens) / self.rate
+
+    def charge(self, tokens: int) -> None:
+        """Take `tokens` for work already done, into debt if need be (paid back by the refill)."""
+        self._refill()
+        self._tokens -= tokens
 
 
 @dataclass
@@ -254,13 +267,22 @@ class Gate:
             quota.release(at)
             raise
 
-    def heavy_read(self, cred: Credential) -> None:
-        """Take a heavy-read token, or raise 429 rate_limited."""
+    def _bucket(self, cred: Credential) -> TokenBucket:
         bucket = self._buckets.get(cred.id)
         if bucket is None:
             bucket = TokenBucket(self.limits.heavy_read_rate, self.limits.heavy_read_burst, self.clock)
             self._buckets[cred.id] = bucket
-        wait = bucket.take()
+        return bucket
+
+    def heavy_read_rows(self, cred: Credential, rows: int) -> None:
+        """Charge a heavy read that answered `rows` rows by its size: a token per
+        `HEAVY_READ_ROWS` of them (the read's first token was taken by `heavy_read`)."""
+        if rows >= HEAVY_READ_ROWS:
+            self._bucket(cred).charge(rows // HEAVY_READ_ROWS)
+
+    def heavy_read(self, cred: Credential) -> None:
+        """Take a heavy-read token, or raise 429 rate_limited."""
+        wait = self._bucket(cred).take()
         if wait is not None:
             raise _limited(
                 "rate_limited",

@@ -44,6 +44,7 @@ from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
     CredentialRecord,
     Done,
+    IndexRow,
     PutCredential,
     PutCounters,
     PutExperiment,
@@ -59,7 +60,7 @@ from ._base import (
 from ._filelock import FileLock
 from ._filewatch import FileWatch, create_private, unavailable
 from ._group_commit import GroupCommitWriter
-from ._sqlite_thread import SqliteThread, SqliteWriter
+from ._sqlite_thread import SqliteThread, SqliteWriter, _open_connection
 from ._url import sqlite_path
 
 __all__ = ["SqliteStore", "SCHEMA_VERSION", "MIGRATIONS"]
@@ -598,22 +599,11 @@ class SqliteStore(Store):
         return await self._conn().call(lambda conn: conn.execute(sql, params).fetchall())
 
     async def load(self, experiment_id: str) -> Snapshot | None:
-        found = await self._conn().call(lambda conn: _read_snapshot(conn, experiment_id))  # one hop, one snapshot
-        if found is None:
-            return None
-        head, srows, orows, rrows = found
-        owner, drawn, body, n_open, n_obs = head
-        experiment = _experiment(body, owner, n_open, n_obs)
-        suggestions = tuple(
-            Suggestion(sid, experiment_id, json.loads(a), state, tag, created_at, int(n), bool(released))
-            for sid, state, tag, created_at, a, n, released in srows
-        )
-        observations = tuple(
-            Observation(oid, experiment_id, sug, json.loads(a), value, bool(failed), created_at, json.loads(m), stopped)
-            for oid, sug, value, failed, created_at, a, m, stopped in orows
-        )
-        reports = tuple(Report(sid, int(step), float(v), t) for sid, step, v, t in rrows)
-        return Snapshot(experiment, suggestions, observations, int(drawn), reports)
+        # One snapshot, read and decoded on a connection of its own on a worker thread:
+        # a long history takes a second or more, and neither the event loop nor the
+        # reader (index rows, credentials, other experiments' loads) waits for it.
+        self._conn()  # refused when the store is not open
+        return await anyio.to_thread.run_sync(_load_alone, self.path, experiment_id)
 
     async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
         rows = await self._all(
@@ -632,6 +622,10 @@ class SqliteStore(Store):
 
     async def has_experiment(self, experiment_id: str) -> bool:
         return bool(await self._all("SELECT 1 FROM experiments WHERE id = ?", (experiment_id,)))
+
+    async def index_row(self, experiment_id: str) -> IndexRow | None:
+        rows = await self._all("SELECT owner, state FROM experiments WHERE id = ?", (experiment_id,))
+        return IndexRow(rows[0][0], rows[0][1]) if rows else None
 
     async def credentials(self) -> list[CredentialRecord]:
         rows = await self._all(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials ORDER BY seq")
@@ -656,6 +650,34 @@ Plan = list[tuple[Union["_Upsert", str], list[tuple[Any, ...]]]]
 def _set_up_reader(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.execute("PRAGMA query_only = 1")
+
+
+def _load_alone(path: Path, experiment_id: str) -> Snapshot | None:
+    conn = _open_connection(path)
+    try:
+        _set_up_reader(conn)
+        return _load_snapshot(conn, experiment_id)
+    finally:
+        conn.close()
+
+
+def _load_snapshot(conn: sqlite3.Connection, experiment_id: str) -> Snapshot | None:
+    found = _read_snapshot(conn, experiment_id)
+    if found is None:
+        return None
+    head, srows, orows, rrows = found
+    owner, drawn, body, n_open, n_obs = head
+    experiment = _experiment(body, owner, n_open, n_obs)
+    suggestions = tuple(
+        Suggestion(sid, experiment_id, json.loads(a), state, tag, created_at, int(n), bool(released))
+        for sid, state, tag, created_at, a, n, released in srows
+    )
+    observations = tuple(
+        Observation(oid, experiment_id, sug, json.loads(a), value, bool(failed), created_at, json.loads(m), stopped)
+        for oid, sug, value, failed, created_at, a, m, stopped in orows
+    )
+    reports = tuple(Report(sid, int(step), float(v), t) for sid, step, v, t in rrows)
+    return Snapshot(experiment, suggestions, observations, int(drawn), reports)
 
 
 def _read_snapshot(conn: sqlite3.Connection, experiment_id: str) -> tuple[Any, list[Any], list[Any], list[Any]] | None:

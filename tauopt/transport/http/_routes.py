@@ -31,9 +31,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ApiError, api_error
-from ...limits import check_wait
+from ...limits import MAX_PAGE, check_wait
 from .._json import loads_body
-from ._render import bad_json, invalid_fields, render_error, render_json
+from ._render import bad_json, invalid_fields, render_error, render_json, render_rows
 from ._schema import (
     COMMON_ERRORS,
     ClosedOut,
@@ -50,6 +50,7 @@ from ._schema import (
     SuggestionOut,
     SuggestionStateQ,
     NonNegative,
+    Positive,
     UpdateExperimentBody,
     integral_values,
 )
@@ -285,7 +286,15 @@ async def list_suggestions(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
     found = await call.engine.suggestions(call.path["id"], state=call.query["state"], tag=call.query["tag"])
-    return [s.to_dict() for s in found]
+    return await _rows_read(call, found)
+
+
+async def _rows_read(call: Call, rows: Any, headers: Mapping[str, str] | None = None) -> Response:
+    """A listing that grows with history: charged to the caller's heavy reads by its
+    size, encoded off the event loop when long."""
+    if call.cred is not None:
+        call.gate.heavy_read_rows(call.cred, len(rows))
+    return await render_rows(rows, headers=headers)
 
 
 @operation("GET", EXP + "/suggestions/{sid}", response=SuggestionOut, tag="suggestions")
@@ -326,17 +335,24 @@ async def report(call: Call) -> Any:
 async def list_reports(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
-    return [r.to_dict() for r in await call.engine.reports(call.path["id"], call.path["sid"])]
+    return await _rows_read(call, await call.engine.reports(call.path["id"], call.path["sid"]))
 
 
-@operation("GET", EXP + "/observations", query={"after": NonNegative}, response=list[ObservationOut],
+@operation("GET", EXP + "/observations", query={"after": NonNegative, "limit": Positive}, response=list[ObservationOut],
            errors=COMMON_ERRORS + (429,), tag="observations")  # fmt: skip
 async def list_observations(call: Call) -> Any:
-    """With `after`: only observations with an id above it (the last you have)."""
+    """With `after`: only observations with an id above it (the last you have). At most
+    `limit` per answer (default and maximum 10,000), the oldest first; a cut answer has a
+    `Link: <...?after=<its last id>&limit=<limit>>; rel="next"` header: read on from there."""
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
     found = await call.engine.observations(call.path["id"], after=call.query["after"])
-    return [o.to_dict() for o in found]
+    limit = min(call.query["limit"] or MAX_PAGE, MAX_PAGE)
+    if len(found) <= limit:
+        return await _rows_read(call, found)
+    page = found[:limit]
+    link = f'<{call.request.url.path}?after={page[-1].id}&limit={limit}>; rel="next"'
+    return await _rows_read(call, page, {"Link": link})
 
 
 @operation("GET", EXP + "/best", response=ObservationOut | None, tag="observations")
@@ -347,7 +363,7 @@ async def best(call: Call) -> Any:
 
 @operation("GET", EXP + "/pareto_front", response=list[ObservationOut], tag="observations")
 async def pareto_front(call: Call) -> Any:
-    return [o.to_dict() for o in await call.engine.pareto_front(call.path["id"])]
+    return await _rows_read(call, await call.engine.pareto_front(call.path["id"]))
 
 
 # The worker loop's two calls, POST EXP/suggestions and POST EXP/observations, by
