@@ -1,6 +1,6 @@
 """Reads that grow with history never hold the daemon: a real `tauopt serve` process
 over a SQLite file built directly (20,000 two-objective observations of 20 metrics,
-all on the Pareto front; 20,000 reports), and while each big read runs, `/v1/health`
+all on the Pareto front; 100,000 reports), and while each big read runs, `/v1/health`
 and another tenant's ask answer within 100 ms (median; every one within a bound a
 loaded 2-core machine keeps, far below the seconds a read on the event loop takes)."""
 
@@ -25,7 +25,8 @@ from test_http_daemon import Daemon
 
 N = 20_000
 EXTRA_METRICS = 18  # + the two objectives: 20 metrics per observation
-SUGGESTIONS_WITH_REPORTS = 200
+SUGGESTIONS_WITH_REPORTS = 500
+STEPS = 200  # 100,000 reports
 MEDIAN_S = 0.1  # the issue's bound
 EVERY_S = 1.0  # each sample; a read on the event loop held everyone for seconds
 
@@ -60,9 +61,8 @@ async def _seed(db: Path) -> dict[str, Any]:
             await store.write(writes)
         sugg = [Suggestion(str(s + 1), "big", {f"x{k}": 0.5 for k in range(4)}, "open", None, 1.0) for s in range(SUGGESTIONS_WITH_REPORTS)]
         await store.write([PutSuggestion(s) for s in sugg])
-        per = N // SUGGESTIONS_WITH_REPORTS
         await store.write(
-            [PutReport("big", Report(str(s + 1), step, step / per, 3.0)) for s in range(SUGGESTIONS_WITH_REPORTS) for step in range(per)]
+            [PutReport("big", Report(str(s + 1), step, step / STEPS, 3.0)) for s in range(SUGGESTIONS_WITH_REPORTS) for step in range(STEPS)]
         )
         return {name: token for name, (_, token) in creds.items()}
 
@@ -128,5 +128,25 @@ def _latencies_while(url: str, tokens: dict[str, str], path: str) -> tuple[list[
 def test_health_and_another_tenants_ask_answer_while_a_big_read_runs(served: tuple[Daemon, dict[str, str]], path: str) -> None:
     daemon, tokens = served
     samples, answer = _latencies_while(daemon.url, tokens, path)
-    assert statistics.median(samples) <= MEDIAN_S and max(samples) <= EVERY_S, [round(s, 3) for s in samples]
+    assert statistics.median(samples) <= MEDIAN_S and max(samples) <= EVERY_S, sorted((round(s, 3), i) for i, s in enumerate(samples))[-6:]
     assert answer is not None and answer.status_code == 200, answer
+
+
+def test_observations_come_in_pages_of_at_most_10000_and_the_client_follows_them(served: tuple[Daemon, dict[str, str]]) -> None:
+    from tauopt import Client
+
+    daemon, tokens = served
+    with httpx.Client(base_url=daemon.url, headers={"Authorization": f"Bearer {tokens['alice']}"}, timeout=60) as http:
+        first = http.get("/v1/experiments/big/observations")
+        assert len(first.json()) == 10_000 and first.json()[-1]["id"] == "10000"
+        assert first.links["next"]["url"] == "/v1/experiments/big/observations?after=10000&limit=10000"
+        rest = http.get(first.links["next"]["url"])
+        assert [o["id"] for o in rest.json()] == [str(i) for i in range(10_001, N + 1)] and "next" not in rest.links
+        small = http.get("/v1/experiments/big/observations", params={"after": 19_990, "limit": 4})
+        assert [o["id"] for o in small.json()] == ["19991", "19992", "19993", "19994"]
+        assert small.links["next"]["url"].endswith("?after=19994&limit=4")
+        reports = http.get("/v1/experiments/big/reports").json()
+        assert len(reports["reports"]) == 10_000 and reports["more"] is True
+    with Client(driver="http", base_url=daemon.url, token=tokens["alice"]) as c:
+        assert [o.id for o in c.observations("big")] == [str(i) for i in range(1, N + 1)]
+        assert len(c.observations("big", after=15_000)) == 5_000
