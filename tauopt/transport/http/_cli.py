@@ -74,7 +74,7 @@ def register(subparsers: Any) -> None:
         "--metrics-token", default=os.environ.get("TAUOPT_METRICS_TOKEN"),
         help="require `Authorization: Bearer <this>` on GET /metrics (default: open; env TAUOPT_METRICS_TOKEN)",
     )
-    serve.add_argument("--metrics-top-experiments", type=int, default=10, help="experiments with per-experiment gauges")
+    serve.add_argument("--metrics-top-experiments", type=int, default=10, help="experiments with per-experiment gauges (served with --metrics-token only)")
     serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     serve.set_defaults(func=_serve)
 
