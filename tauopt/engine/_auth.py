@@ -26,9 +26,9 @@ import secrets
 import time
 import uuid
 from collections import deque
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import anyio
 
@@ -110,6 +110,10 @@ class Limits:
     # The longest an ask waits for a slot at this door (long-poll): a longer `wait_s` is cut
     # to it (a proxy in front may close idle requests sooner; the fuzz test's daemon uses 1 s).
     max_wait_s: float = MAX_WAIT_S
+    # Asks of one credential waiting for a slot at once; beyond it an ask does not wait (it
+    # is answered at once, bandwidth_full if no slot is free), so one token cannot hold
+    # the connections every other tenant needs.
+    max_waiting_asks: int = 16
 
 
 def _limited(error_type: str, message: str, retry_after: float) -> ApiError:
@@ -210,6 +214,7 @@ class Gate:
         self._quotas: dict[str, SuggestionQuota] = {}
         self._buckets: dict[str, TokenBucket] = {}
         self._create_locks: dict[str, anyio.Lock] = {}
+        self._waiting: dict[str, int] = {}
 
     async def authenticate(self, authorization: str | None) -> Credential:
         """The credential of an `Authorization: Bearer <token>` header, or 401."""
@@ -266,6 +271,24 @@ class Gate:
         except BaseException:
             quota.release(at)
             raise
+
+    @contextmanager
+    def waiting_ask(self, cred: Credential) -> Iterator[bool]:
+        """Whether this ask of `cred` may wait for a slot (fewer than `max_waiting_asks` of
+        its asks are waiting): counted as waiting while inside."""
+        held = self._waiting.get(cred.id, 0)
+        if held >= self.limits.max_waiting_asks:
+            yield False
+            return
+        self._waiting[cred.id] = held + 1
+        try:
+            yield True
+        finally:
+            left = self._waiting[cred.id] - 1
+            if left:
+                self._waiting[cred.id] = left
+            else:
+                del self._waiting[cred.id]
 
     def _bucket(self, cred: Credential) -> TokenBucket:
         bucket = self._buckets.get(cred.id)

@@ -60,7 +60,7 @@ from ._base import (
 from ._filelock import FileLock
 from ._filewatch import FileWatch, create_private, unavailable
 from ._group_commit import GroupCommitWriter
-from ._sqlite_thread import SqliteThread, SqliteWriter, _open_connection
+from ._sqlite_thread import SqliteThread, SqliteWriter
 from ._url import sqlite_path
 
 __all__ = ["SqliteStore", "SCHEMA_VERSION", "MIGRATIONS"]
@@ -445,6 +445,8 @@ class SqliteStore(Store):
         self.checkpoint_idle_s = checkpoint_idle_s
         self._writer: SqliteWriter | None = None
         self._reader: SqliteThread | None = None
+        self._loaders: list[SqliteThread] = []  # snapshot loads, apart from the reader's short reads
+        self._loading: dict[int, int] = {}  # loads queued per loader (by index)
         self._state: Literal["new", "open", "closing", "closed"] = "new"
         self._watch: FileWatch | None = None
         self._gone: BaseException | None = None  # set once the file is found gone: sticky
@@ -502,6 +504,11 @@ class SqliteStore(Store):
             self._reader = SqliteThread(self.path)
             await self._reader.open()
             await self._reader.call(_set_up_reader)
+            for _ in range(_LOADERS):
+                loader = SqliteThread(self.path)
+                self._loaders.append(loader)
+                await loader.open()
+                await loader.call(_set_up_loader)
             self._watch = FileWatch(self.path)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
@@ -546,10 +553,10 @@ class SqliteStore(Store):
             self._lock.release()
 
     async def _close_connections(self) -> None:
-        # The reader first: the writer's connection, closed last, checkpoints and removes the WAL.
-        for name in ("_reader", "_writer"):
-            conn = getattr(self, name)
-            setattr(self, name, None)
+        # The readers first: the writer's connection, closed last, checkpoints and removes the WAL.
+        conns = [*self._loaders, self._reader, self._writer]
+        self._loaders, self._reader, self._writer = [], None, None
+        for conn in conns:
             if conn is not None:
                 try:
                     await conn.close()
@@ -599,11 +606,17 @@ class SqliteStore(Store):
         return await self._conn().call(lambda conn: conn.execute(sql, params).fetchall())
 
     async def load(self, experiment_id: str) -> Snapshot | None:
-        # One snapshot, read and decoded on a connection of its own on a worker thread:
-        # a long history takes a second or more, and neither the event loop nor the
-        # reader (index rows, credentials, other experiments' loads) waits for it.
+        # One snapshot, read and decoded on the least busy loader connection's thread: a
+        # long history takes a second or more, and neither the event loop, nor the
+        # reader's short reads (index rows, credentials), nor a load on the other
+        # loader waits for it.
         self._conn()  # refused when the store is not open
-        return await anyio.to_thread.run_sync(_load_alone, self.path, experiment_id)
+        i = min(range(len(self._loaders)), key=lambda k: self._loading.get(k, 0))
+        self._loading[i] = self._loading.get(i, 0) + 1
+        try:
+            return await self._loaders[i].call(lambda conn: _load_snapshot(conn, experiment_id))
+        finally:
+            self._loading[i] -= 1
 
     async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
         rows = await self._all(
@@ -647,18 +660,19 @@ class SqliteStore(Store):
 Plan = list[tuple[Union["_Upsert", str], list[tuple[Any, ...]]]]
 
 
+_LOADERS = 2  # connections that load experiments' snapshots, each on its own thread
+
+
+def _set_up_loader(conn: sqlite3.Connection) -> None:
+    """A reader that reads once now: it joins the WAL (opens -wal and -shm) at start, as the
+    reader does with its first reads, so a database file deleted later is still read from."""
+    _set_up_reader(conn)
+    conn.execute("SELECT count(*) FROM experiments").fetchone()
+
+
 def _set_up_reader(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.execute("PRAGMA query_only = 1")
-
-
-def _load_alone(path: Path, experiment_id: str) -> Snapshot | None:
-    conn = _open_connection(path)
-    try:
-        _set_up_reader(conn)
-        return _load_snapshot(conn, experiment_id)
-    finally:
-        conn.close()
 
 
 def _load_snapshot(conn: sqlite3.Connection, experiment_id: str) -> Snapshot | None:

@@ -7,11 +7,12 @@ declares the HTTP side once (method, path, body and answer schemas, error
 statuses), and from that one declaration come both the served Starlette
 route (`routes(...)`) and the route's entry in /openapi.json (`_openapi.py`).
 
-What the decorator does per request, in FastAPI's order so every answer is
-the one the FastAPI routes gave: read the body and parse it as strict JSON
-(NaN and Infinity refused) -> authenticate (401 before anything else the
-caller sent is judged) -> validate query and body with the schema's pydantic
-model -> call the function -> render. Why not FastAPI's own routing: its
+What the decorator does per request: authenticate (401 before anything else
+the caller sent is read or judged: an unauthenticated caller cannot make the
+door wait for a body) -> read the body and parse it as strict JSON (NaN and
+Infinity refused) -> validate query and body with the schema's pydantic
+model -> call the function -> render; for an authenticated caller every answer
+is the one the FastAPI routes gave. Why not FastAPI's own routing: its
 dependency solving and route matching cost ~3x the engine's own time per
 ask+observe (877 vs 272 us per pair; README, Performance), and a worker loop
 is nothing but those two calls.
@@ -110,10 +111,11 @@ class Operation:
         return Route(self.path, endpoint, methods=[self.method], name=self.name, include_in_schema=False)
 
     async def _answer(self, request: Request, queries: Mapping[str, TypeAdapter[Any]]) -> Any:
-        data = await _json_body(request) if self.body is not None else None
         state = request.state
         gate = getattr(state, "gate", None) if state.auth else None
+        # the token first: a caller without one is answered 401 before its body is read
         cred = await gate.authenticate(request.headers.get("authorization")) if gate and self.auth else None
+        data = await _json_body(request) if self.body is not None else None
         query = _validate_query(request, queries)
         body = None
         if self.body is not None:
@@ -237,7 +239,8 @@ async def archive_experiment(call: Call) -> Any:
            errors=COMMON_ERRORS + (409, 429), tag="suggestions")  # fmt: skip
 async def suggest(call: Call) -> Any:
     """With `wait_s`, an ask that finds the bandwidth full waits for a slot (long-poll)
-    up to that bound; a client that hangs up meanwhile takes no slot."""
+    up to that bound; a client that hangs up meanwhile takes no slot. A credential
+    with `--max-waiting-asks` asks waiting already is answered at once instead."""
     tag = call.body.tag if call.body is not None else None
     wait_s = call.body.wait_s if call.body is not None else None
     if wait_s:
@@ -245,9 +248,13 @@ async def suggest(call: Call) -> Any:
         wait_s = min(check_wait(wait_s) or 0.0, call.request.state.gate.limits.max_wait_s)
 
     async def ask() -> Any:
-        if not wait_s:
-            return (await call.engine.suggest(call.path["id"], tag=tag)).to_dict()
-        return await _unless_hung_up(call.request, call.engine.suggest(call.path["id"], tag, wait_s))
+        if wait_s and call.cred is not None:
+            with call.gate.waiting_ask(call.cred) as may_wait:  # one credential's waiting asks are capped
+                if may_wait:
+                    return await _unless_hung_up(call.request, call.engine.suggest(call.path["id"], tag, wait_s))
+        elif wait_s:
+            return await _unless_hung_up(call.request, call.engine.suggest(call.path["id"], tag, wait_s))
+        return (await call.engine.suggest(call.path["id"], tag=tag)).to_dict()
 
     if call.cred is None:
         return await ask()
