@@ -129,7 +129,8 @@ class _GuardedProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def _disarm_body(self) -> None:
-        self._body_timer = _cancelled(self._body_timer)
+        _cancel(self._body_timer)
+        self._body_timer = None
 
     def _body_too_slow(self) -> None:
         self._body_timer = None
@@ -151,7 +152,8 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._header_timer = self.loop.call_later(self.limits.header_timeout_s, self._headers_too_slow)
 
     def _disarm(self) -> None:
-        self._header_timer = _cancelled(self._header_timer)
+        _cancel(self._header_timer)
+        self._header_timer = None
 
     def _headers_too_slow(self) -> None:
         self._header_timer = None
@@ -159,10 +161,9 @@ class _GuardedProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
-def _cancelled(timer: asyncio.TimerHandle | None) -> None:
+def _cancel(timer: asyncio.TimerHandle | None) -> None:
     if timer is not None:
         timer.cancel()
-    return None
 
 
 def guarded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
