@@ -100,6 +100,9 @@ def pareto_front(experiment: Experiment, observations: Iterable[Observation]) ->
     return GrowingFront(experiment).front(list(observations))
 
 
+_ONE_BY_ONE = 64  # new observations compared one at a time with the front; more are merged by a sweep
+
+
 class GrowingFront:
     """The Pareto front of one experiment's history as it grows, kept between reads.
 
@@ -128,7 +131,10 @@ class GrowingFront:
         if not self.extended_by(observations):
             self._reset()
         new = [o for o in observations[self.count :] if is_feasible(self.experiment, o)]
-        if new:
+        if len(new) <= _ONE_BY_ONE:
+            for o in new:
+                self._add(o)
+        else:
             candidates = self._front + new
             added = np.array([objective_vector(self.experiment, o) for o in new], dtype=float)
             vectors = np.concatenate((self._vectors, added.reshape(len(new), -1)))
@@ -137,6 +143,20 @@ class GrowingFront:
         self.count = len(observations)
         self._last = observations[-1] if observations else None
         return list(self._front)
+
+    def _add(self, o: Observation) -> None:
+        """One new feasible observation against the front: O(front), no sort."""
+        v = np.asarray(objective_vector(self.experiment, o), dtype=float)
+        front = self._vectors
+        if np.any(np.all(front <= v, axis=1)):
+            return  # dominated by, or equal to, a point already on the front
+        beaten = np.all(v <= front, axis=1)  # v differs from each of them: it dominates them
+        if beaten.any():
+            kept = np.flatnonzero(~beaten)
+            self._front = [self._front[i] for i in kept]
+            front = front[kept]
+        self._front.append(o)
+        self._vectors = np.vstack((front, v))
 
 
 def hypervolume(points: np.ndarray, reference: Sequence[float]) -> float:
