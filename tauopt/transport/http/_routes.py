@@ -368,8 +368,10 @@ async def best(call: Call) -> Any:
     return None if o is None else o.to_dict()
 
 
-@operation("GET", EXP + "/pareto_front", response=list[ObservationOut], tag="observations")
+@operation("GET", EXP + "/pareto_front", response=list[ObservationOut], errors=COMMON_ERRORS + (429,), tag="observations")
 async def pareto_front(call: Call) -> Any:
+    if call.cred is not None:
+        call.gate.heavy_read(call.cred)  # it may read the whole history
     return await _rows_read(call, await call.engine.pareto_front(call.path["id"]))
 
 
