@@ -30,6 +30,7 @@ __all__ = [
     "nondominated",
     "best_feasible",
     "pareto_front",
+    "GrowingFront",
     "hypervolume",
 ]
 
@@ -63,16 +64,30 @@ def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
 
 
 def nondominated(points: np.ndarray) -> np.ndarray:
-    """Indices of the non-dominated rows of `points` (minimization), first of duplicates kept."""
+    """Indices (ascending) of the non-dominated rows of `points` (minimization), first of
+    duplicates kept.
+
+    Rows are swept in lexicographic order (ties by index): a row can only be dominated
+    by, or duplicate, a row before it, and then also by one already kept. Two
+    coordinates need only the running minimum of the second: O(n log n). More compare
+    each row with the rows kept so far: O(n * front)."""
     pts = np.asarray(points, dtype=float)
-    keep: list[int] = []
-    for i in range(len(pts)):
-        p = pts[i]
-        dominated = np.any(np.all(pts <= p, axis=1) & np.any(pts < p, axis=1))
-        duplicate_before = i > 0 and np.any(np.all(pts[:i] == p, axis=1))
-        if not dominated and not duplicate_before:
-            keep.append(i)
-    return np.asarray(keep, dtype=int)
+    n = len(pts)
+    if n == 0:
+        return np.zeros(0, dtype=int)
+    pts = pts.reshape(n, -1)
+    order = np.lexsort((np.arange(n), *pts.T[::-1]))
+    if pts.shape[1] <= 2:
+        last = pts[order, -1]
+        before = np.concatenate(([np.inf], np.minimum.accumulate(last)[:-1]))
+        return np.sort(order[last < before])
+    kept: list[int] = []
+    front = np.empty_like(pts)  # the kept rows, front[: len(kept)]
+    for i in order:
+        if not np.any(np.all(front[: len(kept)] <= pts[i], axis=1)):
+            front[len(kept)] = pts[i]
+            kept.append(int(i))
+    return np.sort(np.asarray(kept, dtype=int))
 
 
 def best_feasible(experiment: Experiment, observations: Iterable[Observation]) -> Observation | None:
@@ -82,11 +97,66 @@ def best_feasible(experiment: Experiment, observations: Iterable[Observation]) -
 
 
 def pareto_front(experiment: Experiment, observations: Iterable[Observation]) -> list[Observation]:
-    feasible = [o for o in observations if is_feasible(experiment, o)]
-    if not feasible:
-        return []
-    vectors = np.array([objective_vector(experiment, o) for o in feasible], dtype=float)
-    return [feasible[i] for i in nondominated(vectors)]
+    return GrowingFront(experiment).front(list(observations))
+
+
+_ONE_BY_ONE = 64  # new observations compared one at a time with the front; more are merged by a sweep
+
+
+class GrowingFront:
+    """The Pareto front of one experiment's history as it grows, kept between reads.
+
+    A history only grows at its end, and a point the front dominates stays dominated, so
+    the front of a longer history is the front of (the kept front + the new
+    observations): each read compares what arrived since with the front, never with the
+    whole history. A history that is not an extension of the one seen (another actor's
+    copy after a reload) is taken afresh. Not thread-safe: one caller at a time."""
+
+    def __init__(self, experiment: Experiment) -> None:
+        self.experiment = experiment
+        self._reset()
+
+    def _reset(self) -> None:
+        self.count = 0
+        self._last: Observation | None = None
+        self._front: list[Observation] = []
+        self._vectors = np.zeros((0, len(self.experiment.objectives)))
+
+    def extended_by(self, observations: Sequence[Observation]) -> bool:
+        n = self.count
+        return len(observations) >= n and (n == 0 or observations[n - 1] is self._last or observations[n - 1] == self._last)
+
+    def front(self, observations: Sequence[Observation]) -> list[Observation]:
+        """The front of `observations` (this history, grown or not), in arrival order."""
+        if not self.extended_by(observations):
+            self._reset()
+        new = [o for o in observations[self.count :] if is_feasible(self.experiment, o)]
+        if len(new) <= _ONE_BY_ONE:
+            for o in new:
+                self._add(o)
+        else:
+            candidates = self._front + new
+            added = np.array([objective_vector(self.experiment, o) for o in new], dtype=float)
+            vectors = np.concatenate((self._vectors, added.reshape(len(new), -1)))
+            keep = nondominated(vectors)
+            self._front, self._vectors = [candidates[i] for i in keep], vectors[keep]
+        self.count = len(observations)
+        self._last = observations[-1] if observations else None
+        return list(self._front)
+
+    def _add(self, o: Observation) -> None:
+        """One new feasible observation against the front: O(front), no sort."""
+        v = np.asarray(objective_vector(self.experiment, o), dtype=float)
+        front = self._vectors
+        if np.any(np.all(front <= v, axis=1)):
+            return  # dominated by, or equal to, a point already on the front
+        beaten = np.all(v <= front, axis=1)  # v differs from each of them: it dominates them
+        if beaten.any():
+            kept = np.flatnonzero(~beaten)
+            self._front = [self._front[i] for i in kept]
+            front = front[kept]
+        self._front.append(o)
+        self._vectors = np.vstack((front, v))
 
 
 def hypervolume(points: np.ndarray, reference: Sequence[float]) -> float:

@@ -10,15 +10,13 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-import anyio
 import httpx
 import pytest
 
-from tauopt.engine._auth import Limits, new_credential
-from tauopt.store._sqlite import SqliteStore
+from tauopt.engine._auth import Limits
 from tauopt.space import Space
 from tauopt.transport.http._server import create_app
-from test_http_support import ServerThread
+from test_http_support import ServerThread, seed_credentials
 
 X = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}, {"name": "c", "type": "categorical", "values": ["a", "b"]}]
 METRIC = {"name": "y", "objective": "minimize"}
@@ -43,15 +41,7 @@ class Api:
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     db = tmp_path_factory.mktemp("bad-input") / "tauopt.db"
-    token: list[str] = []
-
-    async def seed() -> None:
-        async with SqliteStore(db) as store:
-            cred, secret = new_credential("alice")
-            await store.put_credential(cred)
-            token.append(secret)
-
-    anyio.run(seed)
+    token = [seed_credentials(db, "alice")["alice"]]
     with ServerThread(create_app(db=str(db), limits=Limits(suggestions_per_day=100_000, max_active_experiments=1000))) as server:
         api = Api(server.url, token[0])
         yield api

@@ -302,19 +302,6 @@ def test_metrics_count_asks_observations_and_429s_by_type(served: Served) -> Non
         assert sample(text, name) >= 0
 
 
-def test_per_experiment_gauges_are_bounded_to_the_top_n(served: Served) -> None:
-    with served.http() as http, served.http(None) as anon:
-        busy = [create(http)["id"] for _ in range(3)]
-        for n, eid in enumerate(busy):
-            for _ in range(n + 3):
-                ask(http, eid)  # 3, 4, 5 open: the busiest experiments in the process
-        text = anon.get("/metrics").text
-    series = re.findall(r'^tauopt_experiment_open_suggestions\{experiment="([^"]+)"\} (\S+)$', text, re.M)
-    assert len(series) == 2  # metrics_top_experiments=2
-    assert {eid for eid, _ in series} == {busy[2], busy[1]}
-    assert sample(text, "tauopt_experiment_open_suggestions", experiment=busy[2]) == 5
-
-
 def test_metrics_token_guards_metrics_only(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     _seed(db)

@@ -6,7 +6,10 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Any
+
+import anyio
 
 import uvicorn
 
@@ -45,3 +48,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def seed_credentials(db: Path, *names: str, **limits: Any) -> dict[str, str]:
+    """A credential per name in the SQLite store at `db` (created if missing): name -> token."""
+    from tauopt.engine._auth import new_credential
+    from tauopt.store._sqlite import SqliteStore
+
+    tokens: dict[str, str] = {}
+
+    async def seed() -> None:
+        async with SqliteStore(db) as store:
+            for name in names:
+                cred, tokens[name] = new_credential(name, **limits)
+                await store.put_credential(cred)
+
+    anyio.run(seed)
+    return tokens

@@ -84,3 +84,44 @@ def test_hypervolume_matches_monte_carlo_in_three_dimensions():
     for p in pts:
         dominated |= np.all(samples >= p, axis=1)
     assert hypervolume(pts, ref) == pytest.approx(dominated.mean() * 1.1**3, rel=0.02)
+
+
+def _brute_nondominated(pts: np.ndarray) -> list[int]:
+    """The definition, row by row: not dominated, and no identical row before it."""
+    return [
+        i for i, p in enumerate(pts)
+        if not any(dominates(q, p) for q in pts) and not any(np.array_equal(q, p) for q in pts[:i])
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3, 4])
+def test_the_sweep_keeps_exactly_the_definitions_front_with_ties_and_duplicates(dims: int) -> None:
+    rng = np.random.default_rng(dims)
+    for _ in range(30):
+        pts = rng.integers(0, 5, size=(int(rng.integers(0, 40)), dims)).astype(float)  # small integers: many ties
+        assert list(nondominated(pts)) == _brute_nondominated(pts)
+
+
+def test_the_two_objective_front_of_100_000_points_is_a_sort_not_a_square() -> None:
+    x = np.linspace(0, 1, 100_000)
+    front = nondominated(np.column_stack((x, 1 - x)))  # every point is on the front
+    assert len(front) == 100_000 and front[0] == 0 and front[-1] == 99_999
+
+
+def test_a_growing_front_matches_the_front_of_the_whole_history_at_every_length() -> None:
+    from tauopt.pareto import GrowingFront
+
+    exp = _exp(TWO)
+    rng = np.random.default_rng(7)
+    history = [
+        _obs(i, float(rng.integers(0, 6)) / 5, latency=float(rng.integers(0, 6)), mem=float(rng.integers(90, 110)))
+        for i in range(1, 120)
+    ]
+    grown = GrowingFront(exp)
+    seen: list[int] = []
+    for cut in (1, 2, 3, 10, 11, 50, 50, 119):
+        seen.append(cut)
+        assert [o.id for o in grown.front(history[:cut])] == [o.id for o in pareto_front(exp, history[:cut])]
+    # a history that is not an extension of the one seen (a reloaded actor's copy) is taken afresh
+    other = [_obs(i, 0.5, latency=1.0, mem=1.0) for i in range(1, 5)]
+    assert [o.id for o in grown.front(other)] == ["1"]

@@ -32,7 +32,6 @@ from anyio.abc import TaskGroup, TaskStatus
 from ..actors import ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
-from ..pareto import pareto_front
 from ..space import Space
 from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
 from ..strategies import Draws, Strategy, SuggestRequest, resolve_for
@@ -55,7 +54,6 @@ from ._messages import (
     ListSuggestions,
     Msg,
     Observe,
-    ParetoFront,
     ProposalReady,
     ReleaseSuggestion,
     Report,
@@ -236,8 +234,6 @@ class ExperimentActor:
                 self._commit(request, [], self._curves.log_after(msg.after, msg.limit))
             case Best():
                 self._on_best(request)
-            case ParetoFront():
-                self._on_pareto_front(request)
             case Inspect():
                 self._on_inspect(request)
             case ProposalReady():
@@ -622,9 +618,6 @@ class ExperimentActor:
 
     def _on_best(self, request: Request[Any]) -> None:
         self._commit(request, [], best_observation(self._exp, self._ledger.observations))
-
-    def _on_pareto_front(self, request: Request[Any]) -> None:
-        self._commit(request, [], pareto_front(self._exp, self._ledger.observations))
 
 
 def _extended_space(space: Space, raw: Any) -> Space:

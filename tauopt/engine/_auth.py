@@ -7,7 +7,9 @@
   A refused ask answers 429 `quota_exceeded` with `retry_after` = seconds until
   the oldest suggestion in the window leaves it.
 - `TokenBucket`: heavy reads (listings of suggestions and observations),
-  15 per second with a burst of 30; 429 `rate_limited` with `retry_after`.
+  15 per second with a burst of 30; 429 `rate_limited` with `retry_after`. A read
+  costs one token, and one more per `HEAVY_READ_ROWS` rows it answered (charged
+  after the read, into debt if need be): a read's cost follows its size.
 - The active-experiment cap (default 100 non-archived experiments): 429
   `active_experiment_cap` with no `retry_after` (waiting does not help).
 
@@ -24,9 +26,9 @@ import secrets
 import time
 import uuid
 from collections import deque
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import anyio
 
@@ -93,6 +95,9 @@ def new_credential(
     return cred, token
 
 
+HEAVY_READ_ROWS = 5000  # rows per heavy-read token beyond a read's first
+
+
 @dataclass(frozen=True)
 class Limits:
     """Server-wide defaults; a credential's own limits override the first two."""
@@ -105,6 +110,10 @@ class Limits:
     # The longest an ask waits for a slot at this door (long-poll): a longer `wait_s` is cut
     # to it (a proxy in front may close idle requests sooner; the fuzz test's daemon uses 1 s).
     max_wait_s: float = MAX_WAIT_S
+    # Asks of one credential waiting for a slot at once; beyond it an ask does not wait (it
+    # is answered at once, bandwidth_full if no slot is free), so one token cannot hold
+    # the connections every other tenant needs.
+    max_waiting_asks: int = 16
 
 
 def _limited(error_type: str, message: str, retry_after: float) -> ApiError:
@@ -127,16 +136,24 @@ class TokenBucket:
         self._tokens = float(self.burst)
         self._at = self.clock()
 
-    def take(self) -> float | None:
-        """Take one token: None on success, else seconds until one is available."""
+    def _refill(self) -> None:
         now = self.clock()
         if now > self._at:  # a wall clock may step back: never refill negatively
             self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.rate)
             self._at = now
+
+    def take(self) -> float | None:
+        """Take one token: None on success, else seconds until one is available."""
+        self._refill()
         if self._tokens >= 1.0:
             self._tokens -= 1.0
             return None
         return (1.0 - self._tokens) / self.rate
+
+    def charge(self, tokens: int) -> None:
+        """Take `tokens` for work already done, into debt if need be (paid back by the refill)."""
+        self._refill()
+        self._tokens -= tokens
 
 
 @dataclass
@@ -197,6 +214,7 @@ class Gate:
         self._quotas: dict[str, SuggestionQuota] = {}
         self._buckets: dict[str, TokenBucket] = {}
         self._create_locks: dict[str, anyio.Lock] = {}
+        self._waiting: dict[str, int] = {}
 
     async def authenticate(self, authorization: str | None) -> Credential:
         """The credential of an `Authorization: Bearer <token>` header, or 401."""
@@ -254,13 +272,40 @@ class Gate:
             quota.release(at)
             raise
 
-    def heavy_read(self, cred: Credential) -> None:
-        """Take a heavy-read token, or raise 429 rate_limited."""
+    @contextmanager
+    def waiting_ask(self, cred: Credential) -> Iterator[bool]:
+        """Whether this ask of `cred` may wait for a slot (fewer than `max_waiting_asks` of
+        its asks are waiting): counted as waiting while inside."""
+        held = self._waiting.get(cred.id, 0)
+        if held >= self.limits.max_waiting_asks:
+            yield False
+            return
+        self._waiting[cred.id] = held + 1
+        try:
+            yield True
+        finally:
+            left = self._waiting[cred.id] - 1
+            if left:
+                self._waiting[cred.id] = left
+            else:
+                del self._waiting[cred.id]
+
+    def _bucket(self, cred: Credential) -> TokenBucket:
         bucket = self._buckets.get(cred.id)
         if bucket is None:
             bucket = TokenBucket(self.limits.heavy_read_rate, self.limits.heavy_read_burst, self.clock)
             self._buckets[cred.id] = bucket
-        wait = bucket.take()
+        return bucket
+
+    def heavy_read_rows(self, cred: Credential, rows: int) -> None:
+        """Charge a heavy read that answered `rows` rows by its size: a token per
+        `HEAVY_READ_ROWS` of them (the read's first token was taken by `heavy_read`)."""
+        if rows >= HEAVY_READ_ROWS:
+            self._bucket(cred).charge(rows // HEAVY_READ_ROWS)
+
+    def heavy_read(self, cred: Credential) -> None:
+        """Take a heavy-read token, or raise 429 rate_limited."""
+        wait = self._bucket(cred).take()
         if wait is not None:
             raise _limited(
                 "rate_limited",

@@ -13,6 +13,7 @@ import os
 import secrets
 import time
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import Any, Callable, Coroutine, Literal, Mapping, Sequence
 
 import anyio
@@ -31,11 +32,14 @@ from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
 from ._curves import check_early_stopping
 from ._importance import ImportanceCache
+from ._shared import FrontCache
 from ._validate import check_bandwidth, check_budget, check_max_failures, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
 
 log = logging.getLogger("tauopt.engine")
+
+_INLINE_LOAD_ROWS = 2000  # rows of history an actor is rebuilt from on the event loop at most
 
 
 class Engine:
@@ -76,6 +80,7 @@ class Engine:
         self._starting: dict[str, anyio.Event] = {}
         self._warmed: dict[Callable[[], None], anyio.Event] = {}
         self._importance = ImportanceCache()
+        self._fronts = FrontCache()
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
 
@@ -160,6 +165,12 @@ class Engine:
                 pass  # passivated between lookup and send: start it again below
         if not isinstance(experiment_id, str) or not experiment_id:
             raise invalid(f"experiment id: give a non-empty string, got {experiment_id!r}")
+        if message.owner is not None:
+            # whose it is, from the index row: another credential's experiment is answered
+            # as a missing one, in the time a missing one takes, without loading its history
+            row = await self.store.index_row(experiment_id)
+            if row is None or (row.owner is not None and row.owner != message.owner):
+                raise api_error("not_found", f"experiment {experiment_id!r} not found")
         for _ in range(5):
             ref = await self._ref(experiment_id)
             try:
@@ -185,7 +196,8 @@ class Engine:
             if snapshot is None:
                 raise api_error("not_found", f"experiment {experiment_id!r} not found")
             await self._warm_up(snapshot.experiment.strategy)
-            actor = ExperimentActor(
+            build = partial(
+                ExperimentActor,
                 snapshot,
                 self.store,
                 clock=self._clock,
@@ -194,6 +206,10 @@ class Engine:
                 mailbox_size=self._mailbox_size,
                 fit_deadline_s=self._fit_deadline_s,
             )
+            # a long history's indexes take a good part of a second to build: on a
+            # worker thread, so the loop keeps answering every other experiment meanwhile
+            rows = len(snapshot.observations) + len(snapshot.suggestions) + len(snapshot.reports)
+            actor = build() if rows < _INLINE_LOAD_ROWS else await anyio.to_thread.run_sync(build)
             return await self._tg.start(actor.run, self._actors)
         finally:
             del self._starting[experiment_id]
@@ -459,8 +475,11 @@ class Engine:
         return await self._ask(experiment_id, m.Best(self._owner))
 
     async def pareto_front(self, experiment_id: str) -> list[Observation]:
-        """The feasible observations no other feasible one dominates, in arrival order."""
-        return await self._ask(experiment_id, m.ParetoFront(self._owner))
+        """The feasible observations no other feasible one dominates, in arrival order;
+        kept between reads and grown by what arrived since, outside the actor."""
+        exp = await self.experiment(experiment_id)
+        found = await self.observations(experiment_id)
+        return await self._fronts.get(exp, found)
 
     async def inspect(self, experiment_id: str) -> dict[str, Any]:
         """Internal counters of a live experiment (max open suggestions ever seen, GP
@@ -488,6 +507,7 @@ class _OwnerView(Engine):
         self.store = engine.store
         self._clock = engine._clock
         self._importance = engine._importance
+        self._fronts = engine._fronts
 
     def _ask(self, experiment_id: str, message: m.Msg) -> Coroutine[Any, Any, Any]:
         return self._engine._ask(experiment_id, message)  # the engine's coroutine itself: no extra frame per call

@@ -28,13 +28,13 @@ from typing import Any, Sequence
 import logging
 from collections import OrderedDict
 
-import anyio
 import numpy as np
 
 from ..models import Experiment, Observation, Parameter
 from ..space import Space
 from ..strategies import get as get_strategy
 from ..strategies import lengthscale_importance, resolve_for
+from ._shared import SharedRuns
 
 __all__ = ["importance", "experiment_importance", "ImportanceCache", "METHOD", "GP_METHOD"]
 
@@ -90,11 +90,13 @@ def _models_with_gp(exp: Experiment, seen: int) -> bool:
 
 class ImportanceCache:
     """One answer per experiment, reused while its history is unchanged; computed on a
-    worker thread (a GP fit takes a second or so and must not hold the event loop)."""
+    worker thread (a GP fit takes a second or so and must not hold the event loop), once
+    for all the callers that ask while it runs."""
 
     def __init__(self, size: int = 64) -> None:
         self._size = size
         self._held: OrderedDict[str, tuple[tuple[Any, ...], dict[str, Any]]] = OrderedDict()
+        self._runs = SharedRuns()
 
     async def get(self, exp: Experiment, observations: Sequence[Observation]) -> dict[str, Any]:
         key = (len(observations), observations[-1].id if observations else None, exp.strategy)
@@ -102,7 +104,7 @@ class ImportanceCache:
         if held is not None and held[0] == key:
             self._held.move_to_end(exp.id)
             return held[1]
-        out = await anyio.to_thread.run_sync(experiment_importance, exp, observations)
+        out: dict[str, Any] = await self._runs.run((exp.id, key), experiment_importance, exp, observations)
         self._held[exp.id] = (key, out)
         self._held.move_to_end(exp.id)
         while len(self._held) > self._size:

@@ -102,11 +102,6 @@ class ListObservations(Msg):
 
 
 @dataclass(slots=True)
-class ParetoFront(Msg):
-    pass
-
-
-@dataclass(slots=True)
 class Best(Msg):
     pass
 

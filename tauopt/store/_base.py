@@ -48,6 +48,7 @@ __all__ = [
     "CredentialRecord",
     "Write",
     "Snapshot",
+    "IndexRow",
     "Done",
     "StoreError",
 ]
@@ -155,6 +156,14 @@ class Snapshot:
     reports: tuple[Report, ...] = ()  # arrival order
 
 
+@dataclass(frozen=True)
+class IndexRow:
+    """An experiment's index columns: whose it is, read without loading its history."""
+
+    owner: str | None
+    state: str
+
+
 class StoreError(Exception):
     """A store cannot be opened (bad file, newer schema, read-only location)."""
 
@@ -256,6 +265,12 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def has_experiment(self, experiment_id: str) -> bool: ...
+
+    async def index_row(self, experiment_id: str) -> IndexRow | None:
+        """The experiment's owner and state, None when absent; a store reads them from
+        its index (this fallback loads the experiment)."""
+        found = await self.load(experiment_id)
+        return None if found is None else IndexRow(found.experiment.owner, found.experiment.state)
 
     @abc.abstractmethod
     async def credentials(self) -> list[CredentialRecord]:

@@ -9,6 +9,7 @@ from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
     CredentialRecord,
     Done,
+    IndexRow,
     PutCredential,
     PutCounters,
     PutExperiment,
@@ -127,6 +128,10 @@ class MemoryStore(Store):
         return Snapshot(
             rec.experiment, tuple(rec.suggestions.values()), tuple(rec.observations), rec.drawn, tuple(rec.reports)
         )
+
+    async def index_row(self, experiment_id: str) -> IndexRow | None:
+        rec = self._data.get(experiment_id)
+        return None if rec is None else IndexRow(rec.experiment.owner, rec.experiment.state)
 
     async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
         return [

@@ -44,6 +44,7 @@ from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
     CredentialRecord,
     Done,
+    IndexRow,
     PutCredential,
     PutCounters,
     PutExperiment,
@@ -444,6 +445,8 @@ class SqliteStore(Store):
         self.checkpoint_idle_s = checkpoint_idle_s
         self._writer: SqliteWriter | None = None
         self._reader: SqliteThread | None = None
+        self._loaders: list[SqliteThread] = []  # snapshot loads, apart from the reader's short reads
+        self._loading: dict[int, int] = {}  # loads queued per loader (by index)
         self._state: Literal["new", "open", "closing", "closed"] = "new"
         self._watch: FileWatch | None = None
         self._gone: BaseException | None = None  # set once the file is found gone: sticky
@@ -501,6 +504,11 @@ class SqliteStore(Store):
             self._reader = SqliteThread(self.path)
             await self._reader.open()
             await self._reader.call(_set_up_reader)
+            for _ in range(_LOADERS):
+                loader = SqliteThread(self.path)
+                self._loaders.append(loader)
+                await loader.open()
+                await loader.call(_set_up_loader)
             self._watch = FileWatch(self.path)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
@@ -545,10 +553,10 @@ class SqliteStore(Store):
             self._lock.release()
 
     async def _close_connections(self) -> None:
-        # The reader first: the writer's connection, closed last, checkpoints and removes the WAL.
-        for name in ("_reader", "_writer"):
-            conn = getattr(self, name)
-            setattr(self, name, None)
+        # The readers first: the writer's connection, closed last, checkpoints and removes the WAL.
+        conns = [*self._loaders, self._reader, self._writer]
+        self._loaders, self._reader, self._writer = [], None, None
+        for conn in conns:
             if conn is not None:
                 try:
                     await conn.close()
@@ -598,22 +606,17 @@ class SqliteStore(Store):
         return await self._conn().call(lambda conn: conn.execute(sql, params).fetchall())
 
     async def load(self, experiment_id: str) -> Snapshot | None:
-        found = await self._conn().call(lambda conn: _read_snapshot(conn, experiment_id))  # one hop, one snapshot
-        if found is None:
-            return None
-        head, srows, orows, rrows = found
-        owner, drawn, body, n_open, n_obs = head
-        experiment = _experiment(body, owner, n_open, n_obs)
-        suggestions = tuple(
-            Suggestion(sid, experiment_id, json.loads(a), state, tag, created_at, int(n), bool(released))
-            for sid, state, tag, created_at, a, n, released in srows
-        )
-        observations = tuple(
-            Observation(oid, experiment_id, sug, json.loads(a), value, bool(failed), created_at, json.loads(m), stopped)
-            for oid, sug, value, failed, created_at, a, m, stopped in orows
-        )
-        reports = tuple(Report(sid, int(step), float(v), t) for sid, step, v, t in rrows)
-        return Snapshot(experiment, suggestions, observations, int(drawn), reports)
+        # One snapshot, read and decoded on the least busy loader connection's thread: a
+        # long history takes a second or more, and neither the event loop, nor the
+        # reader's short reads (index rows, credentials), nor a load on the other
+        # loader waits for it.
+        self._conn()  # refused when the store is not open
+        i = min(range(len(self._loaders)), key=lambda k: self._loading.get(k, 0))
+        self._loading[i] = self._loading.get(i, 0) + 1
+        try:
+            return await self._loaders[i].call(lambda conn: _load_snapshot(conn, experiment_id))
+        finally:
+            self._loading[i] -= 1
 
     async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
         rows = await self._all(
@@ -632,6 +635,10 @@ class SqliteStore(Store):
 
     async def has_experiment(self, experiment_id: str) -> bool:
         return bool(await self._all("SELECT 1 FROM experiments WHERE id = ?", (experiment_id,)))
+
+    async def index_row(self, experiment_id: str) -> IndexRow | None:
+        rows = await self._all("SELECT owner, state FROM experiments WHERE id = ?", (experiment_id,))
+        return IndexRow(rows[0][0], rows[0][1]) if rows else None
 
     async def credentials(self) -> list[CredentialRecord]:
         rows = await self._all(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials ORDER BY seq")
@@ -653,9 +660,38 @@ class SqliteStore(Store):
 Plan = list[tuple[Union["_Upsert", str], list[tuple[Any, ...]]]]
 
 
+_LOADERS = 2  # connections that load experiments' snapshots, each on its own thread
+
+
+def _set_up_loader(conn: sqlite3.Connection) -> None:
+    """A reader that reads once now: it joins the WAL (opens -wal and -shm) at start, as the
+    reader does with its first reads, so a database file deleted later is still read from."""
+    _set_up_reader(conn)
+    conn.execute("SELECT count(*) FROM experiments").fetchone()
+
+
 def _set_up_reader(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.execute("PRAGMA query_only = 1")
+
+
+def _load_snapshot(conn: sqlite3.Connection, experiment_id: str) -> Snapshot | None:
+    found = _read_snapshot(conn, experiment_id)
+    if found is None:
+        return None
+    head, srows, orows, rrows = found
+    owner, drawn, body, n_open, n_obs = head
+    experiment = _experiment(body, owner, n_open, n_obs)
+    suggestions = tuple(
+        Suggestion(sid, experiment_id, json.loads(a), state, tag, created_at, int(n), bool(released))
+        for sid, state, tag, created_at, a, n, released in srows
+    )
+    observations = tuple(
+        Observation(oid, experiment_id, sug, json.loads(a), value, bool(failed), created_at, json.loads(m), stopped)
+        for oid, sug, value, failed, created_at, a, m, stopped in orows
+    )
+    reports = tuple(Report(sid, int(step), float(v), t) for sid, step, v, t in rrows)
+    return Snapshot(experiment, suggestions, observations, int(drawn), reports)
 
 
 def _read_snapshot(conn: sqlite3.Connection, experiment_id: str) -> tuple[Any, list[Any], list[Any], list[Any]] | None:

@@ -21,6 +21,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import anyio
+
 from ..models import Observation
 
 __all__ = ["observation_columns", "ColumnsCache"]
@@ -63,9 +65,21 @@ class ColumnsCache:
     def __init__(self, experiments: int = 8, max_bytes: int = 64 << 20) -> None:
         self._limit, self._max_bytes = experiments, max_bytes
         self._entries: OrderedDict[str, _Encoded] = OrderedDict()
+        self._lock = anyio.Lock()
 
     def __contains__(self, experiment_id: object) -> bool:
         return experiment_id in self._entries
+
+    async def read_full(self, experiment_id: str, observations: Sequence[Observation]) -> bytes:
+        """`full(...)`, on a worker thread (one at a time: they share the cache) when
+        more than a few hundred observations are new since the last read."""
+        async with self._lock:
+            entry = self._entries.get(experiment_id)
+            if len(observations) - (entry.count if entry is not None else 0) <= _INLINE_ROWS:
+                return self.full(experiment_id, observations)
+            with anyio.CancelScope(shield=True):  # the cache stays whole if the caller hangs up
+                out: bytes = await anyio.to_thread.run_sync(self.full, experiment_id, observations)
+        return out
 
     def full(self, experiment_id: str, observations: Sequence[Observation]) -> bytes:
         entry = self._entries.pop(experiment_id, None)
@@ -79,6 +93,8 @@ class ColumnsCache:
             self._entries.popitem(last=False)
         return entry.render()
 
+
+_INLINE_ROWS = 500  # new observations encoded on the event loop at most
 
 _SCALARS = ("id", "suggestion_id", "value", "failed", "created_at", "stopped_at_step")
 

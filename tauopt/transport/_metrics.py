@@ -16,8 +16,10 @@ requests too. Doors never import each other; both import this module.
 Read at scrape time from the engine (nothing kept per experiment here):
 
     tauopt_experiments{state}
-    tauopt_experiment_open_suggestions{experiment}   top N experiments only
-    tauopt_experiment_observations{experiment}       (bounded label cardinality)
+    tauopt_experiment_open_suggestions{experiment}   top N experiments only (bounded label
+    tauopt_experiment_observations{experiment}       cardinality), and only in a scrape made
+                                                     with the metrics token: an experiment id
+                                                     is its owner's, not every scraper's
     tauopt_gp_fits_total, tauopt_gp_fallbacks_total{reason}, tauopt_pool_queue_depth,
     tauopt_dask_scheduler_lost_total, tauopt_dask_reconnects_total (with --pool dask)
 
@@ -114,10 +116,11 @@ class Metrics:
         if kind is not None:
             self.record(kind, "grpc", outcome if outcome.isidentifier() and len(outcome) <= 40 else "internal", seconds)
 
-    async def scrape(self) -> bytes:
-        """The registry in Prometheus' text format, the engine's gauges read now."""
+    async def scrape(self, per_experiment: bool = True) -> bytes:
+        """The registry in Prometheus' text format, the engine's gauges read now;
+        `per_experiment=False` leaves out every series labelled by experiment."""
         if self._engine is not None:
-            self._snapshot = await _engine_snapshot(self._engine, self.top_experiments)
+            self._snapshot = await _engine_snapshot(self._engine, self.top_experiments if per_experiment else 0)
         return generate_latest(self.registry)
 
 

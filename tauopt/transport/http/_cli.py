@@ -66,7 +66,20 @@ def register(subparsers: Any) -> None:
         "--max-wait-s", type=_wait_cap, default=MAX_WAIT_S,
         help="the longest a waiting ask (suggest with wait_s) is held here; longer waits are cut to it (default %(default)g)",
     )
+    serve.add_argument(
+        "--max-waiting-asks", type=int, default=16,
+        help="asks of one credential waiting for a slot at once; more are answered at once (default %(default)d)",
+    )
     serve.add_argument("--header-timeout", type=float, default=10.0, help="seconds a connection has to send its request headers")
+    serve.add_argument(
+        "--body-timeout", type=float, default=10.0,
+        help="seconds a request has to send its whole body after its headers; then 408 and closed (default %(default)g)",
+    )
+    serve.add_argument(
+        "--max-connections-per-address", type=int, default=None,
+        help="open connections from one client address (default: a quarter of --max-connections; "
+        "behind a proxy every client shares its address: raise it to --max-connections)",
+    )
     serve.add_argument("--max-connections", type=int, default=1000, help="open connections beyond this are closed at once")
     serve.add_argument("--max-header-bytes", type=int, default=64 * 1024, help="request line + headers, in bytes")
     serve.add_argument("--max-headers", type=int, default=100, help="header lines per request")
@@ -74,7 +87,7 @@ def register(subparsers: Any) -> None:
         "--metrics-token", default=os.environ.get("TAUOPT_METRICS_TOKEN"),
         help="require `Authorization: Bearer <this>` on GET /metrics (default: open; env TAUOPT_METRICS_TOKEN)",
     )
-    serve.add_argument("--metrics-top-experiments", type=int, default=10, help="experiments with per-experiment gauges")
+    serve.add_argument("--metrics-top-experiments", type=int, default=10, help="experiments with per-experiment gauges (served with --metrics-token only)")
     serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     serve.set_defaults(func=_serve)
 
@@ -187,8 +200,8 @@ def _serve(args: argparse.Namespace) -> int:
     from ._guard import ConnectionLimits, guarded_protocol
     from ._server import create_app
 
-    for option in ("header_timeout", "max_header_bytes", "max_headers", "max_connections"):
-        if not getattr(args, option) > 0:
+    for option in ("header_timeout", "body_timeout", "max_header_bytes", "max_headers", "max_connections", "max_connections_per_address", "max_waiting_asks"):
+        if getattr(args, option) is not None and not getattr(args, option) > 0:
             return _fail(f"--{option.replace('_', '-')} must be positive, not {getattr(args, option)}", 2)
     _log_to_stderr(args.log_level)
     try:
@@ -212,13 +225,17 @@ def _serve(args: argparse.Namespace) -> int:
         heavy_read_rate=args.heavy_read_rate,
         heavy_read_burst=args.heavy_read_burst,
         max_wait_s=args.max_wait_s,
+        max_waiting_asks=args.max_waiting_asks,
     )
     app = create_app(
         db=args.db, engine_options={"pool": pool, "durability": args.durability}, limits=limits,
         metrics_token=args.metrics_token, metrics_top_experiments=args.metrics_top_experiments,
     )
     print(f"tauopt: dashboard at http://{args.host}:{args.port}/ (sign in with a token)", file=sys.stderr, flush=True)
-    guard = ConnectionLimits(args.header_timeout, args.max_header_bytes, args.max_headers, args.max_connections)
+    guard = ConnectionLimits(
+        args.header_timeout, args.max_header_bytes, args.max_headers, args.max_connections, args.body_timeout,
+        args.max_connections_per_address,
+    )
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30,
         http=guarded_protocol(guard), backlog=min(2048, args.max_connections), server_header=SERVER_HEADER,

@@ -43,7 +43,7 @@ import httpx
 from ..._client import check_deadline_s
 from ..._numbers import plain_json
 from ...errors import ApiError, error_type_for_status, invalid
-from ...limits import check_wait
+from ...limits import MAX_PAGE, check_wait
 from ...models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ...operations import UNSET, ExperimentState, SuggestionState
 from ._retry import parse_retry_after, retry_delay, within_deadline
@@ -416,8 +416,16 @@ class HttpDriver:
         return [Report(d["suggestion_id"], int(d["step"]), float(d["value"]), float(d["created_at"])) for d in data]
 
     async def observations(self, experiment_id: str, after: int | None = None) -> list[Observation]:
-        data = await self._request("GET", _exp(experiment_id) + "/observations", params={"after": after})
-        return [Observation.from_dict(d) for d in data]
+        """Every observation (after `after`), read page by page: the server answers at most
+        MAX_PAGE per request, and a full page means more may follow its last id."""
+        out: list[Observation] = []
+        while True:
+            params = {"after": after, "limit": MAX_PAGE}
+            page = await self._request("GET", _exp(experiment_id) + "/observations", params=params)
+            out += [Observation.from_dict(d) for d in page]
+            if len(page) < MAX_PAGE or not str(page[-1]["id"]).isdigit():
+                return out
+            after = int(page[-1]["id"])
 
     async def best(self, experiment_id: str) -> Observation | None:
         data = await self._request("GET", _exp(experiment_id) + "/best")

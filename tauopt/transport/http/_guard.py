@@ -14,7 +14,13 @@ httptools protocol with:
 - header bounds: more than `max_header_bytes` (request line + headers) or
   `max_headers` lines answers 400 and closes, while the bytes arrive;
 - a connection cap: beyond `max_connections` open connections a new one is
-  closed at once, so descriptors stay bounded.
+  closed at once, so descriptors stay bounded; and a cap per client address
+  (`max_connections_per_address`), so one address cannot take every slot;
+- a body deadline: a request whose body has not fully arrived within
+  `body_timeout_s` of its headers is answered 408 `request_timeout` (if nothing
+  was answered yet) and closed; a request answered before its body arrived (a 401:
+  the routes check the token before reading a body) is closed at once, its body
+  never read.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from ...errors import api_error
+from ._render import render_error
+
 __all__ = ["ConnectionLimits", "guarded_protocol"]
 
 
@@ -34,6 +43,13 @@ class ConnectionLimits:
     max_header_bytes: int = 64 * 1024
     max_headers: int = 100
     max_connections: int = 1000
+    body_timeout_s: float = 10.0
+    max_connections_per_address: int | None = None  # None: a quarter of max_connections (at least 1)
+
+    @property
+    def per_address(self) -> int:
+        given = self.max_connections_per_address
+        return given if given is not None else max(1, self.max_connections // 4)
 
 
 class HeaderLimitExceeded(Exception):
@@ -42,25 +58,41 @@ class HeaderLimitExceeded(Exception):
 
 class _GuardedProtocol(HttpToolsProtocol):
     limits = ConnectionLimits()
+    by_address: dict[Any, int] = {}  # open connections per client address (one dict per guarded_protocol)
+    too_slow = b""  # the 408 answer, rendered once per guarded_protocol
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        self._body_pending = False
         self._header_bytes = 0
         self._header_count = 0
+        self._address: Any = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        if len(self.server_state.connections) >= self.limits.max_connections:
+        peer = transport.get_extra_info("peername")
+        address = peer[0] if isinstance(peer, tuple) and peer else None
+        held = self.by_address.get(address, 0)
+        if len(self.server_state.connections) >= self.limits.max_connections or held >= self.limits.per_address:
             transport.abort()  # before uvicorn counts it: it never was a connection
             self.transport = transport
             return
+        self._address = address
+        self.by_address[address] = held + 1
         super().connection_made(transport)
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._disarm_body()
         if self not in self.server_state.connections:
             return  # refused in connection_made
+        left = self.by_address.get(self._address, 1) - 1
+        if left > 0:
+            self.by_address[self._address] = left
+        else:
+            self.by_address.pop(self._address, None)
         super().connection_lost(exc)
 
     def on_message_begin(self) -> None:
@@ -81,6 +113,32 @@ class _GuardedProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm()
         super().on_headers_complete()
+        self._body_pending = True  # until on_message_complete, in this same read for a bodiless request
+        self._body_timer = self.loop.call_later(self.limits.body_timeout_s, self._body_too_slow)
+
+    def on_message_complete(self) -> None:
+        self._body_pending = False
+        self._disarm_body()
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._body_pending and not self.transport.is_closing():
+            # answered before its body arrived (401, 413): the rest is never read, the slot not kept
+            self._disarm_body()
+            self.transport.close()
+
+    def _disarm_body(self) -> None:
+        _cancel(self._body_timer)
+        self._body_timer = None
+
+    def _body_too_slow(self) -> None:
+        self._body_timer = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_started:
+            self.transport.write(self.too_slow)
+        self.transport.close()
 
     def _count(self, nbytes: int, lines: int) -> None:
         self._header_bytes += nbytes
@@ -94,9 +152,8 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._header_timer = self.loop.call_later(self.limits.header_timeout_s, self._headers_too_slow)
 
     def _disarm(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+        _cancel(self._header_timer)
+        self._header_timer = None
 
     def _headers_too_slow(self) -> None:
         self._header_timer = None
@@ -104,6 +161,19 @@ class _GuardedProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
+def _cancel(timer: asyncio.TimerHandle | None) -> None:
+    if timer is not None:
+        timer.cancel()
+
+
 def guarded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol with these limits; pass as `uvicorn.Config(http=...)`."""
-    return type("GuardedHttpProtocol", (_GuardedProtocol,), {"limits": limits})
+    return type("GuardedHttpProtocol", (_GuardedProtocol,), {"limits": limits, "by_address": {}, "too_slow": _too_slow(limits)})
+
+
+def _too_slow(limits: ConnectionLimits) -> bytes:
+    """The raw 408 answer (written on the transport: the app is still waiting for the body)."""
+    seconds = limits.body_timeout_s
+    answer = render_error(api_error("request_timeout", f"the request body did not arrive within {seconds:g} s of its headers; send it whole, promptly"))
+    head = b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    return head + b"content-length: %d\r\n\r\n" % len(answer.body) + bytes(answer.body)

@@ -20,18 +20,18 @@ path), in this module's own list `INSIGHT`, which the app serves beside the rest
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
+from ...limits import MAX_PAGE
 from .._columns import observation_columns as to_columns
+from ._render import encode_off_loop, render_built
 from ._routes import Call, Operation, operation
-from ._schema import COMMON_ERRORS, NonNegative
+from ._schema import COMMON_ERRORS, NonNegative, Positive
 
 __all__ = ["INSIGHT"]
-
-Positive = Annotated[int, Field(ge=1)]  # a count in a query
 
 
 class SummaryOut(BaseModel):
@@ -137,10 +137,13 @@ async def observation_columns(call: Call) -> Any:
         call.gate.heavy_read(call.cred)  # as the row listing: it may read the whole history
     after = call.query["after"]
     observations = await call.engine.observations(call.path["id"], after=after)
+    if call.cred is not None:
+        call.gate.heavy_read_rows(call.cred, len(observations))
     if after:
-        return to_columns(observations)
+        return await render_built(lambda: to_columns(observations), len(observations))
     # a full read (a page opening): encoded once, then only what arrived since
-    return Response(call.request.state.columns.full(call.path["id"], observations), media_type="application/json")
+    body = await call.request.state.columns.read_full(call.path["id"], observations)
+    return Response(body, media_type="application/json")
 
 
 @operation("GET", _EXP + "/importance", into=INSIGHT, response=ImportanceOut, errors=_ERRORS, tag="insight")
@@ -153,10 +156,15 @@ async def importance(call: Call) -> Any:
 @operation("GET", _EXP + "/reports", into=INSIGHT, query={"after": NonNegative, "limit": Positive}, response=ReportLogOut,
            errors=_ERRORS, tag="insight")  # fmt: skip
 async def report_log(call: Call) -> Any:
-    """`after`: the `cursor` of a previous answer; 0 or left out lists every report.
-    `limit`: at most this many reports (the oldest first); `more` says whether to ask again."""
+    """`after`: the `cursor` of a previous answer; 0 or left out reads from the first report.
+    `limit`: at most this many reports (the oldest first; default and maximum 10,000);
+    `more` says whether to ask again from `cursor`."""
     after = call.query["after"]
-    out = await call.engine.report_log(
-        call.path["id"], after=0 if after is None else after, limit=call.query["limit"]
+    limit = min(call.query["limit"] or MAX_PAGE, MAX_PAGE)
+    out = await call.engine.report_log(call.path["id"], after=0 if after is None else after, limit=limit)
+    if call.cred is not None:
+        call.gate.heavy_read_rows(call.cred, len(out["reports"]))
+    reports = out["reports"]
+    return await render_built(
+        lambda: {"cursor": out["cursor"], "reports": [r.to_dict() for r in reports], "more": out["more"]}, len(reports)
     )
-    return {"cursor": out["cursor"], "reports": [r.to_dict() for r in out["reports"]], "more": out["more"]}

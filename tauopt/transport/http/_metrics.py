@@ -80,13 +80,17 @@ def _error_type(body: bytes, status: int) -> str:
 
 def metrics_route(metrics: Metrics, token: str | None) -> Route:
     """GET /metrics (not an API operation: not in /openapi.json). The app adds
-    `MetricsMiddleware` outermost and `bind`s the metrics to the engine once it runs."""
+    `MetricsMiddleware` outermost and `bind`s the metrics to the engine once it runs.
+
+    Without a metrics token the scrape is open and aggregate only: no series names an
+    experiment (its id is its owner's to know). With one, it is needed, and the
+    per-experiment gauges are served to that admin credential."""
 
     async def scrape(request: Request) -> Response:
         if token is not None:
             given = request.headers.get("authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
                 raise api_error("unauthorized", "GET /metrics needs `Authorization: Bearer <the --metrics-token value>`")
-        return Response(await metrics.scrape(), media_type=CONTENT_TYPE_LATEST)
+        return Response(await metrics.scrape(per_experiment=token is not None), media_type=CONTENT_TYPE_LATEST)
 
     return Route("/metrics", scrape, methods=["GET"], include_in_schema=False)

@@ -7,11 +7,12 @@ declares the HTTP side once (method, path, body and answer schemas, error
 statuses), and from that one declaration come both the served Starlette
 route (`routes(...)`) and the route's entry in /openapi.json (`_openapi.py`).
 
-What the decorator does per request, in FastAPI's order so every answer is
-the one the FastAPI routes gave: read the body and parse it as strict JSON
-(NaN and Infinity refused) -> authenticate (401 before anything else the
-caller sent is judged) -> validate query and body with the schema's pydantic
-model -> call the function -> render. Why not FastAPI's own routing: its
+What the decorator does per request: authenticate (401 before anything else
+the caller sent is read or judged: an unauthenticated caller cannot make the
+door wait for a body) -> read the body and parse it as strict JSON (NaN and
+Infinity refused) -> validate query and body with the schema's pydantic
+model -> call the function -> render; for an authenticated caller every answer
+is the one the FastAPI routes gave. Why not FastAPI's own routing: its
 dependency solving and route matching cost ~3x the engine's own time per
 ask+observe (877 vs 272 us per pair; README, Performance), and a worker loop
 is nothing but those two calls.
@@ -31,9 +32,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ApiError, api_error
-from ...limits import check_wait
+from ...limits import MAX_PAGE, check_wait
 from .._json import loads_body
-from ._render import bad_json, invalid_fields, render_error, render_json
+from ._render import bad_json, invalid_fields, render_error, render_json, render_rows
 from ._schema import (
     COMMON_ERRORS,
     ClosedOut,
@@ -50,6 +51,7 @@ from ._schema import (
     SuggestionOut,
     SuggestionStateQ,
     NonNegative,
+    Positive,
     UpdateExperimentBody,
     integral_values,
 )
@@ -109,10 +111,11 @@ class Operation:
         return Route(self.path, endpoint, methods=[self.method], name=self.name, include_in_schema=False)
 
     async def _answer(self, request: Request, queries: Mapping[str, TypeAdapter[Any]]) -> Any:
-        data = await _json_body(request) if self.body is not None else None
         state = request.state
         gate = getattr(state, "gate", None) if state.auth else None
+        # the token first: a caller without one is answered 401 before its body is read
         cred = await gate.authenticate(request.headers.get("authorization")) if gate and self.auth else None
+        data = await _json_body(request) if self.body is not None else None
         query = _validate_query(request, queries)
         body = None
         if self.body is not None:
@@ -236,7 +239,8 @@ async def archive_experiment(call: Call) -> Any:
            errors=COMMON_ERRORS + (409, 429), tag="suggestions")  # fmt: skip
 async def suggest(call: Call) -> Any:
     """With `wait_s`, an ask that finds the bandwidth full waits for a slot (long-poll)
-    up to that bound; a client that hangs up meanwhile takes no slot."""
+    up to that bound; a client that hangs up meanwhile takes no slot. A credential
+    with `--max-waiting-asks` asks waiting already is answered at once instead."""
     tag = call.body.tag if call.body is not None else None
     wait_s = call.body.wait_s if call.body is not None else None
     if wait_s:
@@ -244,9 +248,13 @@ async def suggest(call: Call) -> Any:
         wait_s = min(check_wait(wait_s) or 0.0, call.request.state.gate.limits.max_wait_s)
 
     async def ask() -> Any:
-        if not wait_s:
-            return (await call.engine.suggest(call.path["id"], tag=tag)).to_dict()
-        return await _unless_hung_up(call.request, call.engine.suggest(call.path["id"], tag, wait_s))
+        if wait_s and call.cred is not None:
+            with call.gate.waiting_ask(call.cred) as may_wait:  # one credential's waiting asks are capped
+                if may_wait:
+                    return await _unless_hung_up(call.request, call.engine.suggest(call.path["id"], tag, wait_s))
+        elif wait_s:
+            return await _unless_hung_up(call.request, call.engine.suggest(call.path["id"], tag, wait_s))
+        return (await call.engine.suggest(call.path["id"], tag=tag)).to_dict()
 
     if call.cred is None:
         return await ask()
@@ -285,7 +293,15 @@ async def list_suggestions(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
     found = await call.engine.suggestions(call.path["id"], state=call.query["state"], tag=call.query["tag"])
-    return [s.to_dict() for s in found]
+    return await _rows_read(call, found)
+
+
+async def _rows_read(call: Call, rows: Any, headers: Mapping[str, str] | None = None) -> Response:
+    """A listing that grows with history: charged to the caller's heavy reads by its
+    size, encoded off the event loop when long."""
+    if call.cred is not None:
+        call.gate.heavy_read_rows(call.cred, len(rows))
+    return await render_rows(rows, headers=headers)
 
 
 @operation("GET", EXP + "/suggestions/{sid}", response=SuggestionOut, tag="suggestions")
@@ -326,17 +342,24 @@ async def report(call: Call) -> Any:
 async def list_reports(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
-    return [r.to_dict() for r in await call.engine.reports(call.path["id"], call.path["sid"])]
+    return await _rows_read(call, await call.engine.reports(call.path["id"], call.path["sid"]))
 
 
-@operation("GET", EXP + "/observations", query={"after": NonNegative}, response=list[ObservationOut],
+@operation("GET", EXP + "/observations", query={"after": NonNegative, "limit": Positive}, response=list[ObservationOut],
            errors=COMMON_ERRORS + (429,), tag="observations")  # fmt: skip
 async def list_observations(call: Call) -> Any:
-    """With `after`: only observations with an id above it (the last you have)."""
+    """With `after`: only observations with an id above it (the last you have). At most
+    `limit` per answer (default and maximum 10,000), the oldest first; a cut answer has a
+    `Link: <...?after=<its last id>&limit=<limit>>; rel="next"` header: read on from there."""
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
     found = await call.engine.observations(call.path["id"], after=call.query["after"])
-    return [o.to_dict() for o in found]
+    limit = min(call.query["limit"] or MAX_PAGE, MAX_PAGE)
+    if len(found) <= limit:
+        return await _rows_read(call, found)
+    page = found[:limit]
+    link = f'<{call.request.url.path}?after={page[-1].id}&limit={limit}>; rel="next"'
+    return await _rows_read(call, page, {"Link": link})
 
 
 @operation("GET", EXP + "/best", response=ObservationOut | None, tag="observations")
@@ -345,9 +368,11 @@ async def best(call: Call) -> Any:
     return None if o is None else o.to_dict()
 
 
-@operation("GET", EXP + "/pareto_front", response=list[ObservationOut], tag="observations")
+@operation("GET", EXP + "/pareto_front", response=list[ObservationOut], errors=COMMON_ERRORS + (429,), tag="observations")
 async def pareto_front(call: Call) -> Any:
-    return [o.to_dict() for o in await call.engine.pareto_front(call.path["id"])]
+    if call.cred is not None:
+        call.gate.heavy_read(call.cred)  # it may read the whole history
+    return await _rows_read(call, await call.engine.pareto_front(call.path["id"]))
 
 
 # The worker loop's two calls, POST EXP/suggestions and POST EXP/observations, by

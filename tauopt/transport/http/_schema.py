@@ -29,12 +29,13 @@ from ._openapi_rules import (
 __all__ = [
     "CreateExperimentBody", "UpdateExperimentBody", "SuggestBody", "ObserveBody", "ExperimentOut",
     "SuggestionOut", "ObservationOut", "ClosedOut", "HealthOut", "ErrorOut", "error_responses",
-    "ExperimentStateQ", "SuggestionStateQ", "NonNegative", "integral_values", "ReportBody", "ReportOut", "ReportItemOut",
+    "ExperimentStateQ", "SuggestionStateQ", "NonNegative", "Positive", "integral_values", "ReportBody", "ReportOut", "ReportItemOut",
 ]
 
 ExperimentStateQ = Literal["active", "completed", "archived"]
 SuggestionStateQ = Literal["open", "observed", "closed", "expired"]
 NonNegative = Annotated[int, Field(ge=0)]  # a cursor in a query: the last id you have
+Positive = Annotated[int, Field(ge=1)]  # a count in a query
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
 

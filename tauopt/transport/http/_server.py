@@ -19,7 +19,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import Any, AsyncIterator, Callable
 
-from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -32,6 +31,7 @@ from ...engine._auth import Gate, Limits
 from ...errors import ApiError, api_error
 from .._columns import ColumnsCache
 from ._dashboard import dashboard_routes
+from ._docs_page import swagger_page
 from ._insight_routes import INSIGHT
 from ._metrics import TOP_EXPERIMENTS, Metrics, MetricsMiddleware, metrics_route
 from ._openapi import openapi_document
@@ -151,7 +151,7 @@ def create_app(
 
     async def docs(request: Request) -> Response:
         root = request.scope.get("root_path", "")
-        return get_swagger_ui_html(openapi_url=root + "/openapi.json", title="tauopt - Swagger UI")
+        return swagger_page(root + "/openapi.json", "tauopt - Swagger UI")
 
     served = routes(SERVED)
     return Starlette(

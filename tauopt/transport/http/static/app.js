@@ -496,8 +496,15 @@ function baseLayout(extra) {
     paper_bgcolor: "#fff", plot_bgcolor: "#fff", showlegend: false, hovermode: "closest", ...extra };
 }
 
+// Plotly renders a subset of HTML (links, <br>, <b>, <i>) in titles, labels, hover text and
+// ticks: every user string (names, categorical values, tags) goes through this before it
+// reaches one, so it is shown as written. Non-strings pass unchanged.
+function plotText(v) {
+  return typeof v === "string" ? v.replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]) : v;
+}
+
 function axis(title, extra) {
-  return { title: { text: title, font: { size: 12, color: COLORS.muted } }, gridcolor: COLORS.grid, zeroline: false, linecolor: "#d1d5db", automargin: true, ...extra };
+  return { title: { text: plotText(title), font: { size: 12, color: COLORS.muted } }, gridcolor: COLORS.grid, zeroline: false, linecolor: "#d1d5db", automargin: true, ...extra };
 }
 
 // -- plots -------------------------------------------------------------------------------
@@ -532,7 +539,7 @@ function drawImportance(st) {
   if (!imp) return;
   const rows = imp.parameters.slice().reverse();
   document.getElementById("importance-note").textContent = `method: ${imp.method} · ${fmt(imp.observations)} observations`;
-  Plotly.react("plot-importance", [{ type: "bar", orientation: "h", x: rows.map((r) => r.importance), y: rows.map((r) => r.name),
+  Plotly.react("plot-importance", [{ type: "bar", orientation: "h", x: rows.map((r) => r.importance), y: rows.map((r) => plotText(r.name)),
     marker: { color: COLORS.ok }, hovertemplate: "%{y}: %{x:.3f}<extra></extra>" }],
   baseLayout({ margin: { l: 96, r: 16, t: 8, b: 44 }, xaxis: axis(imp.method === "gp_lengthscales" ? "inverse length-scale (share of the sum)" : "share of variance explained (binned)", { rangemode: "tozero" }), yaxis: axis("") }), PLOT_CONFIG);
 }
@@ -656,8 +663,8 @@ function drawSlices(st) {
   const traces = [], layout = baseLayout({ grid: { rows: nrows, columns: cols, pattern: "independent" }, margin: { l: 48, r: 12, t: 8, b: 40 } });
   names.forEach((n, i) => {
     const ax = i === 0 ? "" : String(i + 1);
-    traces.push({ type: "scatter", mode: "markers", x: rows.map((o) => o.assignments[n] ?? null), y: rows.map((o) => o.value), xaxis: `x${ax}`, yaxis: `y${ax}`,
-      marker: { size: 4, color: COLORS.ok, opacity: 0.5 }, hovertemplate: `${n}=%{x}<br>%{y}<extra></extra>` });
+    traces.push({ type: "scatter", mode: "markers", x: rows.map((o) => plotText(o.assignments[n] ?? null)), y: rows.map((o) => o.value), xaxis: `x${ax}`, yaxis: `y${ax}`,
+      marker: { size: 4, color: COLORS.ok, opacity: 0.5 }, hovertemplate: `${plotText(n)}=%{x}<br>%{y}<extra></extra>` });
     layout[`xaxis${ax}`] = axis(n, isNumeric(st, n) && isLog(st, n) ? { type: "log" } : isNumeric(st, n) ? {} : { type: "category" });
     layout[`yaxis${ax}`] = axis(i % cols === 0 ? st.exp.metric.name : "");
   });
@@ -735,7 +742,7 @@ function drawPareto(st) {
   if (objs.length > 2) { drawParetoParcoords(st, objs, st.front, shownRest, shownBad); return; }
   const [a, b] = objs, xy = (rows) => ({ x: rows.map((o) => metricOf(st, o, a.name)), y: rows.map((o) => metricOf(st, o, b.name)), text: rows.map((o) => `#${o.id}`) });
   const line = st.front.slice().sort((p, q) => metricOf(st, p, a.name) - metricOf(st, q, a.name));
-  const hover = `%{text}<br>${a.name}=%{x}<br>${b.name}=%{y}<extra></extra>`;
+  const hover = `%{text}<br>${plotText(a.name)}=%{x}<br>${plotText(b.name)}=%{y}<extra></extra>`;
   Plotly.react("plot-pareto", [
     { type: "scatter", mode: "markers", name: "feasible", ...xy(shownRest), marker: { size: 5, color: COLORS.ok, opacity: 0.45 }, hovertemplate: hover },
     { type: "scatter", mode: "markers", name: "infeasible", ...xy(shownBad), marker: { size: 6, symbol: "x", color: COLORS.closed, opacity: 0.7 }, hovertemplate: hover },
@@ -820,7 +827,7 @@ function drawTimeline(st) {
   }
   const traces = Object.entries(groups).map(([kind, rs]) => {
     const x = [], y = [];
-    for (const r of rs) { x.push(new Date(r.created_at * 1000), new Date((r.ended_at ?? now) * 1000), null); const t = r.tag ?? "(untagged)"; y.push(t, t, null); }
+    for (const r of rs) { x.push(new Date(r.created_at * 1000), new Date((r.ended_at ?? now) * 1000), null); const t = plotText(r.tag ?? "(untagged)"); y.push(t, t, null); }
     return { type: "scatter", mode: "lines", name: kind, x, y, line: { color: COLORS[kind === "failed" ? "failed" : kind], width: 6 }, connectgaps: false, hoverinfo: "name" };
   });
   const tags = new Set(rows.map((r) => r.tag ?? "(untagged)"));
@@ -834,10 +841,15 @@ function drawTimeline(st) {
 
 // -- downloads ----------------------------------------------------------------------------------
 
+// A text cell a spreadsheet would run as a formula (first character = + - @ tab or CR) is
+// prefixed with ' (OWASP's advice), in the header too; numbers, and texts that are plain
+// numbers, stay as they are.
+const PLAIN_NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 function csvCell(v) {
   if (v === null || v === undefined) return "";
-  const s = String(v);
-  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  let s = String(v);
+  if (typeof v !== "number" && /^[=+\-@\t\r]/.test(s) && !PLAIN_NUMBER.test(s)) s = `'${s}`;
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 function observationsCsv(st) {
