@@ -248,7 +248,7 @@ function experimentPage(view, id) {
       api(`/v1/experiments/${id}/reports?after=${st.reportCursor}`),
     ]);
     st.exp = summary.experiment; st.summary = summary;
-    for (const o of fresh) { st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
+    for (const o of fresh) { o.values = namedValues(o, st.exp.metric.name); st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
     for (const row of workers.changes) st.sugg.set(row.id, row);
     if (st.sugg.size > 2 * LIMITS.timeline) { // the timeline shows the latest only: keep those
       const keep = [...st.sugg.keys()].sort((a, b) => Number(a) - Number(b)).slice(-LIMITS.timeline);
@@ -329,6 +329,13 @@ function rowsOf(c, experimentId) {
       failed: c.failed[i], created_at: c.created_at[i], metrics: m, stopped_at_step: c.stopped_at_step[i] };
   }
   return rows;
+}
+
+// Every metric by name, the first objective (`value`) first: the API's `values` field.
+function namedValues(o, primary) {
+  const out = o.value === null ? {} : { [primary]: o.value };
+  for (const [k, v] of Object.entries(o.metrics)) if (k !== primary) out[k] = v;
+  return out;
 }
 
 function hidden(node) { node.classList.add("hidden"); return node; } // shown once the data calls for it
