@@ -25,7 +25,7 @@ from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space, is_large_space
 from ..store import PutExperiment, Store, Write, open_store
 from ..store._filewatch import commit_error
-from ..strategies import uses_pool, warm_up_for
+from ..strategies import AUTO, grids, uses_pool, warm_up_for
 from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
@@ -235,7 +235,7 @@ class Engine:
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
-        strategy: str = "auto",
+        strategy: str = AUTO,
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
@@ -262,7 +262,7 @@ class Engine:
         else:
             space = Space.parse(parameters)
         strategy = check_strategy(strategy)
-        if strategy == "grid":
+        if grids(strategy):
             space.grid(options.grid_size)  # refuses continuous parameters without a grid size
         exp = Experiment(
             id=secrets.token_hex(8),
