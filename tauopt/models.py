@@ -31,6 +31,8 @@ __all__ = [
     "Metric",
     "Constraint",
     "parse_metrics",
+    "named_values",
+    "with_values",
     "StrategyOptions",
     "Experiment",
     "Suggestion",
@@ -589,8 +591,10 @@ class Suggestion:
 
 @dataclass(frozen=True)
 class Observation:
-    """`value` is the objective metric (finite), or None with `failed=True`.
-    `metrics` keeps any other metrics reported with it."""
+    """`value` is the (first) objective metric (finite), or None with `failed=True`.
+    `metrics` keeps any other metrics reported with it; `values` has every metric
+    it carries by name, the first objective included (`named_values`), so code
+    that reads each declared metric by name reads `o.values[name]`."""
 
     id: str
     experiment_id: str
@@ -602,6 +606,7 @@ class Observation:
     metrics: dict[str, float] = field(default_factory=dict)
     # observed with stopped=True: the last step the trial reported before it stopped
     stopped_at_step: int | None = None
+    values: dict[str, float] = field(default_factory=dict)
 
     def __init__(
         self,
@@ -614,11 +619,13 @@ class Observation:
         created_at: float = 0.0,
         metrics: dict[str, float] = _FRESH_DICT,
         stopped_at_step: int | None = None,
+        values: dict[str, float] = _FRESH_DICT,
     ) -> None:
         # written out (see _FRESH_DICT): the fields above, in order, with their defaults
         self.__dict__.update(id=id, experiment_id=experiment_id, suggestion_id=suggestion_id, assignments=assignments,
                     value=value, failed=failed, created_at=created_at,
-                    metrics={} if metrics is _FRESH_DICT else metrics, stopped_at_step=stopped_at_step)  # fmt: skip
+                    metrics={} if metrics is _FRESH_DICT else metrics, stopped_at_step=stopped_at_step,
+                    values={} if values is _FRESH_DICT else values)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -631,6 +638,7 @@ class Observation:
             "created_at": self.created_at,
             "metrics": dict(self.metrics),
             "stopped_at_step": self.stopped_at_step,
+            "values": dict(self.values),
         }
 
     @classmethod
@@ -645,7 +653,25 @@ class Observation:
             created_at=float(d.get("created_at", 0.0)),
             metrics={k: float(v) for k, v in (d.get("metrics") or {}).items()},
             stopped_at_step=None if d.get("stopped_at_step") is None else int(d["stopped_at_step"]),
+            values={k: float(v) for k, v in (d.get("values") or {}).items()},
         )
+
+
+def named_values(primary: str, value: float | None, metrics: Mapping[str, float]) -> dict[str, float]:
+    """Every metric of an observation by name: the first objective (`primary`, stored
+    as `value`) first, then the other metrics it carries."""
+    out = {} if value is None else {primary: value}
+    out.update((k, v) for k, v in metrics.items() if k != primary)
+    return out
+
+
+def with_values(primary: str, observations: Iterable[Observation]) -> list[Observation]:
+    """`observations` with their `values` filled in: a store keeps `value` and `metrics`,
+    and `values` is theirs under the first objective's name."""
+    return [
+        o if o.values or (o.value is None and not o.metrics) else _evolved(o, {"values": named_values(primary, o.value, o.metrics)})
+        for o in observations
+    ]
 
 
 @dataclass(frozen=True)

@@ -635,6 +635,73 @@ def test_the_contour_follows_the_pair_chosen(world: World, page: Any) -> None:
     assert pg.evaluate("document.querySelector('#plot-contour .main-svg') === null")
 
 
+def test_the_contour_is_a_surface_interpolated_from_the_points_and_says_so(world: World, page: Any) -> None:
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    open_experiment(pg, world.search)
+    reveal(pg, "#plot-contour", "#plot-contour .contourlayer")
+    z = pg.evaluate("document.getElementById('plot-contour').data[0].z.flat()")
+    assert len(z) == 40 * 40 and all(isinstance(v, (int, float)) for v in z)  # every cell, not a sparse grid of means
+    ok = [o["value"] for o in world.http.get(f"/v1/experiments/{world.search}/observations").json() if not o["failed"]]
+    assert min(ok) <= min(z) and max(z) <= max(ok)  # a weighted mean of the observed values
+    assert "val_loss, interpolated" in pg.evaluate("document.querySelector('#plot-contour .cbtitle').textContent")  # on the plot
+    assert "interpolated from" in pg.inner_text("#contour-note")
+
+
+def test_a_log_parameters_slice_has_a_log_axis_whose_tick_labels_do_not_overlap(world: World, page: Any) -> None:
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    open_experiment(pg, world.search)
+    reveal(pg, "#plot-slices", "#plot-slices .main-svg")
+    assert pg.evaluate("document.getElementById('plot-slices')._fullLayout.xaxis.type") == "log"  # learning_rate's panel
+    ticks = pg.evaluate(
+        "[...document.querySelectorAll('#plot-slices .xaxislayer-above .xtick text')]"
+        ".map(t => { const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.right]; }).sort((a, b) => a[1] - b[1])"
+    )
+    texts = [t[0] for t in ticks]
+    assert len(texts) >= 3 and set(texts) <= {"1e-4", "0.001", "0.01", "0.1"}, texts  # decades, written out
+    assert all(a[2] + 2 <= b[1] for a, b in zip(ticks, ticks[1:])), ticks  # apart, not overlapping
+
+
+CHARTS = {  # every chart of a one-objective experiment without reports, and what it draws
+    "plot-history": ".main-svg", "plot-importance": ".main-svg", "plot-timeline": ".main-svg",
+    "plot-parcoords": ".pc-axis", "plot-slices": ".main-svg", "plot-contour": ".main-svg",
+}  # fmt: skip
+TITLES = ["Optimization history", "Parameter importance", "Workers", "Parallel coordinates", "Slices", "Contour", "Observations"]
+
+
+def test_the_first_paint_shows_every_chart_and_each_draws_once_scrolled_to(world: World, page: Any) -> None:
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:  # the page's first paint, before any data
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    pg.route("**/v1/experiments/*/summary", hold)
+    pg.click(f'#exp-table tr[data-id="{world.search}"] a')
+    pg.wait_for_selector("#plot-contour", state="attached")
+    shown = "[...document.querySelectorAll('.experiment .card:not(.hidden) .card-head h2')].map(h => h.textContent)"
+    assert pg.evaluate(shown) == TITLES
+    placeholder = "(id) => getComputedStyle(document.getElementById(id), '::before').content"
+    height = "(id) => document.getElementById(id).getBoundingClientRect().height"
+    for chart in CHARTS:
+        assert "scrolled into view" in pg.evaluate(placeholder, chart) and pg.evaluate(height, chart) > 200, chart
+    wait_js(pg, "1", timeout_s=1)
+    assert held, "the page asked for the summary"
+    for route in held:
+        route.continue_()
+    pg.unroute("**/v1/experiments/*/summary")
+    pg.wait_for_selector("#plot-history .main-svg", state="attached")
+    for chart, drawn in CHARTS.items():
+        reveal(pg, f"#{chart}", f"#{chart} {drawn}")
+        assert pg.evaluate(placeholder, chart) == "none", chart  # drawn: the placeholder is gone
+    reveal(pg, "#obs-table", "#obs-table tbody tr")
+
+
 def test_a_live_tick_redraws_what_is_in_view_and_a_plot_out_of_view_once_scrolled_back(world: World, page: Any) -> None:
     r = world.http.post("/v1/experiments", json={"name": "watched", "parameters": PARAMS[:2], "metric": METRIC, "strategy": "random"})
     assert r.status_code == 201, r.text

@@ -132,6 +132,7 @@ async def test_update_changes_the_rule_and_bad_rules_are_refused() -> None:
         # The rungs were rebuilt from the curves reported before the change.
         assert (await engine.report(exp.id, c.id, 1, 0.5)).should_stop
         await raises(engine.update_experiment(exp.id, early_stopping={"rule": "asha"}), 400, "invalid_request", "max_step")
+        await raises(engine.update_experiment(exp.id, early_stopping={"rule": ["asha"]}), 400, "invalid_request", "early_stopping.rule")
         await raises(
             engine.create_experiment("f", X, LOSS, early_stopping={"rule": "median", "min_trials": 0}),
             400, "invalid_request", "min_trials",

@@ -50,9 +50,16 @@ async def test_pareto_front_and_best_feasible_through_the_engine_and_after_a_res
         assert best is not None and best.id == ids[4]  # by the first objective, feasible only (not 0.99)
         obs = await engine.observations(exp.id)
         assert obs[0].value == 0.90 and obs[0].metrics == {"latency_ms": 50.0, "mem_mb": 100.0}
+        every = {"acc": 0.90, "latency_ms": 50.0, "mem_mb": 100.0}
+        assert obs[0].values == every and list(obs[0].values) == ["acc", "latency_ms", "mem_mb"]
+        assert best.values["acc"] == best.value == 0.95 and front[0].values == every
     async with Engine(store=str(db), pool=None) as engine:
         again = await engine.experiment(exp.id)
         assert again.metrics == exp.metrics
+        # read back from the file: every metric by name, the first objective too
+        assert [o.values for o in await engine.observations(exp.id)] == [
+            {"acc": acc, "latency_ms": lat, "mem_mb": mem} for _, acc, lat, mem in ROWS
+        ]
         assert [o.id for o in await engine.pareto_front(exp.id)] == [ids[0], ids[1], ids[4]]
         assert (await engine.best(exp.id)).id == ids[4]  # type: ignore[union-attr]
 

@@ -174,12 +174,14 @@ def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_the
     paths = schema["paths"]
     from_create = paths["/v1/experiments"]["post"]["responses"]["201"]["links"]
     # every operation on an experiment (15 since the dashboard's and issue 18's), each fed the created id
-    by_experiment = {op["operationId"] for path, ops in paths.items() if "{id}" in path and "{sid}" not in path for op in ops.values()}
+    by_experiment = {op["operationId"] for path, ops in paths.items() if "{id}" in path and "{suggestion_id}" not in path for op in ops.values()}
     assert len(by_experiment) == 15 and {l["operationId"] for l in from_create.values()} == by_experiment
     assert all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
     from_suggest = paths["/v1/experiments/{id}/suggestions"]["post"]["responses"]["201"]["links"]
-    assert from_suggest["observe"]["requestBody"] == {"suggestion_id": "$response.body#/id"}
-    by_suggestion = {op["operationId"] for path, ops in paths.items() if "{sid}" in path for op in ops.values()}
+    assert from_suggest["observe"]["requestBody"] == {"suggestion_id": "$response.body#/id", "assignments": None}
+    # the suggestion's path parameter is documented by what it is (`{suggestion_id}`: a fuzzer fills it from a
+    # suggestion's id); the URL is the same
+    by_suggestion = {op["operationId"] for path, ops in paths.items() if "{suggestion_id}" in path for op in ops.values()}
     assert len(by_suggestion) == 4 and by_suggestion <= {l["operationId"] for l in from_suggest.values()}
     ids = {op["operationId"] for path in paths.values() for op in path.values()}
     assert all(l["operationId"] in ids for l in [*from_create.values(), *from_suggest.values()])
@@ -226,6 +228,24 @@ def test_bodies_using_every_field_openapi_lists_are_valid_by_it_and_accepted(api
         update = {"early_stopping": rule, "suggestion_ttl_s": None, "observation_budget": None, "name": "renamed"}
         assert valid("UpdateExperimentBody", update)
         assert http.patch(f"/v1/experiments/{eid}", json=update).status_code == 200
+
+
+def test_observe_bodies_the_server_refuses_for_any_experiment_are_invalid_by_the_schema(api: Api) -> None:
+    # the fuzzer's direction: an outcome is a value, `values` (an object), or failed=true; one of suggestion_id
+    # or assignments (`values: null` was valid by the schema and refused as "give the metric's value")
+    import jsonschema_rs
+
+    http = api.http()
+    doc = http.get("/openapi.json").json()
+    validator = jsonschema_rs.Draft202012Validator({**doc["components"]["schemas"]["ObserveBody"], "components": doc["components"]})
+    eid = create(http)["id"]
+    sid = http.post(f"/v1/experiments/{eid}/suggestions", json={}).json()["id"]
+    for body in ({"suggestion_id": sid, "values": None}, {"suggestion_id": sid}, {"suggestion_id": sid, "value": None, "failed": False},
+                 {"suggestion_id": sid, "assignments": {"x": 0.5}, "failed": True}, {"failed": True}):  # fmt: skip
+        assert not validator.is_valid(body), body
+        assert error_of(http.post(f"/v1/experiments/{eid}/observations", json=body)) == (400, "invalid_request"), body
+    for body in ({"suggestion_id": sid, "value": 0.5}, {"suggestion_id": sid, "failed": True, "assignments": None}):
+        assert validator.is_valid(body), body
 
 
 def test_integral_json_numbers_are_integers_and_fractions_are_refused(api: Api) -> None:
@@ -538,7 +558,7 @@ def test_reports_over_http_answer_the_rule_and_keep_the_curve(api: Api) -> None:
     r = api.http("bob").post(f"/v1/experiments/{eid}/suggestions/{a}/reports", json={"step": 3, "value": 0.1})
     assert error_of(r) == (404, "not_found")
     paths = http.get("/openapi.json").json()["paths"]
-    assert "post" in paths["/v1/experiments/{id}/suggestions/{sid}/reports"]
+    assert "post" in paths["/v1/experiments/{id}/suggestions/{suggestion_id}/reports"]
 
 
 def test_the_http_client_reports_and_observes_a_stopped_trial(api: Api) -> None:

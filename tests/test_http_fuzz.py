@@ -64,28 +64,32 @@ def seed(url: str, token: str) -> tuple[str, list[str]]:
     return exp["id"], [r.json()["id"] for r in asked]
 
 
-@pytest.fixture(scope="module")
-def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.CompletedProcess[str]]:
-    tmp = tmp_path_factory.mktemp("fuzz")
+def run_schemathesis(tmp: Path, seeded: bool, *options: str) -> subprocess.CompletedProcess[str]:
+    """One bounded schemathesis run against a fresh daemon; `seeded`: observe gets the seeded experiment."""
     db = tmp / "fuzz.db"
     made = tauopt("token", "create", "--db", str(db), "--name", "fuzz", "--suggestions-per-day", "1000000",
                   "--max-active-experiments", "1000000", "--create")
     assert made.returncode == 0, made.stderr
     daemon = Daemon(db, "--max-wait-s", "1")  # generated wait_s (up to 300 s) is held at most 1 s: under the 10 s request timeout
     try:
-        (tmp / "schemathesis.toml").write_text(CONFIG + observe_data(*seed(daemon.url, made.stdout.strip())))
+        config = CONFIG + (observe_data(*seed(daemon.url, made.stdout.strip())) if seeded else "")
+        (tmp / "schemathesis.toml").write_text(config)
         run = subprocess.run(
             [SCHEMATHESIS, "--config-file", str(tmp / "schemathesis.toml"), "run", daemon.url + "/openapi.json",
-             "-H", f"Authorization: Bearer {made.stdout.strip()}", "--workers", "1", "--phases", "fuzzing,stateful",
-             "--max-examples", "25", "--request-timeout", "10", "--seed", "20261201",
-             "--checks", CHECKS, "--no-color"],
+             "-H", f"Authorization: Bearer {made.stdout.strip()}", "--workers", "1", "--max-examples", "25",
+             "--request-timeout", "10", "--seed", "20261201", "--checks", CHECKS, "--no-color", *options],
             # ~45 s on an idle 2-core machine, ~75-100 s at a load average of 15; the kill is a hang's bound only
             capture_output=True, text=True, timeout=300, cwd=tmp, env=dict(os.environ, NO_COLOR="1"),
         )
     finally:
         code, _, err = daemon.stop()
     assert code == 0, err
-    yield run
+    return run
+
+
+@pytest.fixture(scope="module")
+def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.CompletedProcess[str]]:
+    yield run_schemathesis(tmp_path_factory.mktemp("fuzz"), True, "--phases", "fuzzing,stateful")
 
 
 def report(run: subprocess.CompletedProcess[str]) -> str:
@@ -102,3 +106,13 @@ def test_fuzzing_every_operation_finds_no_5xx_and_no_response_off_its_schema(fuz
 @pytest.mark.parametrize("warning", ["repeatedly returned 404", "mostly rejected generated data"])
 def test_the_fuzzer_reaches_every_operation_with_data_it_accepts(fuzzed: subprocess.CompletedProcess[str], warning: str) -> None:
     assert warning not in fuzzed.stdout, report(fuzzed)
+
+
+def test_the_fuzzing_phase_alone_reaches_a_suggestions_operations_with_the_ids_it_made(tmp_path: Path) -> None:
+    """No links and no data given: the fuzzing phase creates experiments, asks them, and feeds the answers'
+    ids to GET/DELETE .../suggestions/{suggestion_id} and POST .../reports (the parameter's documented
+    name says what it is; a bare `{sid}` was filled with made-up ids, every one a 404)."""
+    run = run_schemathesis(tmp_path, False, "--phases", "fuzzing",
+                           "--include-path-regex", r"^/v1/experiments(/\{id\}/suggestions(/\{[a-z_]+\}(/reports)?)?)?$")
+    assert run.returncode == 0, report(run)
+    assert "Tested: 9" in run.stdout and "repeatedly returned 404" not in run.stdout, report(run)

@@ -374,7 +374,10 @@ def test_the_columnar_listing_carries_exactly_what_the_row_listing_does(served: 
                  "assignments": {k: v[i] for k, v in cols["assignments"].items() if v[i] is not None},
                  "value": cols["value"][i], "failed": cols["failed"][i], "created_at": cols["created_at"][i],
                  "metrics": {k: v[i] for k, v in cols["metrics"].items() if v[i] is not None},
-                 "stopped_at_step": cols["stopped_at_step"][i]}
+                 "stopped_at_step": cols["stopped_at_step"][i],
+                 # `values`: `value` under the first objective's name, then the metrics
+                 "values": ({} if cols["value"][i] is None else {"loss": cols["value"][i]})
+                 | {k: v[i] for k, v in cols["metrics"].items() if v[i] is not None}}
                 for i in range(cols["count"])
             ]  # fmt: skip
             assert rebuilt == rows

@@ -56,6 +56,8 @@ def test_multi_objective_round_trip_through_the_http_client(server: tuple[str, s
         assert c.best(exp.id).id == ids[4]  # type: ignore[union-attr]
         listed = c.observations(exp.id)
         assert listed[3].value == 0.99 and listed[3].metrics == {"latency_ms": 10.0, "mem_mb": 900.0}
+        assert [o.values for o in listed] == [{"acc": a, "latency_ms": lat, "mem_mb": mem} for a, lat, mem in rows]
+        assert c.best(exp.id).values == {"acc": 0.95, "latency_ms": 90.0, "mem_mb": 512.0}  # type: ignore[union-attr]
         assert c.experiment(exp.id).metrics == exp.metrics
         with pytest.raises(ApiError) as info:
             c.observe(exp.id, assignments={"x": 0.5}, values={"acc": 0.5})
@@ -79,6 +81,12 @@ def test_raw_bodies_validation_names_the_field(http: httpx.Client) -> None:
     assert r.status_code == 400 and "['mem_mb'] missing" in r.json()["error"]["message"]
     r = http.post(f"/v1/experiments/{exp_id}/observations", json={"assignments": {"x": 0.2}, "values": {"acc": 0.5, "latency_ms": 1.0, "mem_mb": 600}})
     assert r.status_code == 201, r.text
+    assert r.json()["values"] == {"acc": 0.5, "latency_ms": 1.0, "mem_mb": 600.0}
+    r = http.post(f"/v1/experiments/{exp_id}/observations", json={"assignments": {"x": 0.3}, "failed": True})
+    assert r.status_code == 201 and r.json()["values"] == {}
+    assert [o["values"] for o in http.get(f"/v1/experiments/{exp_id}/observations").json()] == [
+        {"acc": 0.5, "latency_ms": 1.0, "mem_mb": 600.0}, {}
+    ]
     assert http.get(f"/v1/experiments/{exp_id}/best").json() is None  # nothing feasible yet
     assert http.get(f"/v1/experiments/{exp_id}/pareto_front").json() == []
     assert http.get("/v1/experiments/nope/pareto_front").status_code == 404
@@ -91,4 +99,5 @@ def test_openapi_documents_metrics_values_and_the_pareto_front(url: str) -> None
     schemas = spec["components"]["schemas"]
     assert "metrics" in schemas["CreateExperimentBody"]["properties"]
     assert "values" in schemas["ObserveBody"]["properties"]
+    assert "values" in schemas["ObservationOut"]["required"] and "first objective" in schemas["ObservationOut"]["properties"]["values"]["description"]
     assert "metrics" in schemas["ExperimentOut"]["properties"]

@@ -78,8 +78,9 @@ OBSERVE_CASES: list[tuple[str, Any]] = [
 
 
 SUGGESTION = sorted(["id", "experiment_id", "assignments", "state", "tag", "created_at"])
-# stopped_at_step: issue 19's field, on every observation answer since it landed
-OBSERVATION = sorted(["id", "experiment_id", "suggestion_id", "assignments", "value", "failed", "created_at", "metrics", "stopped_at_step"])
+# stopped_at_step: issue 19's field, on every observation answer since it landed; values: every metric by name
+OBSERVATION = sorted(["id", "experiment_id", "suggestion_id", "assignments", "value", "failed", "created_at", "metrics", "stopped_at_step",
+                      "values"])  # fmt: skip
 # What the FastAPI routes answered to each case (status, error type or sorted keys).
 ROUTE_ANSWERS: dict[str, dict[str, tuple[int, Any]]] = {"suggest": {
     'no body': (201, SUGGESTION),
@@ -199,6 +200,7 @@ def test_the_hot_routes_serve_the_app_mounted_under_a_prefix() -> None:
 def test_served_routes_and_the_openapi_document_describe_the_same_operations() -> None:
     from starlette.routing import Route
 
+    from tauopt.transport.http._openapi import documented_path
     from tauopt.transport.http._server import SERVED as OPERATIONS
 
     app = create_app(db=MemoryStore())
@@ -215,13 +217,14 @@ def test_served_routes_and_the_openapi_document_describe_the_same_operations() -
         for path, ops in spec["paths"].items()
         for method, doc in ops.items()
     }
+    served = {(method, documented_path(path), name) for method, path, name in served}  # `{sid}` is documented by what it is
     # 14 before issues 18/19/14 landed: + report, list_reports, pareto_front, summary, workers, importance;
     # + the report log and the columnar observations (issue 14's learning curves and scale)
     assert served == documented and len(served) == len(OPERATIONS) == 22
     assert [r.name for r in app.routes[:2]] == ["suggest", "observe"]  # the worker loop's calls match first
     for op in OPERATIONS:  # one function per operation, each served by exactly one route
         assert [r.name for r in app.routes if getattr(r, "name", None) == op.name] == [op.name]
-        doc = spec["paths"][op.path][op.method.lower()]
+        doc = spec["paths"][documented_path(op.path)][op.method.lower()]
         assert str(op.status) in doc["responses"]
         assert ("requestBody" in doc) == (op.body is not None)
         assert ("security" in doc) == op.auth

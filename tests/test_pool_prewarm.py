@@ -1,6 +1,7 @@
 """Long operations speak (issue 20): the daemon logs one line when its GP pool
-starts warming and one when it is ready, and a daemon restarted over a database
-with an active GP experiment warms the pool at start, before any ask."""
+starts warming and one when it is ready; `tauopt serve` warms the pool in the
+background at start (fresh, or restarted over a database with an active GP
+experiment), before any ask, and answers meanwhile."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import selectors
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tauopt import Client
@@ -60,3 +62,26 @@ def test_a_restarted_daemon_with_a_gp_experiment_warms_its_pool_before_any_ask(t
     finally:
         code, _, err = d.stop()
     assert code == 0, err
+
+
+@pytest.mark.slow
+def test_a_fresh_daemon_warms_its_pool_in_the_background_and_answers_meanwhile(tmp_path: Path) -> None:
+    # no experiment at all: the first GP experiment a user makes finds the pool warming or ready
+    d = Daemon(tmp_path / "fresh.db", "--pool", "process", "--log-level", "info")  # returns once /v1/health answers
+    try:
+        lines_until(d, "GP pool: warming", timeout_s=60)
+        started = time.monotonic()
+        health = httpx.get(d.url + "/v1/health", timeout=30)
+        answered_s = time.monotonic() - started
+        log = lines_until(d, "GP pool: ready", timeout_s=180)
+        assert health.status_code == 200 and answered_s < 5.0, answered_s  # not held by the warm-up (seconds of torch imports)
+        assert not any("GP pool: warming" in line for line in log), "warmed once"
+    finally:
+        code, _, err = d.stop()
+    assert code == 0, err
+
+
+def test_no_warm_pool_leaves_the_pool_to_the_first_gp_ask(tmp_path: Path) -> None:
+    d = Daemon(tmp_path / "cold.db", "--pool", "process", "--log-level", "info", "--no-warm-pool")
+    code, _, err = d.stop()
+    assert code == 0 and "GP pool" not in err, err

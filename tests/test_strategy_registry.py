@@ -10,7 +10,7 @@ from tauopt import ApiError, Engine
 from tauopt.compute import StrategyPool
 from tauopt.models import Metric, Value
 from tauopt.space import Space
-from tauopt.strategies import Strategy, SuggestRequest, get, names, register, unregister
+from tauopt.strategies import Importance, Strategy, SuggestRequest, get, names, register, unregister
 
 pytestmark = pytest.mark.anyio
 
@@ -70,3 +70,44 @@ async def test_a_toy_pooled_strategy_runs_in_a_worker_process(toy) -> None:  # t
         result = await pool.propose("e", "toy", request)
     assert result.strategy_used == "toy" and result.fallback_reason is None
     assert [c["x"] for c in result.candidates] == [0.0005, 0.0015, 0.0025]
+
+
+def _toy_shares(space: Space, metric: Metric, history: object, seed: int) -> dict[str, float]:
+    return {p.name: 1.0 for p in space.dims} if metric.name == "loss" else {}
+
+
+async def test_importance_is_what_the_registry_says_the_strategy_can_explain() -> None:
+    # a strategy registered with its own importance is asked for it, and grids=True
+    # makes a continuous space finite: no engine code names the strategy
+    register(Strategy("toy_explains", toy_propose, importance=Importance("toy_shares", _toy_shares), grids=True))
+    try:
+        async with Engine(pool=None) as engine:
+            exp = await engine.create_experiment("e", X, M, strategy="toy_explains", strategy_options={"grid_size": 3})
+            for x in (0.1, 0.5, 0.9):
+                await engine.observe(exp.id, assignments={"x": x}, value=x)
+            out = await engine.importance(exp.id)
+            assert out["method"] == "toy_shares" and out["parameters"] == [{"name": "x", "importance": 1.0}]
+            with pytest.raises(ApiError) as err:  # its 3 grid points are used: the space is finite
+                await engine.suggest(exp.id)
+            assert err.value.error_type == "space_exhausted"
+            plain = await engine.create_experiment("p", X, M, strategy="random")
+            await engine.observe(plain.id, assignments={"x": 0.5}, value=1.0)
+            assert (await engine.importance(plain.id))["method"] == "binned_variance"
+    finally:
+        unregister("toy_explains")
+
+
+def test_the_engine_names_no_strategy() -> None:
+    """Which strategy does what is the registry's to say: no module of the engine
+    holds a strategy's name as a string."""
+    import ast
+    from pathlib import Path
+
+    import tauopt.engine
+
+    found = []
+    for path in sorted(Path(tauopt.engine.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in names():
+                found.append(f"{path.name}:{node.lineno}: {node.value!r}")
+    assert found == []

@@ -34,7 +34,7 @@ from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
 from ..space import Space
 from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
-from ..strategies import Draws, Strategy, SuggestRequest, resolve_for
+from ..strategies import Draws, Strategy, SuggestRequest, design, grids, resolve_for
 from ..strategies import get as get_strategy
 from ._admin import best_observation
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
@@ -345,11 +345,11 @@ class ExperimentActor:
     @property
     def _grid_size(self) -> int | None:
         """Points per continuous dimension: only `grid` makes continuous spaces finite."""
-        return self._exp.strategy_options.grid_size if self._exp.strategy == "grid" else None
+        return self._exp.strategy_options.grid_size if grids(self._exp.strategy) else None
 
     def _finite_size(self) -> int | None:
         """Points in the space (grid points for `grid`), None when unbounded."""
-        if self._exp.strategy != "grid":  # _grid_size is None: the usual ask, without the property's frame
+        if not grids(self._exp.strategy):  # _grid_size is None: the usual ask, without the property's frame
             return self._space.finite_size
         if self._grid_size_cache is None or self._grid_size_cache[0] is not self._space:
             self._grid_size_cache = (self._space, self._space.size(self._grid_size))
@@ -483,7 +483,7 @@ class ExperimentActor:
         """Open a suggestion at `point` (None: the next Sobol point) for a parked ask."""
         try:
             if point is None:
-                point = self._inline_point(get_strategy("sobol"))
+                point = self._inline_point(design())
                 self._ahead.count_served(self._ahead.version, None, True)
         except ApiError as exc:
             fail(request, exc)

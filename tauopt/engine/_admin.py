@@ -20,7 +20,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, S
 import anyio
 
 from ..errors import api_error, invalid
-from ..models import Experiment, Observation, Suggestion
+from ..models import Experiment, Observation, Suggestion, with_values
 from ..pareto import best_feasible
 from ..store import CredentialRecord, PutExperiment, Snapshot, Store, open_store
 from ._activity import Activity
@@ -84,11 +84,12 @@ class ExperimentReport:
     def stored(cls, snapshot: Snapshot, *, with_history: bool = True) -> "ExperimentReport":
         """A stored experiment, summarized as an actor rebuilt from it would answer."""
         exp = snapshot.experiment
-        summary = Activity.of_experiment(exp, snapshot.suggestions, snapshot.observations).summary()
-        best = best_observation(exp, snapshot.observations)
+        observations = with_values(exp.metric.name, snapshot.observations)
+        summary = Activity.of_experiment(exp, snapshot.suggestions, observations).summary()
+        best = best_observation(exp, observations)
         if not with_history:
             return cls.of(exp, best, summary)
-        return cls.of(exp, best, summary, snapshot.observations, snapshot.suggestions)
+        return cls.of(exp, best, summary, observations, snapshot.suggestions)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space, is_large_space
 from ..store import PutExperiment, Store, Write, open_store
 from ..store._filewatch import commit_error
-from ..strategies import uses_pool, warm_up_for
+from ..strategies import AUTO, grids, uses_pool, warm_up_for
 from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
@@ -54,6 +54,10 @@ class Engine:
         (a pool of worker processes, the daemon's choice), "dask" (a Dask LocalCluster of
         `pool_size` processes; asyncio only), None (threads, one per core),
         or a `tauopt.compute.StrategyPool` over any Executor.
+    warm_pool: start the pool's workers in the background at start whenever a pooled
+        strategy (gp) can run here, not only when active experiments use one (a daemon
+        expecting GP experiments: their first ask finds the pool ready). Nothing waits
+        for it; without it the pool starts at the first pooled job.
     """
 
     def __init__(
@@ -67,10 +71,12 @@ class Engine:
         clock: Callable[[], float] = time.time,
         mailbox_size: int = 1024,
         fit_deadline_s: float | None = 30.0,
+        warm_pool: bool = False,
     ) -> None:
         self.store = open_store(store, durability)
         self._pool_spec = pool
         self._pool_size = pool_size
+        self._warm_pool = warm_pool
         self.pool: Any = None
         self._clock = clock
         self._passivate_after_s = passivate_after_s
@@ -141,13 +147,15 @@ class Engine:
         return await stack.enter_async_context(spec)
 
     async def _prewarm_pool(self) -> None:
-        """A restarted daemon with active GP experiments starts its pool's workers in
-        the background now, so the first GP ask does not wait for torch's imports."""
+        """With `warm_pool`, or active experiments that use the pool (a restarted
+        daemon), start the pool's workers in the background now, so the first GP ask
+        does not wait for torch's imports."""
         warm = getattr(self.pool, "warm", None)
         if warm is None:
             return
         try:
-            strategies = {e.strategy for e in await self.store.list_experiments("active")}
+            # AUTO stands for every strategy that turns pooled after its initial design
+            strategies = {AUTO} if self._warm_pool else {e.strategy for e in await self.store.list_experiments("active")}
             pooled: bool = await anyio.to_thread.run_sync(lambda: any(uses_pool(s) for s in strategies))
             if pooled:
                 await warm()
@@ -251,7 +259,7 @@ class Engine:
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
-        strategy: str = "auto",
+        strategy: str = AUTO,
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
@@ -278,7 +286,7 @@ class Engine:
         else:
             space = Space.parse(parameters)
         strategy = check_strategy(strategy)
-        if strategy == "grid":
+        if grids(strategy):
             space.grid(options.grid_size)  # refuses continuous parameters without a grid size
         exp = Experiment(
             id=secrets.token_hex(8),

@@ -12,10 +12,11 @@ explain some variance by chance alone, so the estimate is bias-corrected
 which puts a parameter that does nothing near 0. It ignores interactions, and
 with few observations it is noisy: `observations` is returned so a reader can judge.
 
-Method `gp_lengthscales`, for an experiment whose suggestions come from the GP
-(strategy `gp`, or `auto` past its initial design, torch installed): the GP's
-fitted length-scales, one fit on the history (`strategies/_gp_importance.py`).
-Should that fit fail, the answer is `binned_variance` (the method says which).
+An experiment whose strategy can explain its parameters answers with that
+strategy's own method instead: the strategy registry says which can
+(`importance_for`: the GP past its initial design, by its fitted length-scales,
+method `gp_lengthscales`). Should that fail, the answer is `binned_variance`
+(the method says which).
 
 `ImportanceCache` keeps one answer per experiment until its history changes, so
 open tabs polling the page do not refit the GP.
@@ -32,16 +33,14 @@ import numpy as np
 
 from ..models import Experiment, Observation, Parameter
 from ..space import Space
-from ..strategies import get as get_strategy
-from ..strategies import lengthscale_importance, resolve_for
+from ..strategies import importance_for
 from ._shared import SharedRuns
 
-__all__ = ["importance", "experiment_importance", "ImportanceCache", "METHOD", "GP_METHOD"]
+__all__ = ["importance", "experiment_importance", "ImportanceCache", "METHOD"]
 
 log = logging.getLogger("tauopt.engine")
 
 METHOD = "binned_variance"
-GP_METHOD = "gp_lengthscales"
 _BINS = 10
 _INACTIVE = "\0inactive"
 
@@ -64,28 +63,21 @@ def importance(parameters: Sequence[Parameter], observations: Sequence[Observati
 
 
 def experiment_importance(exp: Experiment, observations: Sequence[Observation]) -> dict[str, Any]:
-    """The importance the experiment's strategy affords: GP length-scales for a GP
-    experiment, binned_variance otherwise (and when the GP fit fails)."""
-    if _models_with_gp(exp, len(observations)):
+    """The importance the experiment's strategy affords: its own account where the
+    registry has one (the GP's length-scales), binned_variance otherwise (and when
+    that account fails)."""
+    space = Space(exp.parameters)
+    explained = importance_for(exp.strategy, space, len(observations), exp.strategy_options)
+    if explained is not None:
         try:
-            shares = lengthscale_importance(Space(exp.parameters), exp.metric, observations, seed=exp.strategy_options.seed or 0)
+            shares = explained.shares(space, exp.metric, observations, exp.strategy_options.seed or 0)
         except Exception as exc:  # noqa: BLE001 - an estimate, never an error: fall back and say which
-            log.info("importance of %s: GP length-scales unavailable (%s); binned_variance instead", exp.id, exc)
+            log.info("importance of %s: %s unavailable (%s); %s instead", exp.id, explained.method, exc, METHOD)
         else:
             rows = [{"name": k, "importance": v} for k, v in sorted(shares.items(), key=lambda kv: -kv[1])]
             done = sum(1 for o in observations if not o.failed and o.value is not None)
-            return {"method": GP_METHOD, "observations": done, "parameters": rows}
+            return {"method": explained.method, "observations": done, "parameters": rows}
     return importance(exp.parameters, observations)
-
-
-def _models_with_gp(exp: Experiment, seen: int) -> bool:
-    try:
-        gp_ok = get_strategy("gp").available()
-    except Exception:  # noqa: BLE001 - gp unregistered
-        return False
-    if not gp_ok or exp.strategy not in ("gp", "auto"):
-        return False
-    return resolve_for(exp.strategy, Space(exp.parameters), seen, exp.strategy_options) == "gp"
 
 
 class ImportanceCache:

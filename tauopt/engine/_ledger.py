@@ -11,7 +11,7 @@ from collections import deque
 from typing import Any
 
 from ..errors import api_error
-from ..models import Observation, Suggestion, Value
+from ..models import Observation, Suggestion, Value, named_values, with_values
 from ..space import Key, Space
 from ..store import Snapshot
 from ._activity import Activity
@@ -22,10 +22,11 @@ __all__ = ["Ledger"]
 class Ledger:
     def __init__(self, snapshot: Snapshot, space: Space) -> None:
         self.experiment_id = snapshot.experiment.id
+        self._primary = snapshot.experiment.metric.name  # `value`'s name in each observation's `values`
         self.space = space
         self.suggestions: dict[str, Suggestion] = {}
         self.open: dict[str, Suggestion] = {}
-        self.observations: list[Observation] = list(snapshot.observations)
+        self.observations: list[Observation] = with_values(self._primary, snapshot.observations)
         self._observed_keys: set[Key] = set()
         self._open_keys: dict[Key, str] = {}
         self._key_of_open: dict[str, Key] = {}  # each open suggestion's key: a point is keyed once, when opened
@@ -131,7 +132,8 @@ class Ledger:
     def observe(
         self, assignments: dict[str, Value], sid: str | None, value: float | None, failed: bool, now: float, metrics: Any
     ) -> Observation:
-        obs = Observation(str(self._next_oid), self.experiment_id, sid, assignments, value, failed, now, metrics)
+        values = named_values(self._primary, value, metrics)
+        obs = Observation(str(self._next_oid), self.experiment_id, sid, assignments, value, failed, now, metrics, None, values)
         self._next_oid += 1
         self.observations.append(obs)
         self._observed_keys.add(self._key(assignments))

@@ -13,24 +13,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from typing import TYPE_CHECKING
-
 from ..models import Value
-from . import _builtin  # noqa: F401  (registers random, sobol, grid, gp)
+from ._builtin import lengthscale_importance  # importing it registers random, sobol, grid, gp
 from ._job import Draws, StrategyJob, StrategyOutcome, request_rng, rng_for, run_job
-from ._registry import AUTO, Strategy, get, names, register, resolve, resolve_for, unregister, uses_pool, warm_up_for
+from ._registry import (
+    AUTO, Importance, Strategy, design, get, grids, importance_for, names, register, resolve, resolve_for, unregister,
+    uses_pool, warm_up_for,
+)  # fmt: skip
 from ._request import SuggestRequest
-
-if TYPE_CHECKING:
-    from typing import Sequence
-
-    from ..models import Metric, Observation
-    from ..space import Space
 
 __all__ = [
     "Draws",
     "SuggestRequest",
     "Strategy",
+    "Importance",
+    "design",
+    "grids",
+    "importance_for",
     "StrategyJob",
     "StrategyOutcome",
     "AUTO",
@@ -54,10 +53,3 @@ def propose(strategy: str, request: SuggestRequest, rng: np.random.Generator) ->
     """Candidates from `strategy` (`auto` resolved), computed here, whatever the strategy's placement."""
     return get(resolve(strategy, request)).propose(request, rng)
 
-
-def lengthscale_importance(space: "Space", metric: "Metric", history: "Sequence[Observation]", seed: int = 0) -> dict[str, float]:
-    """Parameter importance from the GP's fitted length-scales (see `_gp_importance`);
-    imported on call, so importing the strategies loads no torch."""
-    from ._gp_importance import lengthscale_importance as run
-
-    return run(space, metric, history, seed)

@@ -8,7 +8,10 @@ compute executor (slow: gp), and what it reads: `reads_history=False` lets the
 actor skip copying history and pending into the request, `draws_random=False`
 skips deriving a generator per ask (sobol and grid are deterministic). A pooled strategy may
 give `run(job) -> StrategyOutcome` to use warm state and the deadline; by
-default its `propose` is wrapped. Validation, `auto`, the actor and the
+default its `propose` is wrapped. A strategy with a model of the metric may
+declare `importance` (how it explains which parameters matter: gp by its fitted
+length-scales); `grids=True` says its points are a grid, so `grid_size` makes
+continuous spaces finite. Validation, `auto`, the actor, importance and the
 executors all read from here; nothing else lists strategy names.
 """
 
@@ -17,19 +20,33 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
-from ..models import StrategyOptions, Value
+from ..models import Metric, Observation, StrategyOptions, Value
 from ..space import Space
 from ._job import Run, StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
 
-__all__ = ["Strategy", "Propose", "register", "get", "names", "resolve", "resolve_for", "warm_up_for", "uses_pool", "AUTO"]
+__all__ = [
+    "Strategy", "Propose", "Importance", "register", "get", "names", "resolve", "resolve_for", "warm_up_for", "uses_pool",
+    "importance_for", "grids", "design", "AUTO",
+]  # fmt: skip
 
 Propose = Callable[[SuggestRequest, np.random.Generator], list[dict[str, Value]]]
 AUTO = "auto"  # not a strategy of its own: sobol for the initial design, then gp
+_DESIGN = "sobol"  # the space-filling design: auto's and pooled strategies' first points, and their fallback
+
+
+@dataclass(frozen=True)
+class Importance:
+    """How a strategy explains an experiment's parameters: `shares(space, metric,
+    history, seed) -> {parameter: share}` (blocking; may raise, and the caller then
+    falls back to a model-free estimate), named `method` on every answer."""
+
+    method: str
+    shares: Callable[[Space, Metric, Sequence[Observation], int], dict[str, float]]
 
 
 @dataclass(frozen=True)
@@ -43,6 +60,8 @@ class Strategy:
     available: Callable[[], bool] = lambda: True
     warm_up: Callable[[], None] | None = None  # slow imports, run off the event loop at engine start
     initial_design: bool = False  # Sobol for the first initial_points points, then this strategy
+    importance: Importance | None = None  # its own account of which parameters matter
+    grids: bool = False  # its points are a grid: `grid_size` per continuous dimension makes the space finite
 
     @property
     def job_runner(self) -> Run:
@@ -88,7 +107,7 @@ def warm_up_for(strategy: str) -> Callable[[], None] | None:
     an experiment's actor starts, so the first ask does not stall the event loop."""
     spec = _REGISTRY.get(strategy)
     if strategy == AUTO or (spec is not None and spec.pooled):
-        spec = _REGISTRY.get("sobol")
+        spec = _REGISTRY.get(_DESIGN)
     return None if spec is None else spec.warm_up
 
 
@@ -100,6 +119,28 @@ def uses_pool(strategy: str) -> bool:
         return any(s.pooled and s.initial_design and s.available() for s in _REGISTRY.values())
     spec = _REGISTRY.get(strategy)
     return spec is not None and spec.pooled and spec.available()
+
+
+def design() -> Strategy:
+    """The inline space-filling design (sobol): what an ask gets when a pooled job has
+    no point for it, as in the initial design."""
+    return _REGISTRY[_DESIGN]
+
+
+def grids(strategy: str) -> bool:
+    """Whether `strategy` draws from a grid (`grid_size` makes continuous spaces finite)."""
+    spec = _REGISTRY.get(strategy)
+    return spec is not None and spec.grids
+
+
+def importance_for(strategy: str, space: Space, seen: int, options: StrategyOptions) -> Importance | None:
+    """How the strategy that proposes an experiment's points once `seen` points are
+    used can explain its parameters, or None: it has no model of the metric (random,
+    sobol, grid, or `auto` and gp in their initial design), or the model cannot run here."""
+    spec = _REGISTRY.get(resolve_for(strategy, space, seen, options))
+    if spec is None or spec.importance is None or not spec.available():
+        return None
+    return spec.importance
 
 
 def names() -> tuple[str, ...]:
@@ -125,8 +166,8 @@ def resolve_for(strategy: str, space: Space, seen: int, options: StrategyOptions
         return strategy
     initial = options.initial_points or max(5, 2 * len(space.dims))
     if seen < initial:
-        return "sobol"
+        return _DESIGN
     if strategy != AUTO:
         return strategy
     gp = _REGISTRY.get("gp")
-    return "gp" if gp is not None and gp.available() else "sobol"
+    return "gp" if gp is not None and gp.available() else _DESIGN

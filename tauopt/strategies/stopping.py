@@ -103,7 +103,7 @@ def parse_rule(spec: Mapping[str, Any] | None) -> StoppingRule:
     if not isinstance(spec, Mapping):
         raise invalid('early_stopping: give an object such as {"rule": "median", "min_trials": 5}')
     name = spec.get("rule", "none")
-    if name not in _OPTIONS:
+    if not isinstance(name, str) or name not in _OPTIONS:
         raise invalid(f"early_stopping.rule: give one of none, median, asha; got {name!r}")
     unknown = sorted(set(spec) - {"rule", *_OPTIONS[name]})
     if unknown:

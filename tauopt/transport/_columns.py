@@ -11,7 +11,8 @@ field it is about a third of the size and encodes several times faster
      "assignments": {parameter: [...]},   null where the parameter was inactive
      "metrics": {metric: [...]}}          null where the observation did not carry it
 
-Row i of every array is observation i; `experiment_id` is the path's.
+Row i of every array is observation i; `experiment_id` is the path's, and
+`values` is `value` under the experiment's first objective's name, then `metrics`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ it. A trial is a suggestion (trial id = suggestion id, tuner id = its tag), and:
   whose runs are used up; one budget of runs per trial covers both ways a run
   ends without a result: INVALID (max_retries_per_trial + 1) and expiry
   (max(1, max_retries_per_trial) + 1);
-- results are observations (`Observation.metrics` keeps every metric);
+- results are observations (`Observation.values` keeps every metric by name);
 - consecutive failures are the engine's cap (`max_consecutive_failures`, set from
   --max-consecutive-failures): a failed trial is a failed observation, a trial
   whose runs are used up by expiry is a suggestion closed by its lease (or, for a

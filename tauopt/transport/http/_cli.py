@@ -53,6 +53,10 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--durability", choices=["os", "fsync"], default="os")
     serve.add_argument("--pool", choices=["thread", "process", "dask"], default="process", help="where GP fits run")
     serve.add_argument(
+        "--no-warm-pool", dest="warm_pool", action="store_false",
+        help="start the GP pool at the first GP ask, not in the background at start (saves its memory until then)",
+    )  # fmt: skip
+    serve.add_argument(
         "--dask-scheduler",
         default=None,
         metavar="tcp://HOST:PORT",
@@ -228,7 +232,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_waiting_asks=args.max_waiting_asks,
     )
     app = create_app(
-        db=args.db, engine_options={"pool": pool, "durability": args.durability}, limits=limits,
+        db=args.db, engine_options={"pool": pool, "durability": args.durability, "warm_pool": args.warm_pool}, limits=limits,
         metrics_token=args.metrics_token, metrics_top_experiments=args.metrics_top_experiments,
     )
     print(f"tauopt: dashboard at http://{args.host}:{args.port}/ (sign in with a token)", file=sys.stderr, flush=True)

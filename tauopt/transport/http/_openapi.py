@@ -24,14 +24,25 @@ from ._openapi_rules import add_components, add_links
 from ._routes import Operation
 from ._schema import error_responses
 
-__all__ = ["openapi_document", "bearer"]
+__all__ = ["openapi_document", "bearer", "documented_path"]
 
 bearer = HTTPBearer(auto_error=False, description="a token from `tauopt token create`")
 _P = inspect.Parameter
 
 
+# A path parameter's documented name where the served route's short one would hide what it
+# is: a client (or a fuzzer's dependency inference) reads `{suggestion_id}` as the `id` of a
+# Suggestion, `{sid}` as nothing. The URL is the same; only its template's name differs.
+DOCUMENTED_AS = {"sid": "suggestion_id"}
+
+
+def documented_path(path: str) -> str:
+    return re.sub(r"{(\w+)}", lambda m: "{" + DOCUMENTED_AS.get(m[1], m[1]) + "}", path)
+
+
 def _signature(op: Operation) -> inspect.Signature:
-    params = [_P(name, _P.KEYWORD_ONLY, default=Path(), annotation=str) for name in re.findall(r"{(\w+)}", op.path)]
+    names = re.findall(r"{(\w+)}", documented_path(op.path))
+    params = [_P(name, _P.KEYWORD_ONLY, default=Path(), annotation=str) for name in names]
     for name, kind in op.query.items():
         params.append(_P(name, _P.KEYWORD_ONLY, default=Query(None), annotation=kind | None))
     if op.body is not None:
@@ -51,7 +62,7 @@ def _doc_route(op: Operation) -> APIRoute:
     documented.__name__ = op.name
     documented.__doc__ = inspect.getdoc(op.handler)
     return APIRoute(
-        op.path, documented, methods=[op.method], name=op.name, status_code=op.status, response_model=op.response,
+        documented_path(op.path), documented, methods=[op.method], name=op.name, status_code=op.status, response_model=op.response,
         responses=error_responses(*op.errors), tags=[op.tag], dependencies=[Depends(bearer)] if op.auth else None,
     )  # fmt: skip
 

@@ -6,7 +6,7 @@ OpenAPI links that chain operations (so stateful testing reaches every one).
     METRICS_RULE            metric= xor metrics=; a metric is an objective xor a constraint
     EARLY_STOPPING_SCHEMA, OBSERVE_RULES, ASSIGNMENTS_SCHEMA, _NAME, _TAG, ...   the smaller rules
     add_components(schema)  the named variants, into components.schemas
-    add_links(schema)       create -> every /{id} operation; suggest -> every /{sid} one and observe
+    add_links(schema)       create -> every /{id} operation; suggest -> every /{suggestion_id} one and observe
 
 Only the document: validation stays in `tauopt.models` and `engine._validate`,
 whose messages users see. Keep the two in step (tests/test_http_fuzz.py).
@@ -242,7 +242,7 @@ OBSERVE_RULES: list[dict[str, Any]] = [
         {"required": ["failed"], "properties": {"failed": {"const": True}, "value": _NULL, "stopped": {"const": False}}},
         {"properties": {"failed": {"const": False}},
          "anyOf": [{"required": ["value"], "properties": {"value": _FLOAT}},
-                   {"required": ["values"], "properties": {"value": _NULL, "values": {"minProperties": 1}}}]},
+                   {"required": ["values"], "properties": {"value": _NULL, "values": {"type": "object", "minProperties": 1}}}]},
     ]},
     {"anyOf": [{"properties": {"stopped": {"const": False}}},
                {"required": ["suggestion_id"], "properties": {"suggestion_id": {"type": "string"}}}]},
@@ -270,18 +270,27 @@ def add_links(schema: dict[str, Any]) -> None:
 
     from_create = {
         doc["operationId"]: {"operationId": doc["operationId"], "parameters": {"path.id": "$response.body#/id"}}
-        for m, p, doc in operations if "{id}" in p and "{sid}" not in p
+        for m, p, doc in operations if "{id}" in p and "{suggestion_id}" not in p
     }  # fmt: skip
     link("post", "/v1/experiments", "201", from_create)
-    ids = {"path.id": "$response.body#/experiment_id", "path.sid": "$response.body#/id"}
+    ids = {"path.id": "$response.body#/experiment_id", "path.suggestion_id": "$response.body#/id"}
     from_suggest: dict[str, Any] = {
-        doc["operationId"]: {"operationId": doc["operationId"], "parameters": ids} for m, p, doc in operations if "{sid}" in p
-    }
+        doc["operationId"]: {"operationId": doc["operationId"], "parameters": ids}
+        for m, p, doc in operations if "{suggestion_id}" in p
+    }  # fmt: skip
     observe = paths.get("/v1/experiments/{id}/observations", {}).get("post")
     if observe is not None:
         from_suggest["observe"] = {
             "operationId": observe["operationId"],
             "parameters": {"path.id": "$response.body#/experiment_id"},
-            "requestBody": {"suggestion_id": "$response.body#/id"},
+            # its outcome generated; `assignments` null: an observation names a suggestion or a point, not both
+            "requestBody": {"suggestion_id": "$response.body#/id", "assignments": None},
+        }
+        # a failed run: what any experiment accepts of an open suggestion, whatever its metrics
+        # (a successful one must name every metric the experiment declares, which no link can supply)
+        from_suggest["observe_failed"] = {
+            "operationId": observe["operationId"],
+            "parameters": {"path.id": "$response.body#/experiment_id"},
+            "requestBody": {"suggestion_id": "$response.body#/id", "assignments": None, "failed": True, "value": None},
         }
     link("post", "/v1/experiments/{id}/suggestions", "201", from_suggest)

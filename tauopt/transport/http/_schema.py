@@ -249,11 +249,12 @@ class ObservationOut(BaseModel):
     experiment_id: str
     suggestion_id: str | None
     assignments: dict[str, Any]
-    value: float | None
+    value: float | None = Field(description="the first objective's value (also in `values`); null when failed")
     failed: bool
     created_at: float
-    metrics: dict[str, float]
+    metrics: dict[str, float] = Field(description="the metrics other than the first objective")
     stopped_at_step: int | None
+    values: dict[str, float] = Field(description="every metric the observation carries, by name, the first objective first")
 
 
 class ClosedOut(BaseModel):

@@ -248,7 +248,7 @@ function experimentPage(view, id) {
       api(`/v1/experiments/${id}/reports?after=${st.reportCursor}`),
     ]);
     st.exp = summary.experiment; st.summary = summary;
-    for (const o of fresh) { st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
+    for (const o of fresh) { o.values = namedValues(o, st.exp.metric.name); st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
     for (const row of workers.changes) st.sugg.set(row.id, row);
     if (st.sugg.size > 2 * LIMITS.timeline) { // the timeline shows the latest only: keep those
       const keep = [...st.sugg.keys()].sort((a, b) => Number(a) - Number(b)).slice(-LIMITS.timeline);
@@ -329,6 +329,13 @@ function rowsOf(c, experimentId) {
       failed: c.failed[i], created_at: c.created_at[i], metrics: m, stopped_at_step: c.stopped_at_step[i] };
   }
   return rows;
+}
+
+// Every metric by name, the first objective (`value`) first: the API's `values` field.
+function namedValues(o, primary) {
+  const out = o.value === null ? {} : { [primary]: o.value };
+  for (const [k, v] of Object.entries(o.metrics)) if (k !== primary) out[k] = v;
+  return out;
 }
 
 function hidden(node) { node.classList.add("hidden"); return node; } // shown once the data calls for it
@@ -665,11 +672,32 @@ function drawSlices(st) {
     const ax = i === 0 ? "" : String(i + 1);
     traces.push({ type: "scatter", mode: "markers", x: rows.map((o) => plotText(o.assignments[n] ?? null)), y: rows.map((o) => o.value), xaxis: `x${ax}`, yaxis: `y${ax}`,
       marker: { size: 4, color: COLORS.ok, opacity: 0.5 }, hovertemplate: `${plotText(n)}=%{x}<br>%{y}<extra></extra>` });
-    layout[`xaxis${ax}`] = axis(n, isNumeric(st, n) && isLog(st, n) ? { type: "log" } : isNumeric(st, n) ? {} : { type: "category" });
+    layout[`xaxis${ax}`] = axis(n, isNumeric(st, n) && isLog(st, n) ? logAxis(rows.map((o) => o.assignments[n])) : isNumeric(st, n) ? {} : { type: "category" });
     layout[`yaxis${ax}`] = axis(i % cols === 0 ? st.exp.metric.name : "");
   });
   document.getElementById("plot-slices").style.height = `${Math.max(260, nrows * 220)}px`;
   Plotly.react("plot-slices", traces, layout, PLOT_CONFIG);
+}
+
+// Plotly's log axis labels 2 and 5 inside each decade ("100μ 2 5 0.001 2 5 …"), which
+// overlap on a slice's panel: a log axis with a few ticks (decades; 1-3 or 1-2-5 within
+// fewer decades), written out in full.
+function logAxis(values) {
+  const pos = values.filter((v) => typeof v === "number" && v > 0);
+  if (!pos.length) return { type: "log" };
+  const min = Math.min(...pos), max = Math.max(...pos), lo = Math.floor(Math.log10(min)), hi = Math.ceil(Math.log10(max));
+  const decades = Math.log10(max / min), step = Math.max(1, Math.ceil(decades / 5));
+  const mantissas = decades > 2.5 ? [1] : decades > 1.2 ? [1, 3] : [1, 2, 5];
+  let tickvals = [];
+  for (let k = lo; k <= hi; k += step) for (const m of mantissas) tickvals.push(m * 10 ** k);
+  const inside = tickvals.filter((v) => v >= min / 1.05 && v <= max * 1.05);
+  tickvals = inside.length >= 2 ? inside : [min, max];
+  return { type: "log", tickmode: "array", tickvals, ticktext: tickvals.map(tickText) };
+}
+
+function tickText(v) {
+  const a = Math.abs(v);
+  return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(0) : String(Number(v.toPrecision(2)));
 }
 
 function fillPairs(st) {
@@ -688,25 +716,43 @@ function drawContour(st) {
     Plotly.purge("plot-contour");
     return;
   }
-  // mean metric on a 20x20 grid of the pair (log axes binned in log space), then the points on top
-  const tr = (n) => (isLog(st, n) ? (v) => Math.log10(v) : (v) => v), ta = tr(a), tb = tr(b), G = 20;
-  const xa = rows.map((o) => ta(o.assignments[a])), yb = rows.map((o) => tb(o.assignments[b]));
-  const [x0, x1, y0, y1] = [Math.min(...xa), Math.max(...xa), Math.min(...yb), Math.max(...yb)];
-  const sum = Array.from({ length: G }, () => new Array(G).fill(0)), cnt = Array.from({ length: G }, () => new Array(G).fill(0));
-  rows.forEach((o, i) => {
-    const cx = Math.min(G - 1, Math.floor(((xa[i] - x0) / (x1 - x0 || 1)) * G)), cy = Math.min(G - 1, Math.floor(((yb[i] - y0) / (y1 - y0 || 1)) * G));
-    sum[cy][cx] += o.value; cnt[cy][cx] += 1;
-  });
-  const z = sum.map((r, i) => r.map((s, j) => (cnt[i][j] ? s / cnt[i][j] : null)));
-  const centers = (lo, hi) => Array.from({ length: G }, (_, i) => lo + ((i + 0.5) * (hi - lo || 1)) / G);
+  // a surface interpolated from the observed points (inverse-distance weighted, in the
+  // pair's unit square; log axes in log space), then the points on top
+  const tr = (n) => (isLog(st, n) ? (v) => Math.log10(v) : (v) => v), ta = tr(a), tb = tr(b), G = 40;
   const shown = thin(rows, LIMITS.contour);
-  note.textContent = `mean ${st.exp.metric.name} per cell · ${fmt(shown.length)}${shown.length < rows.length ? " of " + fmt(rows.length) : ""} points`;
+  const xa = shown.map((o) => ta(o.assignments[a])), yb = shown.map((o) => tb(o.assignments[b]));
+  const [x0, x1, y0, y1] = [Math.min(...xa), Math.max(...xa), Math.min(...yb), Math.max(...yb)];
+  const xs = Array.from({ length: G }, (_, i) => x0 + (i * (x1 - x0)) / (G - 1)), ys = Array.from({ length: G }, (_, i) => y0 + (i * (y1 - y0)) / (G - 1));
+  const z = interpolated(xa.map((x) => (x - x0) / (x1 - x0 || 1)), yb.map((y) => (y - y0) / (y1 - y0 || 1)), shown.map((o) => o.value), G);
+  const what = `${st.exp.metric.name}, interpolated`, label = plotText(what);
+  note.textContent = `${what} from ${fmt(shown.length)}${shown.length < rows.length ? " of " + fmt(rows.length) : ""} points (inverse-distance weighted)`;
   Plotly.react("plot-contour", [
-    { type: "contour", x: centers(x0, x1), y: centers(y0, y1), z, connectgaps: false, ncontours: 10, colorscale: "Viridis", reversescale: st.exp.metric.objective === "minimize",
-      contours: { coloring: "heatmap" }, colorbar: { thickness: 12 }, hoverinfo: "skip" },
-    { type: "scatter", mode: "markers", x: shown.map((o) => ta(o.assignments[a])), y: shown.map((o) => tb(o.assignments[b])),
+    { type: "contour", x: xs, y: ys, z, ncontours: 12, colorscale: "Viridis", reversescale: st.exp.metric.objective === "minimize",
+      contours: { coloring: "heatmap" }, colorbar: { thickness: 12, title: { text: label, side: "right", font: { size: 11, color: COLORS.muted } } },
+      hovertemplate: `%{x:.3g}, %{y:.3g}<br>${label}: %{z:.4g}<extra></extra>` },
+    { type: "scatter", mode: "markers", x: xa, y: yb,
       marker: { size: 4, color: "#fff", line: { color: "#111827", width: 0.6 } }, hovertemplate: "%{x}, %{y}<extra></extra>" },
   ], baseLayout({ xaxis: axis(isLog(st, a) ? `log10 ${a}` : a), yaxis: axis(isLog(st, b) ? `log10 ${b}` : b) }), PLOT_CONFIG);
+}
+
+// z[row][col] on a g x g grid of the unit square: the weighted mean of `v`, weights 1/d^2
+// to each point (u, w); a point on a grid node gives its own value there.
+function interpolated(u, w, v, g) {
+  const z = new Array(g);
+  for (let r = 0; r < g; r++) {
+    const row = z[r] = new Array(g), gy = r / (g - 1);
+    for (let c = 0; c < g; c++) {
+      const gx = c / (g - 1);
+      let num = 0, den = 0, exact = null;
+      for (let i = 0; i < v.length && exact === null; i++) {
+        const d2 = (u[i] - gx) ** 2 + (w[i] - gy) ** 2;
+        if (d2 < 1e-12) exact = v[i];
+        else { num += v[i] / d2; den += 1 / d2; }
+      }
+      row[c] = exact !== null ? exact : num / den;
+    }
+  }
+  return z;
 }
 
 // -- several metrics: the Pareto front ----------------------------------------------------
