@@ -11,7 +11,8 @@ leans on three collaborators, each with one job:
   parked until a proposal lands, never blocking the mailbox;
 - `SlotWaiters` (_slots.py): asks waiting (`wait_s`) for a free slot;
 - `release` (_leases.py): a suggestion whose holder is declared dead;
-- `count_failure` (_failures.py): the cap on consecutive failed runs.
+- `count_failure` (_failures.py): the cap on consecutive failed runs;
+- `TrialBook` (_trials.py): the study and trials of a trial-based door (Optuna's model).
 
 Inline strategies (random, sobol, grid: the registry says which) answer within
 the message. An ask that finds the bandwidth full may wait (`wait_s`) for a
@@ -34,7 +35,7 @@ from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
 from ..pareto import pareto_front
 from ..space import Space
-from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
+from ..store import PutCounters, PutExperiment, PutObservation, PutRecord, PutReport, PutSuggestion, Snapshot, Store, Write
 from ..strategies import Draws, Strategy, SuggestRequest, resolve_for
 from ..strategies import get as get_strategy
 from ._admin import best_observation
@@ -62,6 +63,7 @@ from ._messages import (
     SlotWaitOver,
     Suggest,
     Summary,
+    TrialOp,
     UpdateExperiment,
     ReportLog,
     Workers,
@@ -70,6 +72,7 @@ from ._activity import observations_after
 from ._leases import not_open_error, release
 from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
+from ._trials import TrialBook
 from ._validate import check_observation, check_tag, check_update
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
@@ -115,6 +118,7 @@ class ExperimentActor:
         self._draws = Draws(self._seed)
         self._ledger = Ledger(snapshot, self._space)
         self._curves = Curves(snapshot)
+        self._trials = TrialBook(snapshot.records)
         self._replies = CommitThenReply(store, self.id, self._add_header)
         # commit(request, writes, outcome): the replies' own method, no frame of the actor's around it
         self._commit = self._replies.commit
@@ -238,6 +242,9 @@ class ExperimentActor:
                 self._on_best(request)
             case ParetoFront():
                 self._on_pareto_front(request)
+            case TrialOp():
+                result, records = self._trials.apply(msg.change, self._clock())
+                self._commit(request, [PutRecord(self.id, key, body) for key, body in records], result)
             case Inspect():
                 self._on_inspect(request)
             case ProposalReady():

@@ -216,6 +216,7 @@ def _serve(args: argparse.Namespace) -> int:
     app = create_app(
         db=args.db, engine_options={"pool": pool, "durability": args.durability}, limits=limits,
         metrics_token=args.metrics_token, metrics_top_experiments=args.metrics_top_experiments,
+        doors=getattr(args, "doors", ()),
     )
     print(f"tauopt: dashboard at http://{args.host}:{args.port}/ (sign in with a token)", file=sys.stderr, flush=True)
     guard = ConnectionLimits(args.header_timeout, args.max_header_bytes, args.max_headers, args.max_connections)
