@@ -73,7 +73,19 @@ def test_four_tpe_workers_with_pruning_share_one_study_without_duplicate_numbers
     # the study is an experiment of the door's credential: the HTTP door lists it
     headers = {"Authorization": f"Bearer {token_of(daemon)}"}
     listed = httpx.get(daemon.url + "/v1/experiments", headers=headers).json()
-    assert "tpe" in [e["name"] for e in listed]
+    exp = next(e for e in listed if e["name"] == "tpe")
+    assert [p["name"] for p in exp["parameters"]] == ["x", "lr", "kind"] and exp["observations"] == 20
+    observations = httpx.get(f"{daemon.url}/v1/experiments/{exp['id']}/observations", headers=headers).json()
+    by_params = {json.dumps(t.params, sort_keys=True): t for t in trials}
+    for o in observations:  # each finished trial once: its parameters, and how it ended
+        t = by_params.pop(json.dumps(o["assignments"], sort_keys=True))
+        if t.state.name == "COMPLETE":
+            assert o["value"] == t.value and not o["failed"]
+        else:  # pruned: stopped at its last report, no value (never the best, as in Optuna)
+            assert o["stopped_at_step"] == max(t.intermediate_values) and o["value"] is None
+    assert not by_params
+    best = httpx.get(f"{daemon.url}/v1/experiments/{exp['id']}/best", headers=headers).json()
+    assert best["value"] == study.best_value
 
 
 def test_best_trial_read_by_a_fresh_process_is_the_writers(served: tuple[Daemon, int]) -> None:

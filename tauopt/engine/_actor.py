@@ -72,7 +72,7 @@ from ._activity import observations_after
 from ._leases import not_open_error, release
 from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
-from ._trials import TrialBook
+from ._trials import Trial, TrialBook, mirrored, parameter_of
 from ._validate import check_observation, check_tag, check_update
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
@@ -243,8 +243,7 @@ class ExperimentActor:
             case ParetoFront():
                 self._on_pareto_front(request)
             case TrialOp():
-                result, records = self._trials.apply(msg.change, self._clock())
-                self._commit(request, [PutRecord(self.id, key, body) for key, body in records], result)
+                self._on_trial_op(request, msg)
             case Inspect():
                 self._on_inspect(request)
             case ProposalReady():
@@ -615,6 +614,38 @@ class ExperimentActor:
             request, _ = self._ahead.waiters.popleft()
             self._commit(request, [], stopped_error(self._exp))  # after the stop is durable
         self._retry_slot_waiters()  # _has_room is True while stopped: each retry answers too_many_failures
+
+    # -- studies and trials (a trial-based door's model) ------------------------------
+
+    def _on_trial_op(self, request: Request[Any], msg: TrialOp) -> None:
+        result, records = self._trials.apply(msg.change, self._clock())
+        writes: list[Write] = [PutRecord(self.id, key, body) for key, body in records]
+        finished = self._trials.finished_by(msg.change, result)
+        if finished is not None:
+            writes += self._mirror(finished)
+        self._commit(request, writes, result)
+
+    def _mirror(self, trial: Trial) -> list[Write]:
+        """A finished trial becomes an observation, so every other door (observations,
+        best, dashboard, metrics) sees it; its parameters join the space as first seen."""
+        m = mirrored(trial, [x.name for x in self._exp.metrics])
+        writes: list[Write] = []
+        added = [p for name, d in trial.distributions.items() if name not in self._space.by_name
+                 for p in [parameter_of(name, d)] if p is not None]  # fmt: skip
+        if added:
+            try:
+                space = _extended_space(self._space, [*(p.to_dict() for p in self._space.parameters), *added])
+            except ApiError:  # not a tauopt parameter: the value is kept in the observation all the same
+                space = self._space
+            if space is not self._space:
+                self._space = self._ledger.space = space
+                self._exp = self._exp.evolve(parameters=space.parameters)
+                writes.append(PutExperiment(self._header(), self._drawn))
+        obs = self._ledger.observe(m.assignments, None, m.value, m.failed, self._clock(), m.metrics)
+        if m.stopped_at_step is not None:
+            obs = self._ledger.observations[-1] = replace(obs, stopped_at_step=m.stopped_at_step)
+        writes.append(PutObservation(obs))
+        return writes
 
     def _on_inspect(self, request: Request[Any]) -> None:
         stats = dict(

@@ -410,6 +410,14 @@ class TrialBook:
                 return None, [(STUDY_KEY, self.study.to_json())]
         raise invalid(f"unknown trial change {type(change).__name__}")
 
+    def finished_by(self, change: TrialChange, result: Any) -> Trial | None:
+        """The trial `change` (applied, answering `result`) just finished, if any."""
+        if isinstance(change, SetState) and result is True and change.state in FINISHED:
+            return self._trial(change.trial_id)
+        if isinstance(change, NewTrial) and change.template is not None and change.template.state in FINISHED:
+            return self._trial(result)
+        return None
+
     def start(self, study: Study) -> list[tuple[str, str]]:
         """The study's first record (the experiment was just made for it)."""
         self.study = study
@@ -501,3 +509,62 @@ def check_directions(directions: Sequence[str]) -> tuple[str, ...]:
     if not directions or any(d not in DIRECTIONS for d in directions):
         raise invalid(f"directions: give one or more of {list(DIRECTIONS)}")
     return tuple(directions)
+
+
+# -- what the other doors see: a finished trial as an observation -----------------------
+
+
+@dataclass(frozen=True)
+class Mirrored:
+    """A finished trial as an observation: its parameters' external values, the first
+    objective's value, the other objectives as metrics. PRUNED reads as stopped at its
+    last reported step, without a value (as in Optuna, a pruned trial is never the best);
+    FAIL, or a value that is not finite, as failed."""
+
+    assignments: dict[str, Any]
+    value: float | None
+    failed: bool
+    metrics: dict[str, float]
+    stopped_at_step: int | None
+
+
+def external_value(distribution: str, internal: float) -> Any:
+    """A parameter's value as the user wrote it: a categorical's choice, an int, or the float."""
+    raw = json.loads(distribution)
+    kind, _ = _DISTRIBUTIONS[raw["name"]]
+    if kind == "categorical":
+        return raw["attributes"]["choices"][int(internal)]
+    if kind == "int":
+        return int(internal)
+    return internal
+
+
+def mirrored(t: Trial, metric_names: Sequence[str]) -> Mirrored:
+    assignments = {name: external_value(t.distributions[name], v) for name, v in t.params.items()}
+    values = t.values or ()
+    if t.state == "PRUNED":
+        return Mirrored(assignments, None, False, {}, max(t.intermediate) if t.intermediate else None)
+    if t.state != "COMPLETE" or len(values) < len(metric_names) or not all(map(math.isfinite, values)):
+        return Mirrored(assignments, None, True, {}, None)
+    return Mirrored(assignments, values[0], False, dict(zip(metric_names[1:], values[1:])), None)
+
+
+def parameter_of(name: str, distribution: str) -> dict[str, Any] | None:
+    """The tauopt parameter a trial's first distribution of `name` declares (None: no such
+    parameter, e.g. a choice that is neither text, number nor bool)."""
+    raw = json.loads(distribution)
+    kind, log = _DISTRIBUTIONS[raw["name"]]
+    attrs = raw["attributes"]
+    if kind == "categorical":
+        choices = attrs["choices"]
+        if not all(isinstance(c, (str, int, float, bool)) for c in choices) or len(set(map(repr, choices))) != len(choices):
+            return None
+        return {"name": name, "type": "categorical", "values": choices}
+    out: dict[str, Any] = {"name": name, "type": "int" if kind == "int" else "double"}
+    out["bounds"] = [attrs["low"], attrs["high"]]
+    if bool(attrs.get("log", False)) if log is None else log:
+        out["scale"] = "log"
+    step = attrs.get("step", attrs.get("q"))
+    if step is not None and not (kind == "int" and step == 1):
+        out["step"] = step
+    return out
