@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -43,9 +44,9 @@ def storage(port: int) -> Any:
     return GrpcStorageProxy(host="127.0.0.1", port=port)
 
 
-def start(mode: str, port: int, study: str, n: int = 0, seed: int = 0) -> subprocess.Popen[str]:
+def start(mode: str, port: int, study: str, n: int = 0, seed: int = 0, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     args = [sys.executable, str(WORKER), mode, "127.0.0.1", str(port), study, str(n), str(seed)]
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def result(proc: subprocess.Popen[str]) -> dict[str, Any]:
@@ -159,3 +160,20 @@ def test_a_killed_workers_running_trial_stays_accounted_for_and_can_be_failed(se
     assert [t.state.name for t in study.trials] == ["FAIL"]
     with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):
         study._storage.set_trial_user_attr(study.trials[0]._trial_id, "late", 1)
+
+
+def test_tauopt_sampler_workers_over_http_suggest_for_a_door_study(served: tuple[Daemon, int]) -> None:
+    """TauoptSampler in two worker processes, asking the daemon over HTTP, storing in the door."""
+    daemon, port = served
+    optuna.create_study(study_name="sampled", storage=storage(port))
+    env = dict(os.environ, TAUOPT_BASE_URL=daemon.url, TAUOPT_TOKEN=token_of(daemon))
+    workers = [start("tauopt", port, "sampled", 4, seed, env) for seed in range(2)]
+    assert sorted(n for w in workers for n in result(w)["ran"]) == list(range(8))
+    trials = optuna.load_study(study_name="sampled", storage=storage(port)).trials
+    held = [t for t in trials if "tauopt:suggestion_id" in t.system_attrs]
+    assert len(held) >= 6  # all but the first trial of each worker (the space is not known yet)
+    headers = {"Authorization": f"Bearer {token_of(daemon)}"}
+    for t in held:  # (two first trials at once may each have made an experiment: each trial names its own)
+        experiment_id, suggestion_id = t.system_attrs["tauopt:suggestion_id"].split("/")
+        s = httpx.get(f"{daemon.url}/v1/experiments/{experiment_id}/suggestions/{suggestion_id}", headers=headers).json()
+        assert s["assignments"] == t.params and s["state"] in ("observed", "closed")

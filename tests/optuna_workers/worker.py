@@ -3,6 +3,7 @@
     python worker.py MODE HOST PORT STUDY [N] [SEED]
 
 tpe: N trials of a 3-parameter objective with TPE, report/should_prune and a MedianPruner;
+tauopt: the same with tauopt's TauoptSampler (a Client() from TAUOPT_BASE_URL, TAUOPT_TOKEN);
 multi: N trials of a two-objective study; best: print the best trial; hang: start a
 trial and wait to be killed. Prints one JSON line (the trial numbers it ran, or the best).
 """
@@ -50,6 +51,13 @@ def two_objectives(trial: optuna.Trial) -> tuple[float, float]:
 if mode == "tpe":
     pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1)
     study = optuna.load_study(study_name=name, storage=storage, sampler=optuna.samplers.TPESampler(seed=seed), pruner=pruner)
+    study.optimize(objective, n_trials=n)
+    print(json.dumps({"ran": ran}))
+elif mode == "tauopt":
+    from tauopt import Client
+    from tauopt.integrations.optuna import TauoptSampler
+
+    study = optuna.load_study(study_name=name, storage=storage, sampler=TauoptSampler(Client(), seed=seed))
     study.optimize(objective, n_trials=n)
     print(json.dumps({"ran": ran}))
 elif mode == "multi":
