@@ -639,6 +639,7 @@ class ExperimentActor:
                 space = self._space
             if space is not self._space:
                 self._space = self._ledger.space = space
+                self._ahead.points.clear()  # computed for the old space
                 self._exp = self._exp.evolve(parameters=space.parameters)
                 writes.append(PutExperiment(self._header(), self._drawn))
         obs = self._ledger.observe(m.assignments, None, m.value, m.failed, self._clock(), m.metrics)

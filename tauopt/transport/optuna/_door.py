@@ -16,9 +16,11 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ...errors import invalid
-from ._servicer import MAX_MESSAGE_BYTES, MAX_STUDIES
 
-__all__ = ["OptunaDoor", "is_loopback", "serve_optuna"]
+__all__ = ["OptunaDoor", "is_loopback", "serve_optuna", "MAX_MESSAGE_BYTES", "MAX_STUDIES"]
+
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # what a request may carry (gRPC's default)
+MAX_STUDIES = 1000  # per credential, unless the server says otherwise
 
 log = logging.getLogger("tauopt.optuna")
 
@@ -59,7 +61,7 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
 
     from .._metrics import Metrics
     from ._generated import api_pb2_grpc as pb_grpc
-    from ._servicer import StorageServicer
+    from ._servicer import StorageServicer  # imports grpc: only when the door opens
 
     door.check()
     creds = [c for c in await engine.store.credentials() if c.name == door.owner and c.revoked_at is None]

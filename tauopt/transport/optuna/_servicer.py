@@ -37,15 +37,14 @@ from ...engine import (
 )
 from ...errors import api_error, invalid
 from .._rpc import OnRpc, answer_rpc
+from ._door import MAX_MESSAGE_BYTES, MAX_STUDIES
 from ._generated import api_pb2 as pb
 from ._generated import api_pb2_grpc as pb_grpc
 
-__all__ = ["StorageServicer", "MAX_MESSAGE_BYTES", "MAX_STUDIES"]
+__all__ = ["StorageServicer", "MAX_MESSAGE_BYTES"]
 
 log = logging.getLogger("tauopt.optuna")
 
-MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # what a request may carry (gRPC's default)
-MAX_STUDIES = 1000  # per credential, unless the server says otherwise
 MAX_INCLUDED_IDS = 1_000_000  # unfinished trial ids one GetTrials may name
 
 T = TypeVar("T")
