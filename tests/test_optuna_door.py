@@ -22,7 +22,7 @@ grpc = pytest.importorskip("grpc")
 from tauopt.transport.optuna._generated import api_pb2 as pb  # noqa: E402
 from tauopt.transport.optuna._generated import api_pb2_grpc as pb_grpc  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")]
 
 FLOAT = json.dumps({"name": "FloatDistribution", "attributes": {"low": 0.0, "high": 1.0, "log": False, "step": None}})
 LOG_FLOAT = json.dumps({"name": "FloatDistribution", "attributes": {"low": 0.1, "high": 1.0, "log": True, "step": None}})

@@ -24,7 +24,7 @@ from test_http_support import free_port
 optuna = pytest.importorskip("optuna")
 pytest.importorskip("grpc")
 
-pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")]
 
 WORKER = Path(__file__).parent / "optuna_workers" / "worker.py"
 

@@ -17,6 +17,7 @@ from optuna_suite import DEFAULT_CACHE, OPTUNA, suite_dir
 pytest.importorskip("optuna")
 
 
+@pytest.mark.slow
 def test_optunas_storage_tests_pass_against_the_door() -> None:
     if suite_dir(DEFAULT_CACHE, download=False) is None:
         pytest.skip(f"optuna {OPTUNA}'s sdist is not cached in {DEFAULT_CACHE}: run `python tests/optuna_suite.py` once")
