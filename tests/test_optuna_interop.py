@@ -87,6 +87,11 @@ def test_four_tpe_workers_with_pruning_share_one_study_without_duplicate_numbers
     assert not by_params
     best = httpx.get(f"{daemon.url}/v1/experiments/{exp['id']}/best", headers=headers).json()
     assert best["value"] == study.best_value
+    # each trial is a suggestion (tag "trial"), its intermediate values the suggestion's reports
+    suggestions = httpx.get(f"{daemon.url}/v1/experiments/{exp['id']}/suggestions", headers=headers).json()
+    assert len(suggestions) == 20 and {(s["state"], s["tag"]) for s in suggestions} == {("observed", "trial")}
+    log = httpx.get(f"{daemon.url}/v1/experiments/{exp['id']}/reports", headers=headers, params={"limit": 1000}).json()
+    assert len(log["reports"]) == sum(len(t.intermediate_values) for t in trials)
 
 
 def test_best_trial_read_by_a_fresh_process_is_the_writers(served: tuple[Daemon, int]) -> None:
@@ -156,8 +161,14 @@ def test_a_killed_workers_running_trial_stays_accounted_for_and_can_be_failed(se
     study = optuna.load_study(study_name="stale", storage=storage(port))
     optuna.storages.fail_stale_trials(study)
     assert [t.state.name for t in study.trials] == ["RUNNING"]
+    headers = {"Authorization": f"Bearer {token_of(served[0])}"}
+    listed = httpx.get(served[0].url + "/v1/experiments", headers=headers).json()
+    exp = next(e for e in listed if e["name"] == "stale")
+    assert exp["open_suggestions"] == 1  # the running trial, for every door to see
     study.tell(number, state=optuna.trial.TrialState.FAIL)
     assert [t.state.name for t in study.trials] == ["FAIL"]
+    exp = httpx.get(f"{served[0].url}/v1/experiments/{exp['id']}", headers=headers).json()
+    assert exp["open_suggestions"] == 0 and exp["observations"] == 1
     with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):
         study._storage.set_trial_user_attr(study.trials[0]._trial_id, "late", 1)
 

@@ -72,7 +72,7 @@ from ._activity import observations_after
 from ._leases import not_open_error, release
 from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
-from ._trials import Trial, TrialBook, mirrored, parameter_of
+from ._trials import SetIntermediate, SetParam, Trial, TrialBook, assignments_of, mirrored, parameter_of
 from ._validate import check_observation, check_tag, check_update
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
@@ -80,6 +80,7 @@ __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
 log = logging.getLogger("tauopt.engine")
 
 _DUP_RETRIES = 8
+_TRIAL_TAG = "trial"  # the suggestions that are a trial-based door's trials
 _UNUSED_RNG = np.random.default_rng(0)  # for strategies that draw no random numbers (registry: draws_random=False)
 
 
@@ -618,15 +619,40 @@ class ExperimentActor:
     # -- studies and trials (a trial-based door's model) ------------------------------
 
     def _on_trial_op(self, request: Request[Any], msg: TrialOp) -> None:
-        result, records = self._trials.apply(msg.change, self._clock())
+        now = self._clock()
+        result, records = self._trials.apply(msg.change, now)
         writes: list[Write] = [PutRecord(self.id, key, body) for key, body in records]
-        finished = self._trials.finished_by(msg.change, result)
-        if finished is not None:
-            writes += self._mirror(finished)
+        trial = self._trials.touched(msg.change, result)
+        if trial is not None:
+            writes += self._follow(trial, msg.change, now)
         self._commit(request, writes, result)
 
-    def _mirror(self, trial: Trial) -> list[Write]:
-        """A finished trial becomes an observation, so every other door (observations,
+    def _follow(self, trial: Trial, change: Any, now: float) -> list[Write]:
+        """What the other doors see of a trial: an open suggestion (tag `trial`) while it
+        waits or runs, its parameters as they are set, its intermediate values as reports,
+        and its observation once finished."""
+        ledger = self._ledger
+        writes: list[Write] = []
+        s = ledger.suggestions.get(trial.suggestion_id) if trial.suggestion_id is not None else None
+        if s is None:
+            s = ledger.open_suggestion(assignments_of(trial), _TRIAL_TAG, now)
+            key, body = self._trials.link(trial, s.id)
+            writes += [PutSuggestion(s), PutRecord(self.id, key, body)]
+        elif s.state == "open" and isinstance(change, SetParam):
+            s = ledger.reassign(s, assignments_of(trial))
+            writes.append(PutSuggestion(s))
+        if isinstance(change, SetIntermediate) and s.state == "open":
+            try:  # the trial keeps every value; reports take finite values in increasing steps
+                report, _ = self._curves.report(s.id, *check_report(change.step, change.value), now)
+                writes.append(PutReport(self.id, report))
+            except ApiError:
+                pass
+        if trial.finished and s.state == "open":
+            writes += self._mirror(trial, s, now)
+        return writes
+
+    def _mirror(self, trial: Trial, s: Suggestion, now: float) -> list[Write]:
+        """A finished trial's suggestion is observed, so every other door (observations,
         best, dashboard, metrics) sees it; its parameters join the space as first seen."""
         m = mirrored(trial, [x.name for x in self._exp.metrics])
         writes: list[Write] = []
@@ -642,7 +668,9 @@ class ExperimentActor:
                 self._ahead.points.clear()  # computed for the old space
                 self._exp = self._exp.evolve(parameters=space.parameters)
                 writes.append(PutExperiment(self._header(), self._drawn))
-        obs = self._ledger.observe(m.assignments, None, m.value, m.failed, self._clock(), m.metrics)
+        self._curves.observed(s.id, False)
+        writes.append(PutSuggestion(self._ledger.leave_open(s, "observed", now)))
+        obs = self._ledger.observe(m.assignments, s.id, m.value, m.failed, now, m.metrics)
         if m.stopped_at_step is not None:
             obs = self._ledger.observations[-1] = replace(obs, stopped_at_step=m.stopped_at_step)
         writes.append(PutObservation(obs))

@@ -505,7 +505,8 @@ class Engine:
         study_id = index.reserve(self._owner, name)
         try:
             exp = await self._new_experiment(
-                _experiment_name(name, study_id), [], metrics=_study_metrics(dirs), strategy="random"
+                _experiment_name(name, study_id), [], metrics=_study_metrics(dirs), strategy="random",
+                parallel_bandwidth=_STUDY_BANDWIDTH,
             )
             study = Study(study_id, name, dirs)
             await self._commit([PutExperiment(exp, 0), PutRecord(exp.id, STUDY_KEY, study.to_json())])
@@ -604,6 +605,9 @@ class _OwnerView(Engine):
 
 
 _MAX_STUDY_NAME = 2048
+# Every waiting or running trial of a study is an open suggestion of its experiment, and
+# Optuna caps none: the bandwidth only bounds asks made through the other doors.
+_STUDY_BANDWIDTH = 1_000_000
 
 
 def _experiment_name(study_name: str, study_id: int) -> str:

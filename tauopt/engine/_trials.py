@@ -221,6 +221,7 @@ class Trial:
     user_attrs: Mapping[str, str] = field(default_factory=dict)
     system_attrs: Mapping[str, str] = field(default_factory=dict)
     intermediate: Mapping[int, float] = field(default_factory=dict)
+    suggestion_id: str | None = None  # the experiment's suggestion this trial is (engine-side, not on the wire)
 
     @property
     def finished(self) -> bool:
@@ -244,6 +245,7 @@ class Trial:
                 "user_attrs": dict(self.user_attrs),
                 "system_attrs": dict(self.system_attrs),
                 "intermediate": [[s, v] for s, v in self.intermediate.items()],
+                "suggestion_id": self.suggestion_id,
             }
         )
 
@@ -263,6 +265,7 @@ class Trial:
             d.get("user_attrs", {}),
             d.get("system_attrs", {}),
             {int(s): float(v) for s, v in d.get("intermediate", [])},
+            d.get("suggestion_id"),
         )
 
 
@@ -410,13 +413,19 @@ class TrialBook:
                 return None, [(STUDY_KEY, self.study.to_json())]
         raise invalid(f"unknown trial change {type(change).__name__}")
 
-    def finished_by(self, change: TrialChange, result: Any) -> Trial | None:
-        """The trial `change` (applied, answering `result`) just finished, if any."""
-        if isinstance(change, SetState) and result is True and change.state in FINISHED:
-            return self._trial(change.trial_id)
-        if isinstance(change, NewTrial) and change.template is not None and change.template.state in FINISHED:
+    def touched(self, change: TrialChange, result: Any) -> Trial | None:
+        """The trial `change` (applied, answering `result`) created or changed, if any."""
+        if isinstance(change, NewTrial):
             return self._trial(result)
+        if isinstance(change, (SetParam, SetIntermediate)) or (isinstance(change, SetState) and result is True):
+            return self._trial(change.trial_id)
         return None
+
+    def link(self, t: Trial, suggestion_id: str) -> tuple[str, str]:
+        """Record which suggestion of the experiment the trial is; its record."""
+        t = replace(t, suggestion_id=suggestion_id)
+        self.trials[t.number] = t
+        return t.key(), t.to_json()
 
     def start(self, study: Study) -> list[tuple[str, str]]:
         """The study's first record (the experiment was just made for it)."""
@@ -511,7 +520,7 @@ def check_directions(directions: Sequence[str]) -> tuple[str, ...]:
     return tuple(directions)
 
 
-# -- what the other doors see: a finished trial as an observation -----------------------
+# -- what the other doors see: a trial as a suggestion, finished as its observation -------
 
 
 @dataclass(frozen=True)
@@ -539,8 +548,12 @@ def external_value(distribution: str, internal: float) -> Any:
     return internal
 
 
+def assignments_of(t: Trial) -> dict[str, Any]:
+    return {name: external_value(t.distributions[name], v) for name, v in t.params.items()}
+
+
 def mirrored(t: Trial, metric_names: Sequence[str]) -> Mirrored:
-    assignments = {name: external_value(t.distributions[name], v) for name, v in t.params.items()}
+    assignments = assignments_of(t)
     values = t.values or ()
     if t.state == "PRUNED":
         return Mirrored(assignments, None, False, {}, max(t.intermediate) if t.intermediate else None)
