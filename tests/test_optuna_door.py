@@ -146,6 +146,17 @@ def test_ids_increase_across_studies_and_a_deleted_studys_id_is_never_given_agai
     assert [t.trial_id for t in fetched] == [trials[2]]
 
 
+def test_the_doors_calls_are_counted_by_method_at_metrics(door: tuple[Daemon, int], storage: Any) -> None:
+    import httpx
+
+    _study(storage, "counted")
+    with pytest.raises(KeyError):
+        storage.get_study_id_from_name("not-there")
+    text = httpx.get(door[0].url + "/metrics").text
+    assert 'tauopt_grpc_requests_total{code="OK",method="CreateNewStudy"}' in text
+    assert 'tauopt_grpc_requests_total{code="NOT_FOUND",method="GetStudyIdFromName"}' in text
+
+
 def test_a_flood_of_studies_stops_at_the_cap_with_resource_exhausted(stub: Any, storage: Any) -> None:
     made = len(storage.get_all_studies())
     for i in range(MAX_STUDIES - made):
