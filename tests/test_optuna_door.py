@@ -181,12 +181,14 @@ def test_studies_and_trials_survive_a_restart_of_the_daemon(tmp_path: Path) -> N
 
     port, db = free_port(), tmp_path / "tauopt.db"
     d = Daemon(db, "--optuna-port", str(port))
-    study = optuna.create_study(study_name="durable", storage=GrpcStorageProxy(host="127.0.0.1", port=port))
-    study.set_user_attr("s", [1, "two"])
-    study.enqueue_trial({"x": 0.25})
-    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
-    before = [(t.number, t.state, t.values, t.params, t.system_attrs, t.datetime_complete) for t in study.trials]
-    assert d.stop()[0] == 0
+    try:
+        study = optuna.create_study(study_name="durable", storage=GrpcStorageProxy(host="127.0.0.1", port=port))
+        study.set_user_attr("s", [1, "two"])
+        study.enqueue_trial({"x": 0.25})
+        study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+        before = [(t.number, t.state, t.values, t.params, t.system_attrs, t.datetime_complete) for t in study.trials]
+    finally:
+        assert d.stop()[0] == 0
     d = Daemon(db, "--optuna-port", str(port))
     try:
         again = optuna.load_study(study_name="durable", storage=GrpcStorageProxy(host="127.0.0.1", port=port))
