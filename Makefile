@@ -27,7 +27,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/contention.py --quick
 	$(PY) benchmarks/report_latency.py --duration 3
 
-# Regenerates the committed KerasTuner gRPC code; tests/test_grpc_generated.py checks for drift.
+# Regenerates the committed gRPC code (KerasTuner and Optuna doors); tests/test_grpc_generated.py checks for drift.
 grpc-stubs: $(STAMP)
 	$(PY) -m tauopt.transport.grpc._regen
 

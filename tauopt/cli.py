@@ -4,7 +4,7 @@ Each door registers its own subcommands (`register(subparsers)` in its
 `_cli` module, each setting `func`, which returns an exit code); this module
 assembles them, importing each door lazily so `tauopt --help` stays fast, and
 composes doors: `kerastuner chief --http-port` serves the HTTP door on the
-chief's engine. Doors never import each other; only this module knows both.
+chief's engine, `serve --optuna-port` the Optuna door on the daemon's. Doors never import each other; only this module knows both.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ _DOORS = (
     "tauopt.transport.http._cli",
     "tauopt._cli_experiments",
     "tauopt.transport.grpc._cli",
+    "tauopt.transport.optuna._cli",  # after the HTTP door's: it adds options to `serve`
 )
 
 
@@ -44,18 +45,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
-    _compose_doors(args)
+    from .errors import ApiError
+
+    try:
+        _compose_doors(args)
+    except ApiError as exc:
+        print(f"tauopt: {exc.message}", file=sys.stderr)
+        return 2
     return int(func(args) or 0)
 
 
 def _compose_doors(args: argparse.Namespace) -> None:
     """Other doors a serving command opens on its engine, as `args.doors`."""
-    doors = []
+    doors: list[Any] = []
     http_port = getattr(args, "http_port", None)
     if http_port is not None:
         from .transport.http._cli import serve_on_engine
 
         doors.append(functools.partial(_with_port, serve_on_engine, http_port))
+    if getattr(args, "optuna_port", None) is not None:
+        from .transport.optuna._cli import door_from_args
+
+        doors.append(door_from_args(args))  # not None: the port is given
     args.doors = tuple(doors)
 
 

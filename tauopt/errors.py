@@ -69,6 +69,8 @@ CATALOGUE: Mapping[str, ErrorKind] = _kinds(
     _K("experiment_archived", 409, "FAILED_PRECONDITION", "the experiment is archived"),
     _K("too_many_failures", 409, "FAILED_PRECONDITION", "max_consecutive_failures failed runs in a row"),
     _K("request_timeout", 408, "DEADLINE_EXCEEDED", "the request body did not arrive within the body timeout"),
+    _K("name_taken", 409, "ALREADY_EXISTS", "a study with this name exists"),
+    _K("trial_finished", 409, "FAILED_PRECONDITION", "the trial is finished; it cannot change"),
     _K("payload_too_large", 413, "RESOURCE_EXHAUSTED", "request body over the size limit"),
     # backpressure: a slot returns within a worker's evaluation, so "try again in a second"
     _K("bandwidth_full", 429, "RESOURCE_EXHAUSTED", "parallel_bandwidth suggestions are open", retry_after=1),

@@ -1,4 +1,5 @@
-"""The committed gRPC code matches the `.proto`, and the `.proto` matches keras-tuner's wire format."""
+"""The committed gRPC code matches the `.proto`, and the `.proto` matches keras-tuner's and
+Optuna's wire formats."""
 
 from __future__ import annotations
 
@@ -14,10 +15,26 @@ from tauopt.transport.grpc import _regen
 def test_committed_gencode_matches_a_fresh_regen(tmp_path: Path) -> None:
     fresh = _regen.generate(tmp_path)
     for path in fresh:
-        committed = _regen.PROTO_DIR / path.name
+        committed = _regen.ROOT / path.relative_to(tmp_path)
         assert committed.read_bytes() == path.read_bytes(), f"{path.name} drifted: run `make grpc-stubs`"
     produced = {p.name for p in (tmp_path / _regen.PROTO_DIR.relative_to(_regen.ROOT)).iterdir()}
     assert produced == set(_regen.generated_names())
+    produced = {p.name for p in (tmp_path / _regen.OPTUNA_DIR.relative_to(_regen.ROOT)).iterdir()}
+    assert produced == set(_regen.generated_names(_regen.OPTUNA_PROTOS))
+
+
+def test_optuna_service_is_optunas_own_descriptor_byte_for_byte() -> None:
+    """Same file name and bytes as the pinned Optuna's gencode: the client's messages are
+    ours, and both load into one process (protobuf accepts an identical file twice)."""
+    pytest.importorskip("optuna")
+    from tauopt.transport.optuna._generated import api_pb2 as ours
+    from optuna.storages._grpc.auto_generated import api_pb2 as theirs  # after ours: the other order works too
+
+    assert ours.DESCRIPTOR.name == "api.proto"
+    assert ours.DESCRIPTOR.serialized_pb == theirs.DESCRIPTOR.serialized_pb
+    assert ours.Trial is theirs.Trial
+    service = ours.DESCRIPTOR.services_by_name["StorageService"]
+    assert service.full_name == "optuna.StorageService" and len(service.methods) == 19
 
 
 def _keras_tuner_descriptor(module: str):

@@ -14,6 +14,7 @@ from tauopt.store import (
     PutCredential,
     PutExperiment,
     PutObservation,
+    PutRecord,
     PutSuggestion,
     RevokeCredential,
     Store,
@@ -117,6 +118,16 @@ async def test_later_write_of_a_key_in_one_batch_wins(store: Store) -> None:
     assert snap is not None
     assert snap.experiment.observations == 3 and snap.drawn == 2
     assert snap.suggestions == (suggestion("s1", state="observed"),)
+
+
+async def test_records_load_with_their_experiment_and_list_by_key_the_latest_body_winning(store: Store) -> None:
+    await store.write([PutExperiment(experiment("e1")), PutExperiment(experiment("e2"))])
+    await store.write([PutRecord("e1", "study", '{"v": 1}'), PutRecord("e1", "trial/0", "NaN"),
+                       PutRecord("e2", "study", '{"v": 2}'), PutRecord("e1", "study", '{"v": 3}')])  # fmt: skip
+    snap = await store.load("e1")
+    assert snap is not None and dict(snap.records) == {"study": '{"v": 3}', "trial/0": "NaN"}
+    assert sorted(await store.records("study")) == [("e1", '{"v": 3}'), ("e2", '{"v": 2}')]
+    assert await store.records("nothing") == []
 
 
 async def test_observations_keep_arrival_order(store: Store) -> None:

@@ -11,7 +11,8 @@ leans on three collaborators, each with one job:
   parked until a proposal lands, never blocking the mailbox;
 - `SlotWaiters` (_slots.py): asks waiting (`wait_s`) for a free slot;
 - `release` (_leases.py): a suggestion whose holder is declared dead;
-- `count_failure` (_failures.py): the cap on consecutive failed runs.
+- `count_failure` (_failures.py): the cap on consecutive failed runs;
+- `TrialBook` (_trials.py): the study and trials of a trial-based door (Optuna's model).
 
 Inline strategies (random, sobol, grid: the registry says which) answer within
 the message. An ask that finds the bandwidth full may wait (`wait_s`) for a
@@ -33,7 +34,7 @@ from ..actors import ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
 from ..space import Space
-from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
+from ..store import PutCounters, PutExperiment, PutObservation, PutRecord, PutReport, PutSuggestion, Snapshot, Store, Write
 from ..strategies import Draws, Strategy, SuggestRequest, design, grids, resolve_for
 from ..strategies import get as get_strategy
 from ._admin import best_observation
@@ -60,6 +61,7 @@ from ._messages import (
     SlotWaitOver,
     Suggest,
     Summary,
+    TrialOp,
     UpdateExperiment,
     ReportLog,
     Workers,
@@ -68,6 +70,7 @@ from ._activity import observations_after
 from ._leases import not_open_error, release
 from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
+from ._trials import SetIntermediate, SetParam, Trial, TrialBook, assignments_of, mirrored, parameter_of
 from ._validate import check_observation, check_tag, check_update
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
@@ -75,6 +78,7 @@ __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
 log = logging.getLogger("tauopt.engine")
 
 _DUP_RETRIES = 8
+_TRIAL_TAG = "trial"  # the suggestions that are a trial-based door's trials
 _UNUSED_RNG = np.random.default_rng(0)  # for strategies that draw no random numbers (registry: draws_random=False)
 
 
@@ -113,6 +117,7 @@ class ExperimentActor:
         self._draws = Draws(self._seed)
         self._ledger = Ledger(snapshot, self._space)
         self._curves = Curves(snapshot)
+        self._trials = TrialBook(snapshot.records)
         self._replies = CommitThenReply(store, self.id, self._add_header)
         # commit(request, writes, outcome): the replies' own method, no frame of the actor's around it
         self._commit = self._replies.commit
@@ -234,6 +239,8 @@ class ExperimentActor:
                 self._commit(request, [], self._curves.log_after(msg.after, msg.limit))
             case Best():
                 self._on_best(request)
+            case TrialOp():
+                self._on_trial_op(request, msg)
             case Inspect():
                 self._on_inspect(request)
             case ProposalReady():
@@ -604,6 +611,66 @@ class ExperimentActor:
             request, _ = self._ahead.waiters.popleft()
             self._commit(request, [], stopped_error(self._exp))  # after the stop is durable
         self._retry_slot_waiters()  # _has_room is True while stopped: each retry answers too_many_failures
+
+    # -- studies and trials (a trial-based door's model) ------------------------------
+
+    def _on_trial_op(self, request: Request[Any], msg: TrialOp) -> None:
+        now = self._clock()
+        result, records = self._trials.apply(msg.change, now)
+        writes: list[Write] = [PutRecord(self.id, key, body) for key, body in records]
+        trial = self._trials.touched(msg.change, result)
+        if trial is not None:
+            writes += self._follow(trial, msg.change, now)
+        self._commit(request, writes, result)
+
+    def _follow(self, trial: Trial, change: Any, now: float) -> list[Write]:
+        """What the other doors see of a trial: an open suggestion (tag `trial`) while it
+        waits or runs, its parameters as they are set, its intermediate values as reports,
+        and its observation once finished."""
+        ledger = self._ledger
+        writes: list[Write] = []
+        s = ledger.suggestions.get(trial.suggestion_id) if trial.suggestion_id is not None else None
+        if s is None:
+            s = ledger.open_suggestion(assignments_of(trial), _TRIAL_TAG, now)
+            key, body = self._trials.link(trial, s.id)
+            writes += [PutSuggestion(s), PutRecord(self.id, key, body)]
+        elif s.state == "open" and isinstance(change, SetParam):
+            s = ledger.reassign(s, assignments_of(trial))
+            writes.append(PutSuggestion(s))
+        if isinstance(change, SetIntermediate) and s.state == "open":
+            try:  # the trial keeps every value; reports take finite values in increasing steps
+                report, _ = self._curves.report(s.id, *check_report(change.step, change.value), now)
+                writes.append(PutReport(self.id, report))
+            except ApiError:
+                pass
+        if trial.finished and s.state == "open":
+            writes += self._mirror(trial, s, now)
+        return writes
+
+    def _mirror(self, trial: Trial, s: Suggestion, now: float) -> list[Write]:
+        """A finished trial's suggestion is observed, so every other door (observations,
+        best, dashboard, metrics) sees it; its parameters join the space as first seen."""
+        m = mirrored(trial, [x.name for x in self._exp.metrics])
+        writes: list[Write] = []
+        added = [p for name, d in trial.distributions.items() if name not in self._space.by_name
+                 for p in [parameter_of(name, d)] if p is not None]  # fmt: skip
+        if added:
+            try:
+                space = _extended_space(self._space, [*(p.to_dict() for p in self._space.parameters), *added])
+            except ApiError:  # not a tauopt parameter: the value is kept in the observation all the same
+                space = self._space
+            if space is not self._space:
+                self._space = self._ledger.space = space
+                self._ahead.points.clear()  # computed for the old space
+                self._exp = self._exp.evolve(parameters=space.parameters)
+                writes.append(PutExperiment(self._header(), self._drawn))
+        self._curves.observed(s.id, False)
+        writes.append(PutSuggestion(self._ledger.leave_open(s, "observed", now)))
+        obs = self._ledger.observe(m.assignments, s.id, m.value, m.failed, now, m.metrics)
+        if m.stopped_at_step is not None:
+            obs = self._ledger.observations[-1] = replace(obs, stopped_at_step=m.stopped_at_step)
+        writes.append(PutObservation(obs))
+        return writes
 
     def _on_inspect(self, request: Request[Any]) -> None:
         stats = dict(

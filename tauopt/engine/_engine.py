@@ -20,11 +20,11 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..actors import ActorGone, ActorRef
-from ..errors import api_error, invalid
+from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion, parse_metrics
 from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space, is_large_space
-from ..store import PutExperiment, Store, Write, open_store
+from ..store import PutExperiment, PutRecord, Store, Write, open_store
 from ..store._filewatch import commit_error
 from ..strategies import AUTO, grids, uses_pool, warm_up_for
 from . import _messages as m
@@ -33,6 +33,8 @@ from ._admin import Admin, list_experiments
 from ._curves import check_early_stopping
 from ._importance import ImportanceCache
 from ._shared import FrontCache
+from ._studies import StudyIndex
+from ._trials import STUDY_KEY, DeleteStudy, ReadStudy, Study, TrialChange, check_directions, study_of
 from ._validate import check_bandwidth, check_budget, check_max_failures, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "UNSET", "open_store"]
@@ -87,6 +89,7 @@ class Engine:
         self._warmed: dict[Callable[[], None], anyio.Event] = {}
         self._importance = ImportanceCache()
         self._fronts = FrontCache()
+        self._studies = StudyIndex(self.store)
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
 
@@ -276,6 +279,28 @@ class Engine:
         `max_consecutive_failures`: that many failed runs in a row stop the asks
         (`too_many_failures`) until update_experiment sets the cap again; None: no cap.
         Raises ApiError `invalid_request` saying which field to fix."""
+        exp = await self._new_experiment(
+            name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
+            strategy_options, early_stopping, metrics, max_consecutive_failures,
+        )  # fmt: skip
+        await self._commit([PutExperiment(exp, 0)])
+        return exp
+
+    async def _new_experiment(
+        self,
+        name: str,
+        parameters: Sequence[Parameter | Mapping[str, Any]],
+        metric: Metric | Mapping[str, Any] | None = None,
+        parallel_bandwidth: int = 1,
+        suggestion_ttl_s: float | None = None,
+        observation_budget: int | None = None,
+        strategy: str = "auto",
+        strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
+        early_stopping: Mapping[str, Any] | None = None,
+        metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
+        max_consecutive_failures: int | None = None,
+    ) -> Experiment:
+        """create_experiment's checks and defaults, not yet committed."""
         all_metrics = parse_metrics(metric, metrics)
         options = StrategyOptions.parse(strategy_options)
         stopping = check_early_stopping(early_stopping)
@@ -305,7 +330,6 @@ class Engine:
             early_stopping=stopping,
             max_consecutive_failures=check_max_failures(max_consecutive_failures),
         )
-        await self._commit([PutExperiment(exp, 0)])
         return exp
 
     async def experiment(self, experiment_id: str) -> Experiment:
@@ -494,6 +518,79 @@ class Engine:
         proposals and fallbacks). For tests and benchmarks; not a stable API."""
         return await self._ask(experiment_id, m.Inspect())
 
+    # -- studies: the trial-based doors' model (Optuna's), each in an experiment of its own --
+
+    async def create_study(self, name: str, directions: Sequence[str]) -> int:
+        """A new study named `name` (unique per credential; `name_taken` otherwise), with one
+        direction ("MINIMIZE" or "MAXIMIZE") per objective, in a new experiment; its id.
+        Its trials are changed and read with `study_call` and `trial_call`."""
+        if not isinstance(name, str) or len(name) > _MAX_STUDY_NAME:
+            raise invalid(f"study_name: give a name of at most {_MAX_STUDY_NAME} characters")
+        dirs = check_directions(directions)
+        index = self._studies
+        await index.load()
+        study_id = index.reserve(self._owner, name)
+        try:
+            exp = await self._new_experiment(
+                _experiment_name(name, study_id), [], metrics=_study_metrics(dirs), strategy="random",
+                parallel_bandwidth=_STUDY_BANDWIDTH,
+            )
+            study = Study(study_id, name, dirs)
+            await self._commit([PutExperiment(exp, 0), PutRecord(exp.id, STUDY_KEY, study.to_json())])
+        except BaseException:
+            index.release(study_id)
+            raise
+        index.placed(study_id, exp.id)
+        return study_id
+
+    async def study_id(self, name: str) -> int:
+        """The id of the study named `name`; `not_found` if none."""
+        await self._studies.load()
+        return self._studies.id_of(self._owner, name)
+
+    async def studies(self) -> list[Study]:
+        """Every study this credential sees, in creation order."""
+        await self._studies.load()
+        out = []
+        for study_id in self._studies.ids(self._owner):
+            try:
+                out.append(await self.study_call(study_id, ReadStudy()))
+            except ApiError as exc:
+                if exc.error_type != "not_found":  # deleted meanwhile
+                    raise
+        return out
+
+    async def delete_study(self, study_id: int) -> None:
+        """Delete a study: its name is free again, its id never given again; its experiment
+        is archived (its history stays readable through the other doors)."""
+        await self.study_call(study_id, DeleteStudy())
+        experiment_id = self._studies.experiment_of(self._owner, study_id)
+        self._studies.release(study_id)
+        try:
+            await self.archive_experiment(experiment_id)
+        except ApiError as exc:
+            if exc.error_type != "experiment_archived":
+                raise
+
+    async def study_call(self, study_id: int, change: TrialChange) -> Any:
+        """Apply a change or read (`tauopt.engine._trials`) to a study, in its experiment's actor."""
+        await self._studies.load()
+        experiment_id = self._studies.experiment_of(self._owner, study_id)
+        return await self._ask(experiment_id, m.TrialOp(self._owner, change))
+
+    async def trial_call(self, trial_id: int, change: TrialChange) -> Any:
+        """`study_call` on the study the trial id belongs to."""
+        try:
+            return await self.study_call(study_of(trial_id), change)
+        except ApiError as exc:
+            if exc.error_type == "not_found":
+                raise api_error("not_found", f"trial {trial_id} not found") from None
+            raise
+
+    def study_count(self) -> int:
+        """Studies of this credential (deleted ones not counted)."""
+        return self._studies.count(self._owner)
+
     @property
     def admin(self) -> Admin:
         """Credentials and stored-experiment reports (what `tauopt token` / `experiments` use)."""
@@ -516,6 +613,7 @@ class _OwnerView(Engine):
         self._clock = engine._clock
         self._importance = engine._importance
         self._fronts = engine._fronts
+        self._studies = engine._studies
 
     def _ask(self, experiment_id: str, message: m.Msg) -> Coroutine[Any, Any, Any]:
         return self._engine._ask(experiment_id, message)  # the engine's coroutine itself: no extra frame per call
@@ -532,6 +630,25 @@ class _OwnerView(Engine):
     @property
     def live_actors(self) -> int:
         return self._engine.live_actors
+
+
+_MAX_STUDY_NAME = 2048
+# Every waiting or running trial of a study is an open suggestion of its experiment, and
+# Optuna caps none: the bandwidth only bounds asks made through the other doors.
+_STUDY_BANDWIDTH = 1_000_000
+
+
+def _experiment_name(study_name: str, study_id: int) -> str:
+    try:
+        return check_name(study_name)
+    except ApiError:  # "" or too long for an experiment's name: the study keeps its own
+        return f"study {study_id}"
+
+
+def _study_metrics(directions: tuple[str, ...]) -> list[dict[str, str]]:
+    """One objective per direction ("value", or "value0", "value1", ...), at most 4 (the rest are not mirrored)."""
+    names = ["value"] if len(directions) == 1 else [f"value{i}" for i in range(len(directions))]
+    return [{"name": n, "objective": d.lower()} for n, d in list(zip(names, directions))[:4]]
 
 
 def _cores() -> int:

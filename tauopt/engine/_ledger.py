@@ -90,6 +90,13 @@ class Ledger:
         self.activity.opened(s)
         return s
 
+    def reassign(self, s: Suggestion, assignments: dict[str, Value]) -> Suggestion:
+        """An open suggestion whose holder chose its point (a trial-based door's trial, its
+        parameters set one by one): the point changes; its dedup key stays the one it opened with."""
+        s = s.evolve(assignments=assignments)
+        self.suggestions[s.id] = self.open[s.id] = s
+        return s
+
     def release(self, s: Suggestion) -> Suggestion:
         """Its holder is gone: it stays open (its point stays used) for the next ask."""
         s = s.evolve(released=True)

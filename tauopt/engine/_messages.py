@@ -146,5 +146,12 @@ class SlotWaitOver(Msg):
 
 
 @dataclass(slots=True)
+class TrialOp(Msg):
+    """A change or read of the experiment's study and trials (`_trials.TrialChange`)."""
+
+    change: Any = None
+
+
+@dataclass(slots=True)
 class Inspect(Msg):
     """Internal counters (max open ever seen, proposals, fallbacks), for tests and benchmarks."""

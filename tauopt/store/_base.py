@@ -43,6 +43,7 @@ __all__ = [
     "PutSuggestion",
     "PutObservation",
     "PutReport",
+    "PutRecord",
     "PutCredential",
     "RevokeCredential",
     "CredentialRecord",
@@ -94,6 +95,17 @@ class PutReport:
 
 
 @dataclass(frozen=True)
+class PutRecord:
+    """Insert or replace one keyed JSON document of an experiment: the state a
+    trial-based door's model adds (a study's attributes, one trial each), owned by
+    the experiment's actor like everything else of it. `body` is JSON text."""
+
+    experiment_id: str
+    key: str
+    body: str
+
+
+@dataclass(frozen=True)
 class CredentialRecord:
     """A bearer token as stored: only the token's hash is kept. Limits left as
     None mean the server's defaults."""
@@ -141,7 +153,9 @@ class RevokeCredential:
     revoked_at: float
 
 
-Write = Union[PutExperiment, PutCounters, PutSuggestion, PutObservation, PutReport, PutCredential, RevokeCredential]
+Write = Union[
+    PutExperiment, PutCounters, PutSuggestion, PutObservation, PutReport, PutRecord, PutCredential, RevokeCredential
+]
 Done = Callable[[BaseException | None], None]
 
 
@@ -154,6 +168,7 @@ class Snapshot:
     observations: tuple[Observation, ...] = ()  # arrival order
     drawn: int = 0
     reports: tuple[Report, ...] = ()  # arrival order
+    records: tuple[tuple[str, str], ...] = ()  # (key, body) of each PutRecord, any order
 
 
 @dataclass(frozen=True)
@@ -271,6 +286,10 @@ class Store(abc.ABC):
         its index (this fallback loads the experiment)."""
         found = await self.load(experiment_id)
         return None if found is None else IndexRow(found.experiment.owner, found.experiment.state)
+
+    @abc.abstractmethod
+    async def records(self, key: str) -> list[tuple[str, str]]:
+        """(experiment_id, body) of every record stored under `key`, across experiments."""
 
     @abc.abstractmethod
     async def credentials(self) -> list[CredentialRecord]:

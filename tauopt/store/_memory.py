@@ -14,6 +14,7 @@ from ._base import (
     PutCounters,
     PutExperiment,
     PutObservation,
+    PutRecord,
     PutReport,
     PutSuggestion,
     RevokeCredential,
@@ -37,6 +38,7 @@ class _Stored:
     suggestions: dict[str, Suggestion] = field(default_factory=dict)
     observations: list[Observation] = field(default_factory=list)
     reports: list[Report] = field(default_factory=list)
+    records: dict[str, str] = field(default_factory=dict)
 
     @property
     def experiment(self) -> Experiment:
@@ -59,6 +61,7 @@ class MemoryStore(Store):
             PutObservation: self._put_observation,
             PutExperiment: self._put_experiment,
             PutReport: self._put_report,
+            PutRecord: self._put_record,
             PutCredential: self._put_credential,
             RevokeCredential: self._revoke_credential,
         }
@@ -101,6 +104,9 @@ class MemoryStore(Store):
     def _put_report(self, w: PutReport) -> None:
         self._data[w.experiment_id].reports.append(w.report)
 
+    def _put_record(self, w: PutRecord) -> None:
+        self._data[w.experiment_id].records[w.key] = w.body
+
     def _put_credential(self, w: PutCredential) -> None:
         self._credentials[w.credential.id] = w.credential
 
@@ -126,7 +132,12 @@ class MemoryStore(Store):
         if rec is None:
             return None
         return Snapshot(
-            rec.experiment, tuple(rec.suggestions.values()), tuple(rec.observations), rec.drawn, tuple(rec.reports)
+            rec.experiment,
+            tuple(rec.suggestions.values()),
+            tuple(rec.observations),
+            rec.drawn,
+            tuple(rec.reports),
+            tuple(rec.records.items()),
         )
 
     async def index_row(self, experiment_id: str) -> IndexRow | None:
@@ -150,6 +161,9 @@ class MemoryStore(Store):
 
     async def has_experiment(self, experiment_id: str) -> bool:
         return experiment_id in self._data
+
+    async def records(self, key: str) -> list[tuple[str, str]]:
+        return [(eid, r.records[key]) for eid, r in self._data.items() if key in r.records]
 
     async def credentials(self) -> list[CredentialRecord]:
         return list(self._credentials.values())

@@ -49,6 +49,7 @@ from ._base import (
     PutCounters,
     PutExperiment,
     PutObservation,
+    PutRecord,
     PutReport,
     PutSuggestion,
     RevokeCredential,
@@ -149,6 +150,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX reports_by_experiment ON reports (experiment_id, seq)",
         "ALTER TABLE observations ADD COLUMN stopped_at_step INTEGER",
     ),
+    # 4 -> 5: keyed JSON documents of an experiment (a trial-based door's study and trials)
+    (
+        """CREATE TABLE records (
+            experiment_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (experiment_id, key)
+        )""",
+        "CREATE INDEX records_by_key ON records (key)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -204,6 +215,10 @@ _UPSERT_CREDENTIAL = _Upsert(
     """ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_hash = excluded.token_hash,
     created_at = excluded.created_at, revoked_at = excluded.revoked_at,
     suggestions_per_day = excluded.suggestions_per_day, max_active_experiments = excluded.max_active_experiments""",
+)
+_UPSERT_RECORD = _Upsert(
+    "INSERT INTO records (experiment_id, key, body) VALUES", "(?, ?, ?)",
+    "ON CONFLICT (experiment_id, key) DO UPDATE SET body = excluded.body",
 )
 _REVOKE_CREDENTIAL = "UPDATE credentials SET revoked_at = ? WHERE id = ?"
 # Every mutation updates its experiment's counters, so a group over many experiments
@@ -275,10 +290,11 @@ class _Rows:
     credentials: dict[str, CredentialRecord]
     revokes: list[RevokeCredential]
     reports: list[PutReport]
+    records: dict[tuple[str, str], str]
 
     @classmethod
     def of(cls, batches: Sequence[Sequence[Write]]) -> "_Rows":
-        rows = cls({}, {}, {}, {}, {}, [], [])
+        rows = cls({}, {}, {}, {}, {}, [], [], {})
         for writes in batches:
             for w in writes:
                 if isinstance(w, PutExperiment):
@@ -301,6 +317,8 @@ class _Rows:
                     rows.revokes.append(w)
                 elif isinstance(w, PutReport):
                     rows.reports.append(w)
+                elif isinstance(w, PutRecord):
+                    rows.records[(w.experiment_id, w.key)] = w.body
                 else:
                     raise TypeError(f"not a store write: {w!r}")
         return rows
@@ -318,6 +336,7 @@ class _Rows:
                 (_text(r.experiment_id), _text(r.report.suggestion_id), int(r.report.step), float(r.report.value),
                  float(r.report.created_at)) for r in self.reports
             ]),
+            (_UPSERT_RECORD, [(_text(e), _text(k), _text(b)) for (e, k), b in self.records.items()]),
         ]
         return [(sql, rows) for sql, rows in plan if rows]
 
@@ -639,6 +658,9 @@ class SqliteStore(Store):
     async def index_row(self, experiment_id: str) -> IndexRow | None:
         rows = await self._all("SELECT owner, state FROM experiments WHERE id = ?", (experiment_id,))
         return IndexRow(rows[0][0], rows[0][1]) if rows else None
+    async def records(self, key: str) -> list[tuple[str, str]]:
+        rows = await self._all("SELECT experiment_id, body FROM records WHERE key = ?", (key,))
+        return [(e, b) for e, b in rows]
 
     async def credentials(self) -> list[CredentialRecord]:
         rows = await self._all(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials ORDER BY seq")
@@ -679,7 +701,7 @@ def _load_snapshot(conn: sqlite3.Connection, experiment_id: str) -> Snapshot | N
     found = _read_snapshot(conn, experiment_id)
     if found is None:
         return None
-    head, srows, orows, rrows = found
+    head, srows, orows, rrows, records = found
     owner, drawn, body, n_open, n_obs = head
     experiment = _experiment(body, owner, n_open, n_obs)
     suggestions = tuple(
@@ -691,10 +713,12 @@ def _load_snapshot(conn: sqlite3.Connection, experiment_id: str) -> Snapshot | N
         for oid, sug, value, failed, created_at, a, m, stopped in orows
     )
     reports = tuple(Report(sid, int(step), float(v), t) for sid, step, v, t in rrows)
-    return Snapshot(experiment, suggestions, observations, int(drawn), reports)
+    return Snapshot(experiment, suggestions, observations, int(drawn), reports, tuple((k, b) for k, b in records))
 
 
-def _read_snapshot(conn: sqlite3.Connection, experiment_id: str) -> tuple[Any, list[Any], list[Any], list[Any]] | None:
+def _read_snapshot(
+    conn: sqlite3.Connection, experiment_id: str
+) -> tuple[Any, list[Any], list[Any], list[Any], list[Any]] | None:
     """On the reader thread: an experiment's rows, all from one read transaction."""
     conn.execute("BEGIN")
     try:
@@ -717,7 +741,8 @@ def _read_snapshot(conn: sqlite3.Connection, experiment_id: str) -> tuple[Any, l
             "SELECT suggestion_id, step, value, created_at FROM reports WHERE experiment_id = ? ORDER BY seq",
             (experiment_id,),
         ).fetchall()
-        return head, srows, orows, rrows
+        records = conn.execute("SELECT key, body FROM records WHERE experiment_id = ?", (experiment_id,)).fetchall()
+        return head, srows, orows, rrows, records
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")

@@ -41,7 +41,13 @@ TOP_EXPERIMENTS = 10
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # The KerasTuner Oracle service's methods: the only `method` label values (bounded).
-RPC_METHODS = frozenset({"GetSpace", "UpdateSpace", "CreateTrial", "UpdateTrial", "EndTrial", "GetBestTrials", "GetTrial"})
+RPC_METHODS = frozenset({
+    "GetSpace", "UpdateSpace", "CreateTrial", "UpdateTrial", "EndTrial", "GetBestTrials", "GetTrial",  # KerasTuner
+    "CreateNewStudy", "DeleteStudy", "SetStudyUserAttribute", "SetStudySystemAttribute", "GetStudyIdFromName",
+    "GetStudyNameFromId", "GetStudyDirections", "GetStudyUserAttributes", "GetStudySystemAttributes", "GetAllStudies",
+    "CreateNewTrial", "SetTrialParameter", "GetTrialIdFromStudyIdTrialNumber", "SetTrialStateValues",
+    "SetTrialIntermediateValue", "SetTrialUserAttribute", "SetTrialSystemAttribute", "GetTrials",  # Optuna
+})  # fmt: skip
 _RPC_KIND = {"CreateTrial": "ask", "EndTrial": "observe"}
 _BY_ENGINE: "weakref.WeakKeyDictionary[Any, Metrics]" = weakref.WeakKeyDictionary()
 
@@ -59,7 +65,7 @@ class Metrics:
         self.rejections = Counter("tauopt_rejections_429", "429 answers, by error type", ["type"], registry=r)
         self.commit_seconds = Histogram("tauopt_store_commit_seconds", "Store transaction time", buckets=_LATENCY_BUCKETS, registry=r)
         self.commit_batches = Histogram("tauopt_store_commit_batches", "Batches per store transaction", buckets=_BATCH_BUCKETS, registry=r)
-        self.rpcs = Counter("tauopt_grpc_requests", "KerasTuner Oracle RPCs at the gRPC door, by method and status code", ["method", "code"], registry=r)
+        self.rpcs = Counter("tauopt_grpc_requests", "RPCs at the gRPC doors (KerasTuner's Oracle, Optuna's storage), by method and status code", ["method", "code"], registry=r)
         self.rpc_seconds = Histogram("tauopt_grpc_request_seconds", "KerasTuner Oracle RPC latency", ["method"], buckets=_LATENCY_BUCKETS, registry=r)
         self._engine: Any = None
         # Each label set's child, looked up once: `labels()` validates and locks on every
@@ -101,7 +107,7 @@ class Metrics:
             children[1].observe(seconds)
 
     def record_rpc(self, method: str, code: str, outcome: str, seconds: float) -> None:
-        """One Oracle RPC answered with status `code` (a grpc.StatusCode name); `outcome`
+        """One RPC of a gRPC door answered with status `code` (a grpc.StatusCode name); `outcome`
         is ok or the error type, as the HTTP door counts asks (CreateTrial) and
         observations (EndTrial). Labels stay bounded whatever a caller sends."""
         method = method if method in RPC_METHODS else "other"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from typing import Any, Awaitable, Callable, TypeVar
 
 import grpc
 
-from ...errors import ApiError, invalid
+from ...errors import invalid
+from .._rpc import OnRpc, answer_rpc
 from ._convert import MAX_NAME, Learned, fill_values, hyperparameters_to_proto, space_from_proto, values_from_proto
 from ._generated import keras_tuner_pb2 as kt
 from ._generated import service_pb2 as pb
@@ -68,9 +68,6 @@ def _trial_id(raw: str) -> str:
     return raw
 
 
-# Told of every answered RPC: (method, grpc status code name, outcome, seconds), where
-# outcome is "ok" or the error type. The CLI passes the engine's metrics recorder.
-OnRpc = Callable[[str, str, str, float], None]
 
 
 _LEARNED_CACHE = 64  # distinct spaces remembered (workers of one search send one or a few)
@@ -95,28 +92,9 @@ class OracleServicer(pb_grpc.OracleServicer):
         return learned
 
     async def _call(self, context: grpc.aio.ServicerContext, rpc: str, fn: Callable[[], Awaitable[T]]) -> T:
-        t0 = time.perf_counter()
-        code, outcome = "OK", "ok"
-        try:
-            return await fn()
-        except ApiError as exc:
-            code, outcome = grpc.StatusCode[exc.kind.grpc_code].name, exc.error_type
-            log.info("%s: %s %s", rpc, code, exc.message)
-            await context.abort(grpc.StatusCode[code], f"{exc.error_type}: {exc.message}")
-        except SearchFailed as exc:
-            code, outcome = "ABORTED", "search_failed"
-            await context.abort(grpc.StatusCode.ABORTED, str(exc))
-        except Exception as exc:  # a bug: say so rather than hang the worker
-            code, outcome = "INTERNAL", "internal"
-            log.exception("%s failed", rpc)
-            await context.abort(grpc.StatusCode.INTERNAL, f"internal: {exc!r}; see the chief's log")
-        except BaseException:  # cancelled: the caller went away
-            code, outcome = "CANCELLED", "cancelled"
-            raise
-        finally:
-            if self.on_rpc is not None:
-                self.on_rpc(rpc, code, outcome, time.perf_counter() - t0)
-        raise AssertionError("unreachable")  # abort raises
+        return await answer_rpc(
+            context, rpc, fn, on_rpc=self.on_rpc, log=log, other={SearchFailed: ("ABORTED", "search_failed")}
+        )
 
     async def GetSpace(self, request: pb.GetSpaceRequest, context: Any) -> pb.GetSpaceResponse:
         async def run() -> pb.GetSpaceResponse:

@@ -234,6 +234,7 @@ def _serve(args: argparse.Namespace) -> int:
     app = create_app(
         db=args.db, engine_options={"pool": pool, "durability": args.durability, "warm_pool": args.warm_pool}, limits=limits,
         metrics_token=args.metrics_token, metrics_top_experiments=args.metrics_top_experiments,
+        doors=getattr(args, "doors", ()),
     )
     print(f"tauopt: dashboard at http://{args.host}:{args.port}/ (sign in with a token)", file=sys.stderr, flush=True)
     guard = ConnectionLimits(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Sequence
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -115,6 +115,7 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     metrics_token: str | None = None,
     metrics_top_experiments: int = TOP_EXPERIMENTS,
+    doors: Sequence[Any] = (),
 ) -> Starlette:
     """The REST API as an ASGI app.
 
@@ -126,6 +127,9 @@ def create_app(
     clock: the quotas' clock (wall time; injectable for tests).
     metrics_token: if set, GET /metrics needs `Authorization: Bearer <it>`.
     metrics_top_experiments: per-experiment gauges cover this many experiments (busiest first).
+    doors: other doors served on the same engine while the app runs (the CLI composes
+        them, e.g. the Optuna door): each `await door(task_group, engine, host)` returns
+        (what it adds to the ready line, stop).
     """
     # an engine other doors serve (the chief's --http-port): count into its one Metrics
     metrics = Metrics(metrics_top_experiments) if engine is None else Metrics.for_engine(engine, metrics_top_experiments)
@@ -140,6 +144,13 @@ def create_app(
                 eng = await stack.enter_async_context(Engine(store=db, **(engine_options or {})))
             app.state.gate = Gate(eng.store, limits, clock=clock)
             metrics.bind(eng)
+            if doors:
+                import anyio
+
+                group = await stack.enter_async_context(anyio.create_task_group())
+                for door in doors:
+                    _, stop = await door(group, eng, "127.0.0.1")
+                    stack.callback(stop)  # before the group's exit: the door's task ends
             yield {"engine": eng, "gate": app.state.gate, "auth": auth, "columns": ColumnsCache()}
 
     schema: dict[str, Any] = {}

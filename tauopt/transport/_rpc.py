@@ -1,0 +1,58 @@
+"""One way for every gRPC door to answer a call: run it, render an ApiError from the
+catalogue (`errors.CATALOGUE`'s gRPC status), a bug as INTERNAL, and count the answer.
+Imported by the gRPC doors only (it imports grpc)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Awaitable, Callable, Mapping, TypeVar
+
+import grpc
+
+from ..errors import ApiError
+
+__all__ = ["OnRpc", "answer_rpc"]
+
+T = TypeVar("T")
+
+# Told of every answered RPC: (method, grpc status code name, outcome, seconds), where
+# outcome is "ok" or the error type. The CLI passes the engine's metrics recorder.
+OnRpc = Callable[[str, str, str, float], None]
+
+
+async def answer_rpc(
+    context: Any,
+    rpc: str,
+    fn: Callable[[], Awaitable[T]],
+    *,
+    on_rpc: OnRpc | None,
+    log: logging.Logger,
+    error_level: int = logging.INFO,
+    other: Mapping[type[Exception], tuple[str, str]] = {},
+) -> T:
+    """`await fn()`, or abort with the status its error maps to. `other`: exception types
+    that are not ApiErrors, each with its (status code name, outcome)."""
+    t0 = time.perf_counter()
+    code, outcome = "OK", "ok"
+    try:
+        return await fn()
+    except ApiError as exc:
+        code, outcome = grpc.StatusCode[exc.kind.grpc_code].name, exc.error_type
+        log.log(error_level, "%s: %s %s", rpc, code, exc.message)
+        await context.abort(grpc.StatusCode[code], f"{exc.error_type}: {exc.message}")
+    except Exception as exc:
+        known = next((v for k, v in other.items() if isinstance(exc, k)), None)
+        if known is not None:
+            code, outcome = known
+            await context.abort(grpc.StatusCode[code], str(exc))
+        code, outcome = "INTERNAL", "internal"  # a bug: say so rather than hang the caller
+        log.exception("%s failed", rpc)
+        await context.abort(grpc.StatusCode.INTERNAL, f"internal: {exc!r}; see the server's log")
+    except BaseException:  # cancelled: the caller went away
+        code, outcome = "CANCELLED", "cancelled"
+        raise
+    finally:
+        if on_rpc is not None:
+            on_rpc(rpc, code, outcome, time.perf_counter() - t0)
+    raise AssertionError("unreachable")  # abort raises

@@ -1,0 +1,298 @@
+"""Optuna's `optuna.StorageService` over grpc.aio: translation only, errors through the catalogue.
+
+Each call becomes one engine call on the door's credential (`Engine.as_owner`): a study
+is an experiment, its trials are changed and read in the experiment's actor
+(`tauopt.engine._trials`). Errors map to the status codes Optuna's client turns into
+the exceptions its own server would cause: `not_found` -> NOT_FOUND (KeyError),
+`name_taken` -> ALREADY_EXISTS (DuplicatedStudyError), `trial_finished` ->
+FAILED_PRECONDITION (UpdateFinishedTrialError), `invalid_request` -> INVALID_ARGUMENT
+(ValueError); the rest reach the user as the catalogue's status.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Awaitable, Callable, Mapping, TypeVar
+
+import grpc
+
+from ...engine import (
+    TRIAL_STATES,
+    Distribution,
+    NewTrial,
+    ReadStudy,
+    ReadTrial,
+    ReadTrials,
+    SetIntermediate,
+    SetParam,
+    SetState,
+    SetStudyAttr,
+    SetTrialAttr,
+    Study,
+    Trial,
+    TrialIdOf,
+    check_attr,
+    check_datetime,
+    check_key,
+)
+from ...errors import api_error, invalid
+from .._rpc import OnRpc, answer_rpc
+from ._door import MAX_MESSAGE_BYTES, MAX_STUDIES
+from ._generated import api_pb2 as pb
+from ._generated import api_pb2_grpc as pb_grpc
+
+__all__ = ["StorageServicer", "MAX_MESSAGE_BYTES"]
+
+log = logging.getLogger("tauopt.optuna")
+
+MAX_INCLUDED_IDS = 1_000_000  # unfinished trial ids one GetTrials may name
+
+T = TypeVar("T")
+
+_STATE_OUT = {name: pb.TrialState.Value(name) for name in TRIAL_STATES}
+_STATE_IN = {number: name for name, number in _STATE_OUT.items()}
+_DIRECTION_OUT = {"MINIMIZE": pb.MINIMIZE, "MAXIMIZE": pb.MAXIMIZE}
+_DIRECTION_IN = {number: name for name, number in _DIRECTION_OUT.items()}
+
+
+
+def _state(number: int) -> str:
+    name = _STATE_IN.get(number)
+    if name is None:
+        raise invalid(f"state: {number} is not one of Optuna's trial states")
+    return name
+
+
+def _attrs(where: str, given: Mapping[str, str]) -> dict[str, str]:
+    return {check_key(where, k): check_attr(f"{where}[{k[:40]!r}]", v) for k, v in given.items()}
+
+
+def trial_to_proto(t: Trial) -> pb.Trial:
+    return pb.Trial(
+        trial_id=t.trial_id,
+        number=t.number,
+        state=_STATE_OUT[t.state],
+        values=t.values or (),
+        datetime_start=t.datetime_start,
+        datetime_complete=t.datetime_complete,
+        params=dict(t.params),
+        distributions=dict(t.distributions),
+        user_attributes=dict(t.user_attrs),
+        system_attributes=dict(t.system_attrs),
+        intermediate_values=dict(t.intermediate),
+    )
+
+
+def trial_from_proto(p: pb.Trial) -> Trial:
+    """A template trial (enqueue_trial, add_trial, copy_study), checked whole."""
+    if set(p.params) - set(p.distributions):
+        raise invalid("template_trial: every parameter needs its distribution")
+    for name, text in p.distributions.items():
+        check_key("template_trial.distributions", name)
+        Distribution.parse(text)
+    return Trial(
+        trial_id=-1,
+        number=-1,
+        state=_state(p.state),
+        values=tuple(p.values) or None,
+        datetime_start=check_datetime("datetime_start", p.datetime_start),
+        datetime_complete=check_datetime("datetime_complete", p.datetime_complete),
+        params=dict(p.params),
+        distributions=dict(p.distributions),
+        user_attrs=_attrs("user_attributes", p.user_attributes),
+        system_attrs=_attrs("system_attributes", p.system_attributes),
+        intermediate=dict(p.intermediate_values),
+    )
+
+
+def study_to_proto(s: Study) -> pb.Study:
+    return pb.Study(
+        study_id=s.study_id,
+        study_name=s.name,
+        directions=[_DIRECTION_OUT[d] for d in s.directions],
+        user_attributes=dict(s.user_attrs),
+        system_attributes=dict(s.system_attrs),
+    )
+
+
+class StorageServicer(pb_grpc.StorageServiceServicer):
+    """`engine`: the engine as the door's credential (`Engine.as_owner`)."""
+
+    def __init__(self, engine: Any, on_rpc: OnRpc | None = None, max_studies: int = MAX_STUDIES) -> None:
+        self.engine = engine
+        self.on_rpc = on_rpc
+        self.max_studies = max_studies
+
+    async def _call(self, context: grpc.aio.ServicerContext, rpc: str, fn: Callable[[], Awaitable[T]]) -> T:
+        # not_found and name_taken are ordinary answers here (load_if_exists, a lookup)
+        return await answer_rpc(context, rpc, fn, on_rpc=self.on_rpc, log=log, error_level=logging.DEBUG)
+
+    # -- studies ---------------------------------------------------------------
+
+    async def CreateNewStudy(self, request: pb.CreateNewStudyRequest, context: Any) -> pb.CreateNewStudyReply:
+        async def run() -> pb.CreateNewStudyReply:
+            directions = [_DIRECTION_IN.get(d) for d in request.directions]
+            if None in directions or not directions:
+                raise invalid("directions: give MINIMIZE or MAXIMIZE for each objective")
+            if self.engine.study_count() >= self.max_studies:
+                raise api_error(
+                    "active_experiment_cap", f"{self.max_studies} studies exist for this door; delete some first"
+                )
+            study_id = await self.engine.create_study(request.study_name, directions)
+            return pb.CreateNewStudyReply(study_id=study_id)
+
+        return await self._call(context, "CreateNewStudy", run)
+
+    async def DeleteStudy(self, request: pb.DeleteStudyRequest, context: Any) -> pb.DeleteStudyReply:
+        async def run() -> pb.DeleteStudyReply:
+            await self.engine.delete_study(request.study_id)
+            return pb.DeleteStudyReply()
+
+        return await self._call(context, "DeleteStudy", run)
+
+    async def SetStudyUserAttribute(
+        self, request: pb.SetStudyUserAttributeRequest, context: Any
+    ) -> pb.SetStudyUserAttributeReply:
+        async def run() -> pb.SetStudyUserAttributeReply:
+            await self.engine.study_call(request.study_id, SetStudyAttr(False, request.key, request.value))
+            return pb.SetStudyUserAttributeReply()
+
+        return await self._call(context, "SetStudyUserAttribute", run)
+
+    async def SetStudySystemAttribute(
+        self, request: pb.SetStudySystemAttributeRequest, context: Any
+    ) -> pb.SetStudySystemAttributeReply:
+        async def run() -> pb.SetStudySystemAttributeReply:
+            await self.engine.study_call(request.study_id, SetStudyAttr(True, request.key, request.value))
+            return pb.SetStudySystemAttributeReply()
+
+        return await self._call(context, "SetStudySystemAttribute", run)
+
+    async def GetStudyIdFromName(self, request: pb.GetStudyIdFromNameRequest, context: Any) -> pb.GetStudyIdFromNameReply:
+        async def run() -> pb.GetStudyIdFromNameReply:
+            return pb.GetStudyIdFromNameReply(study_id=await self.engine.study_id(request.study_name))
+
+        return await self._call(context, "GetStudyIdFromName", run)
+
+    async def _study(self, study_id: int) -> Study:
+        study: Study = await self.engine.study_call(study_id, ReadStudy())
+        return study
+
+    async def GetStudyNameFromId(self, request: pb.GetStudyNameFromIdRequest, context: Any) -> pb.GetStudyNameFromIdReply:
+        async def run() -> pb.GetStudyNameFromIdReply:
+            return pb.GetStudyNameFromIdReply(study_name=(await self._study(request.study_id)).name)
+
+        return await self._call(context, "GetStudyNameFromId", run)
+
+    async def GetStudyDirections(self, request: pb.GetStudyDirectionsRequest, context: Any) -> pb.GetStudyDirectionsReply:
+        async def run() -> pb.GetStudyDirectionsReply:
+            study = await self._study(request.study_id)
+            return pb.GetStudyDirectionsReply(directions=[_DIRECTION_OUT[d] for d in study.directions])
+
+        return await self._call(context, "GetStudyDirections", run)
+
+    async def GetStudyUserAttributes(
+        self, request: pb.GetStudyUserAttributesRequest, context: Any
+    ) -> pb.GetStudyUserAttributesReply:
+        async def run() -> pb.GetStudyUserAttributesReply:
+            return pb.GetStudyUserAttributesReply(user_attributes=dict((await self._study(request.study_id)).user_attrs))
+
+        return await self._call(context, "GetStudyUserAttributes", run)
+
+    async def GetStudySystemAttributes(
+        self, request: pb.GetStudySystemAttributesRequest, context: Any
+    ) -> pb.GetStudySystemAttributesReply:
+        async def run() -> pb.GetStudySystemAttributesReply:
+            study = await self._study(request.study_id)
+            return pb.GetStudySystemAttributesReply(system_attributes=dict(study.system_attrs))
+
+        return await self._call(context, "GetStudySystemAttributes", run)
+
+    async def GetAllStudies(self, request: pb.GetAllStudiesRequest, context: Any) -> pb.GetAllStudiesReply:
+        async def run() -> pb.GetAllStudiesReply:
+            return pb.GetAllStudiesReply(studies=[study_to_proto(s) for s in await self.engine.studies()])
+
+        return await self._call(context, "GetAllStudies", run)
+
+    # -- trials ------------------------------------------------------------------
+
+    async def CreateNewTrial(self, request: pb.CreateNewTrialRequest, context: Any) -> pb.CreateNewTrialReply:
+        async def run() -> pb.CreateNewTrialReply:
+            template = None if request.template_trial_is_none else trial_from_proto(request.template_trial)
+            trial_id = await self.engine.study_call(request.study_id, NewTrial(template))
+            return pb.CreateNewTrialReply(trial_id=trial_id)
+
+        return await self._call(context, "CreateNewTrial", run)
+
+    async def SetTrialParameter(self, request: pb.SetTrialParameterRequest, context: Any) -> pb.SetTrialParameterReply:
+        async def run() -> pb.SetTrialParameterReply:
+            change = SetParam(request.trial_id, request.param_name, request.param_value_internal, request.distribution)
+            await self.engine.trial_call(request.trial_id, change)
+            return pb.SetTrialParameterReply()
+
+        return await self._call(context, "SetTrialParameter", run)
+
+    async def GetTrialIdFromStudyIdTrialNumber(
+        self, request: pb.GetTrialIdFromStudyIdTrialNumberRequest, context: Any
+    ) -> pb.GetTrialIdFromStudyIdTrialNumberReply:
+        async def run() -> pb.GetTrialIdFromStudyIdTrialNumberReply:
+            trial_id = await self.engine.study_call(request.study_id, TrialIdOf(request.trial_number))
+            return pb.GetTrialIdFromStudyIdTrialNumberReply(trial_id=trial_id)
+
+        return await self._call(context, "GetTrialIdFromStudyIdTrialNumber", run)
+
+    async def SetTrialStateValues(
+        self, request: pb.SetTrialStateValuesRequest, context: Any
+    ) -> pb.SetTrialStateValuesReply:
+        async def run() -> pb.SetTrialStateValuesReply:
+            values = tuple(request.values) or None  # empty means none, as Optuna's server reads it
+            change = SetState(request.trial_id, _state(request.state), values)
+            return pb.SetTrialStateValuesReply(trial_updated=await self.engine.trial_call(request.trial_id, change))
+
+        return await self._call(context, "SetTrialStateValues", run)
+
+    async def SetTrialIntermediateValue(
+        self, request: pb.SetTrialIntermediateValueRequest, context: Any
+    ) -> pb.SetTrialIntermediateValueReply:
+        async def run() -> pb.SetTrialIntermediateValueReply:
+            change = SetIntermediate(request.trial_id, request.step, request.intermediate_value)
+            await self.engine.trial_call(request.trial_id, change)
+            return pb.SetTrialIntermediateValueReply()
+
+        return await self._call(context, "SetTrialIntermediateValue", run)
+
+    async def SetTrialUserAttribute(
+        self, request: pb.SetTrialUserAttributeRequest, context: Any
+    ) -> pb.SetTrialUserAttributeReply:
+        async def run() -> pb.SetTrialUserAttributeReply:
+            await self.engine.trial_call(request.trial_id, SetTrialAttr(request.trial_id, False, request.key, request.value))
+            return pb.SetTrialUserAttributeReply()
+
+        return await self._call(context, "SetTrialUserAttribute", run)
+
+    async def SetTrialSystemAttribute(
+        self, request: pb.SetTrialSystemAttributeRequest, context: Any
+    ) -> pb.SetTrialSystemAttributeReply:
+        async def run() -> pb.SetTrialSystemAttributeReply:
+            await self.engine.trial_call(request.trial_id, SetTrialAttr(request.trial_id, True, request.key, request.value))
+            return pb.SetTrialSystemAttributeReply()
+
+        return await self._call(context, "SetTrialSystemAttribute", run)
+
+    async def GetTrial(self, request: pb.GetTrialRequest, context: Any) -> pb.GetTrialReply:
+        async def run() -> pb.GetTrialReply:
+            trial = await self.engine.trial_call(request.trial_id, ReadTrial(request.trial_id))
+            return pb.GetTrialReply(trial=trial_to_proto(trial))
+
+        return await self._call(context, "GetTrial", run)
+
+    async def GetTrials(self, request: pb.GetTrialsRequest, context: Any) -> pb.GetTrialsReply:
+        async def run() -> pb.GetTrialsReply:
+            if len(request.included_trial_ids) > MAX_INCLUDED_IDS:
+                raise invalid(f"included_trial_ids: at most {MAX_INCLUDED_IDS}")
+            read = ReadTrials(request.trial_id_greater_than, frozenset(request.included_trial_ids))
+            trials = await self.engine.study_call(request.study_id, read)
+            return pb.GetTrialsReply(trials=[trial_to_proto(t) for t in trials])
+
+        return await self._call(context, "GetTrials", run)
+
