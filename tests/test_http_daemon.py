@@ -175,7 +175,7 @@ exp = c.create_experiment("light", [{{"name": "x", "type": "double", "bounds": [
 s = c.suggest(exp.id)
 c.observe(exp.id, suggestion_id=s.id, value=1.0)
 c.close()
-heavy = sorted(m for m in ("fastapi", "starlette", "uvicorn", "pydantic", "aiosqlite", "torch", "gpytorch", "grpc") if m in sys.modules)
+heavy = sorted(m for m in ("fastapi", "starlette", "uvicorn", "pydantic", "aiosqlite", "asyncpg", "torch", "gpytorch", "grpc") if m in sys.modules)
 print(heavy)
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -2,11 +2,12 @@
 
     memory://  (also None and ":memory:")   MemoryStore
     sqlite:///relative/or//absolute/path    SqliteStore (durability "os" | "fsync")
+    postgresql://user@host:port/database    PostgresStore (also postgres://; asyncio only)
     a plain path (str or os.PathLike)       SqliteStore
     a Store                                 itself
 
-A new store is one module in this package plus one scheme here (e.g.
-postgresql:// later); the contract suite (tests/test_store_contract.py) runs on it.
+A new store is one module in this package plus one scheme here; the contract
+suite (tests/test_store_contract.py) runs on it.
 """
 
 from __future__ import annotations
@@ -18,18 +19,21 @@ from ..errors import invalid
 from ._base import Store
 from ._memory import MemoryStore
 
-__all__ = ["open_store", "SCHEMES"]
+__all__ = ["open_store", "SCHEMES", "is_url_of_server"]
 
-SCHEMES = ("memory://", "sqlite:///")
+SCHEMES = ("memory://", "sqlite:///", "postgresql://")
 
 
 def open_store(
     store: Store | str | os.PathLike[str] | None, durability: str = "os", *, exclusive: bool = True
 ) -> Store:
-    """A Store from a Store, None / memory:// / ":memory:", a sqlite:/// URL or a path.
+    """A Store from a Store, None / memory:// / ":memory:", a sqlite:/// URL, a path or a
+    postgresql:// URL.
 
     `exclusive=False` opens a file without owning it (no file lock): only for the
-    admin commands' short transactions beside a running engine (`tauopt.engine.open_admin`)."""
+    admin commands' short transactions beside a running engine (`tauopt.engine.open_admin`).
+    A PostgreSQL database is shared by design (several daemons, the admin commands),
+    and `durability` does not apply to it (its commits are always synchronous)."""
     if isinstance(store, Store):
         return store
     if store is None or store in (":memory:", "memory://"):
@@ -37,8 +41,10 @@ def open_store(
     if isinstance(store, os.PathLike):
         store = os.fspath(store)
     if not isinstance(store, str):
-        raise invalid(f"store: give a path, a memory:// or sqlite:/// URL, or a Store, not {type(store).__name__}")
+        raise invalid(f"store: give a path, a memory://, sqlite:/// or postgresql:// URL, or a Store, not {type(store).__name__}")
     scheme, sep, _ = store.partition("://")
+    if scheme in ("postgresql", "postgres") and sep:
+        return _postgresql(store)
     if sep and scheme != "sqlite":
         raise invalid(f"store: {scheme}:// is not a store this tauopt knows; use one of {list(SCHEMES)} or a path")
     if durability not in ("os", "fsync"):
@@ -55,3 +61,14 @@ def _sqlite(path: str, durability: Any, exclusive: bool) -> Store:
     from ._sqlite import SqliteStore  # lazy: `import tauopt` opens no SQLite module
 
     return SqliteStore(path, durability=durability, exclusive=exclusive)
+
+
+def is_url_of_server(store: object) -> bool:
+    """A database server's URL (not a file): postgresql:// or postgres://."""
+    return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
+
+
+def _postgresql(url: str) -> Store:
+    from ._postgresql import PostgresStore  # lazy: `import tauopt` loads no asyncpg
+
+    return PostgresStore(url)

@@ -41,15 +41,28 @@ def _wait_cap(text: str) -> float:
 
 
 def token_path(db: str) -> Path:
-    """Where `tauopt serve` writes the first token: next to the database."""
-    return Path(db + ".token")
+    """Where `tauopt serve` writes the first token: next to the database file; for a
+    database server (postgresql://), ./tauopt.token in the directory it starts in."""
+    from ...store import is_url_of_server
+
+    return Path("tauopt.token") if is_url_of_server(db) else Path(db + ".token")
+
+
+def _missing(db: str) -> bool:
+    """No database file at `db` (a server's URL is never missing here: connecting tells)."""
+    from ...store import is_url_of_server
+
+    return not is_url_of_server(db) and not Path(db).exists()
 
 
 def register(subparsers: Any) -> None:
     serve = subparsers.add_parser("serve", help="run the HTTP API daemon")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
-    serve.add_argument("--db", default=DEFAULT_DB, help="SQLite file (created if missing); default %(default)s")
+    serve.add_argument(
+        "--db", "--store", dest="db", default=DEFAULT_DB, metavar="PATH|URL",
+        help="SQLite file (created if missing) or postgresql://user@host:port/database; default %(default)s",
+    )
     serve.add_argument("--durability", choices=["os", "fsync"], default="os")
     serve.add_argument("--pool", choices=["thread", "process", "dask"], default="process", help="where GP fits run")
     serve.add_argument(
@@ -113,7 +126,7 @@ def _with_admin(db: str, work: Callable[[Admin], Awaitable[T]], *, create: bool 
     a daemon that owns the file; `serve` and `token transfer` ask for ownership."""
     from ...engine import run_admin
 
-    if not create and not Path(db).exists():
+    if not create and _missing(db):
         raise SystemExit(f"tauopt: no database at {db}; pass --db PATH")
     return run_admin(db, work, exclusive=exclusive)
 
@@ -305,7 +318,7 @@ def _log_to_stderr(level: str) -> None:
 def _token_create(args: argparse.Namespace) -> int:
     from ...errors import ApiError
 
-    if args.db != ":memory:" and not Path(args.db).exists() and not args.create:
+    if args.db != ":memory:" and _missing(args.db) and not args.create:
         # A token in a stray new file is one no running daemon accepts.
         return _fail(
             f"no database at {args.db}; pass --db with the file `tauopt serve --db` uses "
