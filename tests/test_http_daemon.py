@@ -28,14 +28,14 @@ def tauopt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 
 
 class Daemon:
-    def __init__(self, db: Path, *extra: str) -> None:
+    def __init__(self, db: Path | str, *extra: str, cwd: Path | None = None) -> None:
         self.db = db
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", str(self.port), "--pool", "thread",
              "--log-level", "warning", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
         )
         deadline = time.monotonic() + 30
         while True:

@@ -5,6 +5,7 @@ tests/test_store_contract.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -73,7 +74,7 @@ async def test_the_engine_takes_a_postgresql_url_and_a_restart_finds_everything(
 
 
 async def test_migrations_run_once_when_several_stores_start_together(pg_url: str) -> None:
-    stores = [PostgresStore(pg_url, pool_size=1) for _ in range(3)]
+    stores = [PostgresStore(pg_url, pool_size=1, exclusive=False) for _ in range(3)]
     async with anyio.create_task_group() as writers:
         try:
             async with anyio.create_task_group() as starting:
@@ -178,3 +179,38 @@ async def test_under_trio_the_store_refuses_to_start_and_says_why(anyio_backend:
     with pytest.raises(StoreError, match="asyncio only"):
         async with PostgresStore("postgresql://nobody@127.0.0.1:1/none"):
             pass
+
+
+def test_tauopt_serve_on_postgresql_writes_the_first_token_where_it_starts_and_keeps_state(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from tauopt import Client
+
+    from test_http_daemon import Daemon
+
+    first = Daemon(pg_url, cwd=tmp_path)
+    token = (tmp_path / "tauopt.token").read_text().strip()
+    with Client(base_url=first.url, token=token) as c:
+        exp = c.create_experiment("served", SPACE, {"name": "y"})
+        s = c.suggest(exp.id)
+        c.observe(exp.id, suggestion_id=s.id, value=0.5)
+    assert first.stop()[0] == 0
+    again = Daemon(pg_url, "--store", pg_url, cwd=tmp_path)  # --store is --db's other name
+    try:
+        with Client(base_url=again.url, token=token) as c:
+            assert c.experiment(exp.id).observations == 1
+    finally:
+        again.stop()
+
+
+async def test_a_second_engine_on_the_database_is_refused_but_admin_reads_work_beside_it(pg_url: str) -> None:
+    async with Engine(store=pg_url) as engine:
+        exp = await engine.create_experiment("owned", SPACE, {"name": "y"})
+        with pytest.raises(ApiError) as err:
+            async with Engine(store=pg_url):
+                pass
+        assert err.value.error_type == "store_in_use" and "tauopt serve --store" in err.value.message
+        async with open_store(pg_url, exclusive=False) as reader:
+            assert await reader.has_experiment(exp.id)
+    async with Engine(store=pg_url) as engine:  # released with its owner's connection
+        assert (await engine.experiment(exp.id)).name == "owned"

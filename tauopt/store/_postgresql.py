@@ -30,6 +30,12 @@ this tauopt's, or that has tables of these names but no schema_version, is
 refused untouched. Tables live in the connection's current schema (the URL's
 `?search_path=...` chooses another).
 
+One engine per database (per schema): an engine's store holds a session advisory
+lock on its writer connection (`exclusive=True`, the default), so a second engine
+is refused with `store_in_use`, as on a SQLite file; the admin commands open
+without it. A writer that reconnects takes the lock again, or refuses writes if
+another engine took it meanwhile.
+
 asyncio only: asyncpg has no trio support, so `start` refuses under trio.
 
 Adding a store operation: a read is one method with its SQL; a write type is
@@ -46,6 +52,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 from anyio.abc import TaskGroup
 
+from ..errors import ApiError, api_error
 from ..models import Experiment
 from ._base import CredentialRecord, Done, Snapshot, Store, StoreError, Write
 from ._filewatch import StoreUnavailable
@@ -154,8 +161,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("experiments", "suggestions", "observations", "credentials", "reports")
-# pg_advisory_xact_lock key for migrations: any fixed number no other program of the database uses
+# Advisory lock keys: a fixed number no other program of the database uses ("taup"),
+# and for ownership the schema the tables live in (one engine per store, not per server).
 _MIGRATION_LOCK = 0x7461756F7074  # "tauopt"
+_OWNER_LOCK = "SELECT pg_try_advisory_lock(1952544112, hashtext(current_schema()))"
 
 
 def _upsert(table: str, key: str, columns: Sequence[tuple[str, str]], update: bool = True) -> str:
@@ -267,6 +276,7 @@ class PostgresStore(Store):
         connect_timeout_s: float = 5.0,
         close_timeout: float = 10.0,
         gather_turns: int = 16,
+        exclusive: bool = True,
     ) -> None:
         if not (isinstance(pool_size, int) and pool_size >= 1):
             raise ValueError(f"pool_size must be an int >= 1, not {pool_size!r}")
@@ -277,6 +287,7 @@ class PostgresStore(Store):
         self.statement_timeout_s = float(statement_timeout_s)
         self.connect_timeout_s = float(connect_timeout_s)
         self.close_timeout = close_timeout
+        self.exclusive = exclusive
         self._conn: Any = None  # the writer's connection (asyncpg.Connection), replaced when lost
         self._pool: Any = None
         self._asyncpg: Any = None
@@ -327,6 +338,13 @@ class PostgresStore(Store):
         try:
             self._conn = await self._connect()
             await _migrate(self._conn, repr(self))
+            if self.exclusive and not await self._conn.fetchval(_OWNER_LOCK):
+                raise api_error(
+                    "store_in_use",
+                    f"{self!r} is already open in another engine (it holds the database's tauopt lock); one "
+                    "engine owns a tauopt database at a time. Run `tauopt serve --store URL` once and connect "
+                    "every worker with Client(driver=\"http\", ...)",
+                )
             self._pool = await asyncpg.create_pool(
                 self.url, min_size=1, max_size=self.pool_size, timeout=self.connect_timeout_s,
                 server_settings=self._settings(), command_timeout=None,
@@ -334,7 +352,7 @@ class PostgresStore(Store):
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await self._close_connections()
-            if isinstance(exc, StoreError) or not isinstance(exc, Exception):
+            if isinstance(exc, (StoreError, ApiError)) or not isinstance(exc, Exception):
                 raise
             raise self._error(exc, "cannot open the store") from exc
         self._state = "open"
@@ -436,7 +454,20 @@ class PostgresStore(Store):
     async def _writer(self) -> Any:
         if self._conn is None or self._conn.is_closed():
             self._conn = None
-            self._conn = await self._connect()
+            conn = await self._connect()
+            try:
+                owned = not self.exclusive or await conn.fetchval(_OWNER_LOCK)
+            except Exception as exc:
+                conn.terminate()
+                raise self._error(exc, "cannot reconnect") from exc
+            if not owned:
+                conn.terminate()
+                raise StoreUnavailable(
+                    f"{self!r}: while this engine's connection was lost another engine took the database; "
+                    "writes are refused here so two engines never write one experiment. Stop this engine "
+                    "and send its workers to the other one"
+                )
+            self._conn = conn
             log.warning("store %r: the writer reconnected to PostgreSQL", self)
         return self._conn
 

@@ -32,8 +32,8 @@ def open_store(
 
     `exclusive=False` opens a file without owning it (no file lock): only for the
     admin commands' short transactions beside a running engine (`tauopt.engine.open_admin`).
-    A PostgreSQL database is shared by design (several daemons, the admin commands),
-    and `durability` does not apply to it (its commits are always synchronous)."""
+    On PostgreSQL the same: an engine owns the database (an advisory lock), the admin
+    commands do not; `durability` does not apply (its commits are always synchronous)."""
     if isinstance(store, Store):
         return store
     if store is None or store in (":memory:", "memory://"):
@@ -44,7 +44,7 @@ def open_store(
         raise invalid(f"store: give a path, a memory://, sqlite:/// or postgresql:// URL, or a Store, not {type(store).__name__}")
     scheme, sep, _ = store.partition("://")
     if scheme in ("postgresql", "postgres") and sep:
-        return _postgresql(store)
+        return _postgresql(store, exclusive)
     if sep and scheme != "sqlite":
         raise invalid(f"store: {scheme}:// is not a store this tauopt knows; use one of {list(SCHEMES)} or a path")
     if durability not in ("os", "fsync"):
@@ -68,7 +68,7 @@ def is_url_of_server(store: object) -> bool:
     return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
 
 
-def _postgresql(url: str) -> Store:
+def _postgresql(url: str, exclusive: bool) -> Store:
     from ._postgresql import PostgresStore  # lazy: `import tauopt` loads no asyncpg
 
-    return PostgresStore(url)
+    return PostgresStore(url, exclusive=exclusive)
