@@ -181,6 +181,13 @@ class Engine:
             raise api_error("unavailable", "the engine is not running; use `async with Engine() as engine`")
         event = self._starting[experiment_id] = anyio.Event()
         try:
+            owner = await self.store.claim(experiment_id)  # before the load: it then sees every acknowledged write
+            if owner is not None:
+                raise api_error(
+                    "not_owner",
+                    f"experiment {experiment_id!r} is served by the daemon at {owner}; send the request there",
+                    owner_url=owner,
+                )
             snapshot = await self.store.load(experiment_id)
             if snapshot is None:
                 raise api_error("not_found", f"experiment {experiment_id!r} not found")
@@ -281,6 +288,10 @@ class Engine:
             early_stopping=stopping,
             max_consecutive_failures=check_max_failures(max_consecutive_failures),
         )
+        try:
+            await self.store.claim(exp.id, new=True)
+        except Exception as exc:
+            raise commit_error(exc, "nothing was kept, retry") from exc
         await self._commit([PutExperiment(exp, 0)])
         return exp
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -57,6 +58,7 @@ from ..models import Experiment
 from ._base import CredentialRecord, Done, Snapshot, Store, StoreError, Write
 from ._filewatch import StoreUnavailable
 from ._group_commit import GroupCommitWriter
+from ._leases import Leases
 from ._rows import (
     CREDENTIAL_COLUMNS,
     HEAD_COLUMNS,
@@ -204,8 +206,18 @@ _UPDATE_COUNTERS = (
 # Revocations are rare and may name one credential twice in a group: one statement per row, in order.
 _REVOKE_CREDENTIAL = "UPDATE credentials SET revoked_at = $1 WHERE id = $2"
 
-# (sql, arrays): one statement with one array per column; (sql, [row, ...]): executemany
-Plan = list[tuple[str, list[Any], bool]]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A group's statements: (sql, one array per column, True) or (sql, [row, ...], False) for
+    executemany; and the experiments it writes (fenced when daemons share the database)."""
+
+    statements: list[tuple[str, list[Any], bool]]
+    experiment_ids: list[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.statements)
 
 
 def _columns(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
@@ -230,14 +242,16 @@ def _plan(rows: GroupRows) -> Plan:
         (_UPSERT_OBSERVATION, [observation_row(x) for x in rows.observations.values()]),
         (_UPSERT_CREDENTIAL, [credential_row(x) for x in rows.credentials.values()]),
     ]
-    plan: Plan = [(sql, _columns(r), True) for sql, r in arrays if r]
+    plan: list[tuple[str, list[Any], bool]] = [(sql, _columns(r), True) for sql, r in arrays if r]
     if rows.revokes:
         revokes = [(float(r.revoked_at), text(r.credential_id)) for r in rows.revokes]
         _columns(revokes)
         plan.append((_REVOKE_CREDENTIAL, revokes, False))
     if rows.reports:
         plan.append((_INSERT_REPORT, _columns([report_row(r) for r in rows.reports]), True))
-    return plan
+    ids = {*rows.experiments, *rows.counters, *(k[0] for k in rows.suggestions), *(k[0] for k in rows.observations),
+           *(r.experiment_id for r in rows.reports)}  # fmt: skip
+    return Plan(plan, sorted(ids))
 
 
 def _prepare(batches: Sequence[Sequence[Write]]) -> tuple[Plan, list[BaseException | None]]:
@@ -277,6 +291,7 @@ class PostgresStore(Store):
         close_timeout: float = 10.0,
         gather_turns: int = 16,
         exclusive: bool = True,
+        shared: Leases | None = None,
     ) -> None:
         if not (isinstance(pool_size, int) and pool_size >= 1):
             raise ValueError(f"pool_size must be an int >= 1, not {pool_size!r}")
@@ -287,7 +302,10 @@ class PostgresStore(Store):
         self.statement_timeout_s = float(statement_timeout_s)
         self.connect_timeout_s = float(connect_timeout_s)
         self.close_timeout = close_timeout
-        self.exclusive = exclusive
+        # Several daemons on the database: ownership by lease rows (`_leases.py`), no database-wide lock.
+        self.shared = shared
+        self.exclusive = exclusive and shared is None
+        self._renewing: anyio.CancelScope | None = None
         self._conn: Any = None  # the writer's connection (asyncpg.Connection), replaced when lost
         self._pool: Any = None
         self._asyncpg: Any = None
@@ -345,6 +363,10 @@ class PostgresStore(Store):
                     "engine owns a tauopt database at a time. Run `tauopt serve --store URL` once and connect "
                     "every worker with Client(driver=\"http\", ...)",
                 )
+            if self.shared is not None:
+                async with self._conn.transaction():
+                    await self._conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+                    await self.shared.register(self._conn)
             self._pool = await asyncpg.create_pool(
                 self.url, min_size=1, max_size=self.pool_size, timeout=self.connect_timeout_s,
                 server_settings=self._settings(), command_timeout=None,
@@ -357,6 +379,18 @@ class PostgresStore(Store):
             raise self._error(exc, "cannot open the store") from exc
         self._state = "open"
         await task_group.start(self._group.run)
+        if self.shared is not None:
+            task_group.start_soon(self._keep_lease, self.shared)
+
+    async def _keep_lease(self, shared: Leases) -> None:
+        with anyio.CancelScope() as self._renewing:
+            await shared.keep(self._pool, self.connect_timeout_s)
+
+    async def claim(self, experiment_id: str, new: bool = False) -> str | None:
+        if self.shared is None:
+            return None
+        shared = self.shared
+        return await self._read(lambda conn: shared.claim(conn, experiment_id, new))
 
     def _settings(self) -> dict[str, str]:
         return {
@@ -381,7 +415,14 @@ class PostgresStore(Store):
             return
         self._state = "closing"
         await self._group.close(self.close_timeout)
+        if self._renewing is not None:
+            self._renewing.cancel()
         with anyio.move_on_after(self.close_timeout, shield=True):
+            if self.shared is not None and self.shared.lost is None:
+                try:
+                    await self._read(self.shared.release)
+                except StoreError as exc:  # the lease lapses by itself
+                    log.warning("store %r: ending this daemon's lease failed: %s", self, exc)
             await self._close_connections()
         self._state = "closed"
 
@@ -481,7 +522,9 @@ class PostgresStore(Store):
             try:
                 tx = conn.transaction()
                 await tx.start()
-                for sql, args, as_arrays in plan:
+                if self.shared is not None:
+                    await self.shared.fence(conn, plan.experiment_ids)
+                for sql, args, as_arrays in plan.statements:
                     if as_arrays:
                         await conn.execute(sql, *args)
                     else:

@@ -25,7 +25,12 @@ SCHEMES = ("memory://", "sqlite:///", "postgresql://")
 
 
 def open_store(
-    store: Store | str | os.PathLike[str] | None, durability: str = "os", *, exclusive: bool = True
+    store: Store | str | os.PathLike[str] | None,
+    durability: str = "os",
+    *,
+    exclusive: bool = True,
+    shared_as: str | None = None,
+    lease_s: float = 3.0,
 ) -> Store:
     """A Store from a Store, None / memory:// / ":memory:", a sqlite:/// URL, a path or a
     postgresql:// URL.
@@ -33,7 +38,11 @@ def open_store(
     `exclusive=False` opens a file without owning it (no file lock): only for the
     admin commands' short transactions beside a running engine (`tauopt.engine.open_admin`).
     On PostgreSQL the same: an engine owns the database (an advisory lock), the admin
-    commands do not; `durability` does not apply (its commits are always synchronous)."""
+    commands do not; `durability` does not apply (its commits are always synchronous).
+    `shared_as="http://host:port"` (postgresql:// only): this daemon shares the database
+    with others, reachable at that URL, owning experiments by leases of `lease_s` seconds."""
+    if shared_as is not None and not is_url_of_server(store):
+        raise invalid("several daemons share a PostgreSQL database only: give a postgresql:// store URL")
     if isinstance(store, Store):
         return store
     if store is None or store in (":memory:", "memory://"):
@@ -44,7 +53,7 @@ def open_store(
         raise invalid(f"store: give a path, a memory://, sqlite:/// or postgresql:// URL, or a Store, not {type(store).__name__}")
     scheme, sep, _ = store.partition("://")
     if scheme in ("postgresql", "postgres") and sep:
-        return _postgresql(store, exclusive)
+        return _postgresql(store, exclusive, shared_as, lease_s)
     if sep and scheme != "sqlite":
         raise invalid(f"store: {scheme}:// is not a store this tauopt knows; use one of {list(SCHEMES)} or a path")
     if durability not in ("os", "fsync"):
@@ -68,7 +77,9 @@ def is_url_of_server(store: object) -> bool:
     return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
 
 
-def _postgresql(url: str, exclusive: bool) -> Store:
+def _postgresql(url: str, exclusive: bool, shared_as: str | None, lease_s: float) -> Store:
+    from ._leases import Leases
     from ._postgresql import PostgresStore  # lazy: `import tauopt` loads no asyncpg
 
-    return PostgresStore(url, exclusive=exclusive)
+    shared = None if shared_as is None else Leases(shared_as, lease_s=lease_s, renew_s=lease_s / 3)
+    return PostgresStore(url, exclusive=exclusive, shared=shared)

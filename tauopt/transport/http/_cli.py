@@ -64,6 +64,14 @@ def register(subparsers: Any) -> None:
         help="SQLite file (created if missing) or postgresql://user@host:port/database; default %(default)s",
     )
     serve.add_argument("--durability", choices=["os", "fsync"], default="os")
+    serve.add_argument(
+        "--advertise-url", default=None, metavar="http://HOST:PORT",
+        help="share a postgresql:// --store with other daemons; the URL they reach this one at",
+    )
+    serve.add_argument(
+        "--lease-s", type=float, default=3.0,
+        help="with --advertise-url: a dead daemon's experiments move after this many seconds (default %(default)g)",
+    )
     serve.add_argument("--pool", choices=["thread", "process", "dask"], default="process", help="where GP fits run")
     serve.add_argument(
         "--dask-scheduler",
@@ -210,8 +218,18 @@ def _serve(args: argparse.Namespace) -> int:
         return _fail(str(exc), 2)
     except RuntimeError as exc:  # the cluster cannot serve (DaskUnavailable)
         return _fail(str(exc))
+    db: Any = args.db
+    if args.advertise_url is not None:
+        from ...store import is_url_of_server, open_store
+
+        if not is_url_of_server(args.db) or not args.lease_s > 0:
+            return _fail("--advertise-url goes with a postgresql:// --store and a positive --lease-s", 2)
+        db = open_store(args.db, shared_as=args.advertise_url, lease_s=args.lease_s)
     try:
-        first = _with_admin(args.db, lambda admin: ensure_first_token(admin, args.db), exclusive=True)
+        # several daemons: none owns the database, so the first token is written without its lock
+        first = _with_admin(
+            args.db, lambda admin: ensure_first_token(admin, args.db), exclusive=args.advertise_url is None
+        )
     except (StoreError, TokenFileExists) as exc:
         return _fail(str(exc))
     except ApiError as exc:  # store_in_use: another engine serves this file
@@ -227,8 +245,9 @@ def _serve(args: argparse.Namespace) -> int:
         max_wait_s=args.max_wait_s,
     )
     app = create_app(
-        db=args.db, engine_options={"pool": pool, "durability": args.durability}, limits=limits,
+        db=db, engine_options={"pool": pool, "durability": args.durability}, limits=limits,
         metrics_token=args.metrics_token, metrics_top_experiments=args.metrics_top_experiments,
+        forward_lease_s=None if args.advertise_url is None else args.lease_s,
     )
     print(f"tauopt: dashboard at http://{args.host}:{args.port}/ (sign in with a token)", file=sys.stderr, flush=True)
     guard = ConnectionLimits(args.header_timeout, args.max_header_bytes, args.max_headers, args.max_connections)
@@ -247,7 +266,18 @@ def _serve(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stop)
+    fenced: list[str] = []
+    shared = getattr(db, "shared", None)
+    if shared is not None:  # a lapsed lease: stop, to be restarted fresh; the workers fail over meanwhile
+
+        def _lost(why: str) -> None:
+            fenced.append(why)
+            server.should_exit = True
+
+        shared.on_lost = _lost
     server.run()
+    if fenced:
+        return _fail(f"stopped: {fenced[0]}")
     return 0 if server.started or stopped else 1
 
 
