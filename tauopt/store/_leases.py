@@ -112,6 +112,8 @@ class Leases:
         self.check()
         if await conn.fetchval(_CLAIM, experiment_id, self.daemon_id, new) is not None:
             self.claimed += 1
+            # once per experiment and daemon (an actor's start): the log says who serves what
+            log.info("store: this daemon (%s) serves experiment %s", self.url, experiment_id)
             return None
         url = await conn.fetchval(_OWNER_URL, experiment_id)
         return None if url is None else str(url)
