@@ -4,6 +4,9 @@
     _memory.py        MemoryStore
     _sqlite.py        SqliteStore (SQLite specifics only; imported lazily)
     _postgresql.py    PostgresStore (PostgreSQL through asyncpg; imported lazily; asyncio only)
+    _postgresql_schema.py  its versioned migrations
+    _leases.py        several daemons on one PostgreSQL database: one owner per experiment by lease rows
+    _copy.py          copy_store: one store into another, verified (`tauopt db copy`)
     _rows.py          writes as rows and rows as a Snapshot: what both SQL stores share
     _sqlite_thread.py a sqlite3 connection on a thread of its own: the reader, and the writer (which checkpoints)
     _group_commit.py  the store-independent group-commit writer any durable store reuses
