@@ -107,7 +107,11 @@ async def _records(db: str, ids: list[str]) -> int:
 async def run_inproc(cfg: Config, workdir: Path) -> dict[str, Any]:
     from tauopt import AsyncClient
 
-    store = None if cfg.store == "memory" else str(workdir / f"inproc-{time.monotonic_ns()}.db")
+    store = (
+        None if cfg.store == "memory"
+        else await new_pg_store_url() if cfg.store == "postgresql"
+        else str(workdir / f"inproc-{time.monotonic_ns()}.db")
+    )  # fmt: skip
     async with AsyncClient(driver="local", store=store, pool=cfg.pool) as client:
         ids = [
             (
@@ -165,10 +169,31 @@ class _ServerProcess:
         self._logf.close()
 
 
+def pg_store_url(prefix: str = "") -> str:
+    return anyio.run(new_pg_store_url, prefix)
+
+
+async def new_pg_store_url(prefix: str = "") -> str:
+    """A fresh schema on the PostgreSQL of `--pg-url` (TAUOPT_BENCH_PG_URL): its URL, with
+    `prefix` (e.g. postgresql+psycopg) and the search path as that driver takes it."""
+    import asyncpg
+
+    url = os.environ["TAUOPT_BENCH_PG_URL"]
+    schema = f"bench_{os.getpid()}_{time.monotonic_ns()}"
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(f"CREATE SCHEMA {schema}")
+    finally:
+        await conn.close()
+    if prefix:  # SQLAlchemy + psycopg: libpq's options
+        return url.replace("postgresql://", prefix + "://", 1) + f"?options=-csearch_path%3D{schema}"
+    return f"{url}?search_path={schema}"
+
+
 class ServeProcess(_ServerProcess):
     """`tauopt serve` on 127.0.0.1 with a fresh database; the token is read from its file."""
 
-    def __init__(self, db: Path, log: Path) -> None:
+    def __init__(self, db: Path | str, log: Path) -> None:
         self.db = db
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -185,9 +210,11 @@ class ServeProcess(_ServerProcess):
             "--heavy-read-rate", "100000", "--heavy-read-burst", "100000",
         )  # fmt: skip
         self._logf = open(self._log, "ab")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._logf)
+        cwd = self._log.parent / f"serve-{self.port}"  # a postgresql:// store's first token lands in cwd
+        cwd.mkdir()
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._logf, cwd=cwd)
         wait_port(self.port, alive=lambda: self.proc is not None and self.proc.poll() is None)
-        token_file = Path(str(self.db) + ".token")
+        token_file = cwd / "tauopt.token" if str(self.db).startswith("postgresql://") else Path(str(self.db) + ".token")
         self.token = token_file.read_text().strip()
         # `tauopt serve` listens before its GP pool's workers finish importing torch:
         # seconds of CPU on a 2-core machine, which would land in the measurement
@@ -303,15 +330,17 @@ def split_workers(workers: int, procs: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(procs) if base + (1 if i < extra else 0) > 0]
 
 
-_SERVERS: dict[Path, ServeProcess] = {}
+_SERVERS: dict[tuple[Path, str], ServeProcess] = {}
 
 
-def shared_server(workdir: Path) -> ServeProcess:
-    """One `tauopt serve` per run (fresh database in the run's temp dir), shared by
-    the http configurations, each on its own new experiments: start-up is paid once."""
-    server = _SERVERS.get(workdir)
+def shared_server(workdir: Path, store: str = "sqlite") -> ServeProcess:
+    """One `tauopt serve` per run and store (fresh database in the run's temp dir, or a
+    fresh PostgreSQL schema), shared by the http configurations, each on its own new
+    experiments: start-up is paid once."""
+    server = _SERVERS.get((workdir, store))
     if server is None or server.proc is None or server.proc.poll() is not None:
-        server = _SERVERS[workdir] = ServeProcess(workdir / "serve.db", workdir / "serve.log").__enter__()
+        db: Path | str = pg_store_url() if store == "postgresql" else workdir / "serve.db"
+        server = _SERVERS[(workdir, store)] = ServeProcess(db, workdir / f"serve-{store}.log").__enter__()
     return server
 
 
@@ -336,7 +365,7 @@ async def _http_records(server: ServeProcess, ids: list[str]) -> int:
 def run_http(cfg: Config, workdir: Path) -> dict[str, Any]:
     from tauopt import AsyncClient
 
-    server = shared_server(workdir)
+    server = shared_server(workdir, "postgresql" if cfg.store == "postgresql" else "sqlite")
 
     async def create() -> list[str]:
         async with AsyncClient(driver="http", base_url=server.base_url, token=server.token) as c:

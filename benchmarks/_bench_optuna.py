@@ -26,7 +26,7 @@ from _bench_procs import run_client_processes
 
 @dataclass(frozen=True)
 class OptunaConfig:
-    storage: str  # memory | sqlite | journal
+    storage: str  # memory | sqlite | journal | postgresql (RDB on --pg-url's server, psycopg)
     workers: int  # threads (memory) or processes (sqlite, journal)
     strategy: str = "random"
     duration_s: float = 3.0
@@ -72,7 +72,7 @@ def _sampler(optuna: Any, strategy: str) -> Any:
 def _storage(optuna: Any, storage: str, url: str) -> Any:
     if storage == "memory":
         return None
-    if storage == "sqlite":
+    if storage in ("sqlite", "postgresql"):
         return url
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
@@ -157,6 +157,10 @@ def run_optuna(cfg: OptunaConfig, workdir: Path) -> dict[str, Any]:
     else:
         path = workdir / f"optuna-{cfg.storage}-{time.monotonic_ns()}.{'db' if cfg.storage == 'sqlite' else 'log'}"
         url = f"sqlite:///{path}" if cfg.storage == "sqlite" else str(path)
+        if cfg.storage == "postgresql":  # a schema of its own; each worker process opens its own connection
+            from _bench_doors import pg_store_url
+
+            url = pg_store_url("postgresql+psycopg")
         optuna.create_study(study_name="bench", storage=_storage(optuna, cfg.storage, url), sampler=_sampler(optuna, cfg.strategy))
         rec = Recorder.merge(run_client_processes(optuna_client_main, [(cfg, url)] * cfg.workers))
     return {**cfg.describe(), **summarize(rec), "invariants": invariants([], None, None, "n/a"), "_ask_s": rec.ask_s}

@@ -71,6 +71,23 @@ def optuna_head_to_head(d: float) -> list[Any]:
     return [OptunaConfig("memory", t, duration_s=d, space="float2") for t in (1, 8, 32)]
 
 
+def postgresql_plan(d: float, with_optuna: bool) -> list[Job]:
+    """tauopt on PostgreSQL beside SQLite (in process and over HTTP: 1, 16, 64 workers over
+    100 experiments) and Optuna's RDB storage on the same server (a process, so a
+    connection, per worker, as Optuna users run it)."""
+    from _bench_optuna import OptunaConfig, run_optuna
+
+    configs = [
+        Config(door, store, "random", w, procs=1 if door == "inproc" else min(w, 4), experiments=100, duration_s=d)
+        for door in ("inproc", "http") for store in ("sqlite", "postgresql") for w in (1, 16, 64)
+    ]  # fmt: skip
+    jobs: list[Job] = [(c.name, (lambda wd, c=c: run_config(c, wd))) for c in configs]
+    if with_optuna:
+        optuna = [OptunaConfig(s, w, duration_s=d) for s in ("sqlite", "postgresql") for w in (1, 16)]
+        jobs += [(o.name, (lambda wd, o=o: run_optuna(o, wd))) for o in optuna]
+    return jobs
+
+
 def plan(mode: str, duration: float, eval_list: list[float], with_optuna: bool) -> list[Job]:
     from _bench_floor import run_grpc_floor, run_http_floor, run_mailbox_floor
     from _bench_isolation import run_isolation
@@ -211,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default=None, help="run only configurations whose name contains this (comma-separated: any of these)"
     )
     parser.add_argument("--no-optuna", action="store_true", help="skip the Optuna side")
+    parser.add_argument(
+        "--pg-url", default=None, metavar="postgresql://...",
+        help="add the PostgreSQL rows (tauopt in process and over HTTP, Optuna's RDB) on this server, "
+        "beside SQLite's, 100 experiments, 1/16/64 workers; each configuration in a schema of its own",
+    )
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--out", type=Path, default=Path("bench-out"), help="where the table, JSONL and PNG go (default bench-out/)")
     args = parser.parse_args(argv)
@@ -220,7 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     eval_list = [float(x) for x in args.eval_s.split(",") if x.strip()]
     with_optuna = not args.no_optuna and _optuna_available()
     only = None if args.only is None else [x for x in args.only.split(",") if x]
-    jobs = [j for j in plan(mode, duration, eval_list, with_optuna) if only is None or any(x in j[0] for x in only)]
+    planned = plan(mode, duration, eval_list, with_optuna)
+    if args.pg_url is not None:
+        os.environ["TAUOPT_BENCH_PG_URL"] = args.pg_url  # the runners read it: one place, also in child processes
+        planned = postgresql_plan(duration, with_optuna) + planned
+    jobs = [j for j in planned if only is None or any(x in j[0] for x in only)]
 
     info = machine()
     print(json.dumps(info), flush=True)

@@ -9,9 +9,14 @@ of `--workers` tasks loops suggest -> observe on one experiment (bandwidth =
 workers, random strategy), or spread over `--experiments` experiments. Mode
 `store` submits the write batches an ask and an observe make (PutSuggestion +
 PutExperiment; then PutObservation + PutSuggestion + PutExperiment) straight to
-the store. Stores: memory, sqlite durability="os", sqlite durability="fsync";
-rounds are interleaved (memory, os, fsync, memory, ...) and the median round is
-reported, since the machine is noisy. One op = one ask + one observe.
+the store. Stores: memory, sqlite durability="os", sqlite durability="fsync",
+and with `--pg-url postgresql://...` PostgreSQL (each round in a schema of its
+own, dropped after); rounds are interleaved (memory, os, fsync, postgresql,
+memory, ...) and the median round is reported, since the machine is noisy. One
+op = one ask + one observe.
+
+    .venv/bin/python benchmarks/store_throughput.py --stores memory,sqlite_os,postgresql \
+        --pg-url postgresql://postgres@127.0.0.1:5432/postgres --experiments 100 --workers 16
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from tauopt.models import Experiment, Metric, Observation, Parameter, Suggestion
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _progress import progress  # noqa: E402
 
-STORES = ("memory", "sqlite_os", "sqlite_fsync")
+STORES = ("memory", "sqlite_os", "sqlite_fsync", "postgresql")
 PARAMETERS = [
     {"name": "lr", "type": "double", "bounds": [1e-5, 1.0], "scale": "log"},
     {"name": "layers", "type": "int", "bounds": [1, 8]},
@@ -44,9 +49,15 @@ PARAMETERS = [
 ]
 
 
-def make_store(kind: str, directory: Path, n: int, gather_turns: int | None = None) -> Store:
+def make_store(kind: str, directory: Path, n: int, gather_turns: int | None = None, pg_url: str | None = None) -> Store:
     if kind == "memory":
         return MemoryStore()
+    if kind == "postgresql":
+        from tauopt.store._postgresql import PostgresStore
+
+        if pg_url is None:
+            raise SystemExit("the postgresql store needs --pg-url postgresql://...")
+        return PostgresStore(pg_url, **({} if gather_turns is None else {"gather_turns": gather_turns}))
     from tauopt.store._sqlite import SqliteStore
 
     extra = {} if gather_turns is None else {"gather_turns": gather_turns}
@@ -118,6 +129,18 @@ async def run_store(store: Store, workers: int, ops: int) -> dict[str, Any]:
     return {"ops_per_s": round(per_worker * workers / elapsed, 1), **stats}
 
 
+async def _pg_schema(url: str, name: str, drop: bool = False) -> str:
+    """Create (or drop) a schema of its own for one round's tables."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(f"DROP SCHEMA {name} CASCADE" if drop else f"CREATE SCHEMA {name}")
+    finally:
+        await conn.close()
+    return name
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=("engine", "store"), default="engine")
@@ -129,7 +152,10 @@ def main() -> None:
     parser.add_argument("--gather-turns", type=int, default=None, help="SqliteStore(gather_turns=...); default the store's")
     parser.add_argument("--stores", default=",".join(STORES), help="comma-separated subset of " + ",".join(STORES))
     parser.add_argument("--dir", type=Path, default=None, help="where the SQLite files go (default: a temp dir)")
+    parser.add_argument("--pg-url", default=None, help="a PostgreSQL database for the postgresql store")
     args = parser.parse_args()
+    if args.pg_url is None:
+        args.stores = ",".join(k for k in args.stores.split(",") if k != "postgresql")
     ops = args.ops or (1920 if args.quick else 6400)
     rounds = args.rounds or (1 if args.quick else 3)
 
@@ -140,11 +166,17 @@ def main() -> None:
         with progress(rounds * len(kinds), "store_throughput") as step:
             for r in range(rounds):
                 for kind in kinds:
-                    store = make_store(kind, directory, r, args.gather_turns)
-                    if args.mode == "engine":
-                        result = anyio.run(run_engine, store, args.workers, args.experiments, ops)
-                    else:
-                        result = anyio.run(run_store, store, args.workers, ops)
+                    schema = anyio.run(_pg_schema, args.pg_url, f"bench_{os.getpid()}_{r}") if kind == "postgresql" else None
+                    pg_url = None if schema is None else f"{args.pg_url}{'&' if '?' in args.pg_url else '?'}search_path={schema}"
+                    store = make_store(kind, directory, r, args.gather_turns, pg_url)
+                    try:
+                        if args.mode == "engine":
+                            result = anyio.run(run_engine, store, args.workers, args.experiments, ops)
+                        else:
+                            result = anyio.run(run_store, store, args.workers, ops)
+                    finally:
+                        if schema is not None:
+                            anyio.run(_pg_schema, args.pg_url, schema, True)
                     runs[kind].append(result)
                     print(f"round {r} {kind}: {result}", file=sys.stderr)
                     step(f"round {r} {kind}")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ._experiment_report import as_json, summary, table
+from .store import is_url_of_server
 from .engine import Admin, ExperimentReport, run_admin
 from .errors import ApiError
 
@@ -107,7 +108,7 @@ def _client(target: Target, *, writing: bool) -> Any:
 
     if target.url is not None:
         return Client(driver="http", base_url=target.url, token=target.token)
-    if not Path(target.db).exists():
+    if not is_url_of_server(target.db) and not Path(target.db).exists():
         raise CliError(f"no database at {target.db}; pass --db PATH, or --url to reach a running `tauopt serve`")
     try:
         return Client(driver="local", store=target.db)
@@ -136,7 +137,7 @@ def _file_reports(target: Target, state: str | None, owner: str | None, ids: Seq
             return [await admin.report(i) for i in ids]
         return await admin.reports(state, await _owner_id(admin, owner))
 
-    if not Path(target.db).exists():
+    if not is_url_of_server(target.db) and not Path(target.db).exists():
         raise CliError(f"no database at {target.db}; pass --db PATH, or --url to reach a running `tauopt serve`")
     return run_admin(target.db, read)
 

@@ -1,4 +1,4 @@
-"""`tauopt` command line: serve | token | experiments | kerastuner | bench.
+"""`tauopt` command line: serve | token | experiments | db | kerastuner | bench.
 
 Each door registers its own subcommands (`register(subparsers)` in its
 `_cli` module, each setting `func`, which returns an exit code); this module
@@ -18,6 +18,7 @@ from typing import Any, Sequence
 _DOORS = (
     "tauopt.transport.http._cli",
     "tauopt._cli_experiments",
+    "tauopt._cli_db",
     "tauopt.transport.grpc._cli",
     "tauopt.transport.optuna._cli",  # after the HTTP door's: it adds options to `serve`
 )

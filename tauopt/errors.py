@@ -81,6 +81,8 @@ CATALOGUE: Mapping[str, ErrorKind] = _kinds(
     _K("internal", 500, "INTERNAL", "a bug or a storage failure; nothing half-done is kept"),
     _K("unavailable", 503, "UNAVAILABLE", "the engine is shutting down or not started"),
     _K("store_unavailable", 503, "UNAVAILABLE", "the database file was deleted or replaced; writes are refused"),
+    # several daemons on one database: the HTTP door forwards these to the owner itself
+    _K("not_owner", 421, "UNAVAILABLE", "another daemon owns the experiment; send the request to it"),
 )
 del _K
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -22,6 +22,29 @@ def anyio_backend() -> str:
 def python() -> str:
     """The interpreter running the tests (the project's venv), for child processes."""
     return sys.executable
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster for the whole run (tests/postgres_support.py),
+    started by the first test that needs it; skips where the server binaries are absent."""
+    from postgres_support import missing_reason, start_cluster
+
+    reason = missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    cluster = start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Any) -> str:
+    """The URL of an empty tauopt database of its own on the test cluster (a new schema,
+    chosen by the URL's search_path: cheaper than a database)."""
+    return pg_cluster.url(search_path=pg_cluster.new_schema())
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -125,7 +125,7 @@ def test_import_tauopt_loads_no_heavy_dependency():
     code = (
         "import sys, tauopt\n"
         "from tauopt import Client, AsyncClient, Engine\n"
-        "heavy = [m for m in ('torch', 'gpytorch', 'grpc', 'aiosqlite', 'fastapi') if m in sys.modules]\n"
+        "heavy = [m for m in ('torch', 'gpytorch', 'grpc', 'aiosqlite', 'asyncpg', 'fastapi') if m in sys.modules]\n"
         "print(heavy)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)

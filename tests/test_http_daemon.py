@@ -28,14 +28,14 @@ def tauopt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 
 
 class Daemon:
-    def __init__(self, db: Path, *extra: str) -> None:
+    def __init__(self, db: Path | str, *extra: str, cwd: Path | None = None, port: int | None = None) -> None:
         self.db = db
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", str(self.port), "--pool", "thread",
              "--log-level", "warning", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
         )
         deadline = time.monotonic() + 30
         while True:
@@ -47,6 +47,12 @@ class Daemon:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"tauopt serve did not start: {self.proc.stderr.read() if self.proc.stderr else ''}")
             time.sleep(0.05)
+
+    @classmethod
+    def shared(cls, store_url: str, lease_s: float, cwd: Path) -> "Daemon":
+        """A daemon sharing a postgresql:// store with others (--advertise-url)."""
+        port = free_port()
+        return cls(store_url, "--advertise-url", f"http://127.0.0.1:{port}", "--lease-s", str(lease_s), cwd=cwd, port=port)
 
     def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
         self.proc.send_signal(sig)
@@ -175,7 +181,7 @@ exp = c.create_experiment("light", [{{"name": "x", "type": "double", "bounds": [
 s = c.suggest(exp.id)
 c.observe(exp.id, suggestion_id=s.id, value=1.0)
 c.close()
-heavy = sorted(m for m in ("fastapi", "starlette", "uvicorn", "pydantic", "aiosqlite", "torch", "gpytorch", "grpc") if m in sys.modules)
+heavy = sorted(m for m in ("fastapi", "starlette", "uvicorn", "pydantic", "aiosqlite", "asyncpg", "torch", "gpytorch", "grpc") if m in sys.modules)
 print(heavy)
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -1,4 +1,5 @@
-"""One contract, every Store: MemoryStore and SqliteStore must answer alike."""
+"""One contract, every Store: MemoryStore, SqliteStore and PostgresStore must answer alike
+(PostgreSQL: a real throwaway cluster, tests/postgres_support.py)."""
 
 from __future__ import annotations
 
@@ -30,14 +31,18 @@ def anyio_backend() -> str:
     return "asyncio"  # the SQLite store answers an asyncio loop from its connections' threads
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     if request.param == "memory":
         s: Store = MemoryStore()
-    else:
+    elif request.param == "sqlite":
         from tauopt.store._sqlite import SqliteStore
 
         s = SqliteStore(tmp_path / "contract.db")
+    else:
+        from tauopt.store._postgresql import PostgresStore
+
+        s = PostgresStore(request.getfixturevalue("pg_url"), pool_size=2)
     async with s:
         yield s
 

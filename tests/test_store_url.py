@@ -33,9 +33,9 @@ def test_a_store_passes_through() -> None:
 
 def test_an_unknown_scheme_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(ApiError) as err:
-        open_store("postgresql://db/tauopt")
+        open_store("mysql://db/tauopt")
     assert err.value.error_type == "invalid_request"
-    assert "postgresql://" in err.value.message and "memory://" in err.value.message
+    assert "mysql://" in err.value.message and "postgresql://" in err.value.message and "memory://" in err.value.message
 
 
 async def test_the_engine_takes_a_store_url(tmp_path: Path) -> None:

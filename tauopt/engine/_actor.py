@@ -186,8 +186,13 @@ class ExperimentActor:
 
     async def _handle(self, request: Request[Any]) -> None:
         if self._replies.poisoned is not None:
-            # Stop; the engine rebuilds this experiment from the store on the next message.
+            # Stop; the engine rebuilds this experiment from the store on the next message. Unregister
+            # before closing (after the writes still in flight are settled, so the rebuild reads them):
+            # a closed mailbox left in the registry would send every later message back to it.
             fail(request, api_error("internal", "the experiment is reloading after a storage failure; retry"))
+            await self._replies.drain()
+            if self._registry.get(self.id) is not None:
+                del self._registry[self.id]
             self._receive.close()
             return
         msg = request.message

@@ -203,6 +203,13 @@ class Engine:
             raise api_error("unavailable", "the engine is not running; use `async with Engine() as engine`")
         event = self._starting[experiment_id] = anyio.Event()
         try:
+            owner = await self.store.claim(experiment_id)  # before the load: it then sees every acknowledged write
+            if owner is not None:
+                raise api_error(
+                    "not_owner",
+                    f"experiment {experiment_id!r} is served by the daemon at {owner}; send the request there",
+                    owner_url=owner,
+                )
             snapshot = await self.store.load(experiment_id)
             if snapshot is None:
                 raise api_error("not_found", f"experiment {experiment_id!r} not found")
@@ -330,6 +337,10 @@ class Engine:
             early_stopping=stopping,
             max_consecutive_failures=check_max_failures(max_consecutive_failures),
         )
+        try:
+            await self.store.claim(exp.id, new=True)  # several daemons: this one owns what it creates
+        except Exception as exc:
+            raise commit_error(exc, "nothing was kept, retry") from exc
         return exp
 
     async def experiment(self, experiment_id: str) -> Experiment:

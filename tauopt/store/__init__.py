@@ -3,6 +3,11 @@
     _base.py          the Store interface (experiments) and CredentialStore (a door's auth), the write types
     _memory.py        MemoryStore
     _sqlite.py        SqliteStore (SQLite specifics only; imported lazily)
+    _postgresql.py    PostgresStore (PostgreSQL through asyncpg; imported lazily; asyncio only)
+    _postgresql_schema.py  its versioned migrations
+    _leases.py        several daemons on one PostgreSQL database: one owner per experiment by lease rows
+    _copy.py          copy_store: one store into another, verified (`tauopt db copy`)
+    _rows.py          writes as rows and rows as a Snapshot: what both SQL stores share
     _sqlite_thread.py a sqlite3 connection on a thread of its own: the reader, and the writer (which checkpoints)
     _group_commit.py  the store-independent group-commit writer any durable store reuses
     _url.py           open_store: a URL or path -> a Store, the only place that reads one
@@ -32,7 +37,7 @@ from ._base import (
 )
 from ._group_commit import GroupCommitWriter
 from ._memory import MemoryStore
-from ._url import open_store
+from ._url import is_url_of_server, open_store
 
 __all__ = [
     "CredentialRecord",
@@ -53,5 +58,6 @@ __all__ = [
     "Store",
     "StoreError",
     "Write",
+    "is_url_of_server",
     "open_store",
 ]

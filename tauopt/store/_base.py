@@ -267,6 +267,14 @@ class Store(abc.ABC):
         """Queue a batch; `done` is called once it is committed (or failed). Never blocks.
         An empty batch is a barrier: done fires after every batch queued before it."""
 
+    async def claim(self, experiment_id: str, new: bool = False) -> str | None:
+        """Take the experiment for this engine before rebuilding its actor: None if it
+        is this engine's now (or does not exist), else the URL of the daemon that owns
+        it. `new`: an experiment being created. A store one engine owns outright (memory,
+        SQLite, PostgreSQL without `shared`) answers None; daemons sharing a database
+        answer by lease (`_leases.py`)."""
+        return None
+
     @abc.abstractmethod
     async def load(self, experiment_id: str) -> Snapshot | None: ...
 

@@ -137,7 +137,7 @@ class MemoryStore(Store):
             tuple(rec.observations),
             rec.drawn,
             tuple(rec.reports),
-            tuple(rec.records.items()),
+            tuple(sorted(rec.records.items())),
         )
 
     async def index_row(self, experiment_id: str) -> IndexRow | None:

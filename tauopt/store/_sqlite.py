@@ -1,7 +1,7 @@
 """SqliteStore: the durable Store, one SQLite file in WAL mode, written by one task.
 
 Write path: the shared GroupCommitWriter (`_group_commit.py`) batches
-concurrent writes; this module only turns a group into rows (`_Rows`; a
+concurrent writes; this module only turns a group into rows (`_rows.py`; a
 batch whose objects cannot be turned into rows fails alone, before the
 transaction) and runs them as ONE transaction (BEGIN IMMEDIATE, one multi-row
 upsert per table, COMMIT; a failure rolls back and fails every batch of its
@@ -40,19 +40,12 @@ from typing import Any, Iterator, Literal, Sequence, Union
 import anyio
 from anyio.abc import TaskGroup
 
-from ..models import Experiment, Observation, Report, Suggestion
+from ..models import Experiment
 from ._base import (
     CredentialRecord,
     Done,
     IndexRow,
-    PutCredential,
     PutCounters,
-    PutExperiment,
-    PutObservation,
-    PutRecord,
-    PutReport,
-    PutSuggestion,
-    RevokeCredential,
     Snapshot,
     Store,
     StoreError,
@@ -61,6 +54,24 @@ from ._base import (
 from ._filelock import FileLock
 from ._filewatch import FileWatch, create_private, unavailable
 from ._group_commit import GroupCommitWriter
+from ._rows import (
+    CREDENTIAL_COLUMNS,
+    HEAD_COLUMNS,
+    OBSERVATION_COLUMNS,
+    REPORT_COLUMNS,
+    SUGGESTION_COLUMNS,
+    GroupRows,
+    credential_row,
+    experiment_of,
+    experiment_row,
+    observation_row,
+    prepare,
+    record_row,
+    report_row,
+    snapshot_of,
+    suggestion_row,
+    text,
+)
 from ._sqlite_thread import SqliteThread, SqliteWriter
 from ._url import sqlite_path
 
@@ -234,117 +245,25 @@ _UPDATE_COUNTERS: "_Upsert | str" = (
     if sqlite3.sqlite_version_info >= (3, 33)
     else "UPDATE experiments SET open_suggestions = ?, observations = ?, drawn = ? WHERE id = ?"
 )
-_CREDENTIAL_COLUMNS = "id, name, token_hash, created_at, suggestions_per_day, max_active_experiments, revoked_at"
-
-
-_dumps = json.JSONEncoder(separators=(",", ":")).encode  # one encoder, not one per call
-
-
-def _text(value: str | None) -> str | None:
-    # A lone surrogate would make sqlite3 fail the whole transaction; fail the batch instead.
-    if value is not None and not value.isascii():  # isascii is a flag lookup: ids and tags cost nothing
-        value.encode("utf-8")
-    return value
-
-
-def _experiment_row(w: PutExperiment) -> tuple[Any, ...]:
-    e = w.experiment
-    return (
-        _text(e.id), _text(e.owner), e.state, _text(e.name), float(e.created_at),
-        int(e.open_suggestions), int(e.observations), int(w.drawn), _dumps(e.to_dict()),
-    )  # fmt: skip
-
-
-def _suggestion_row(s: Suggestion) -> tuple[Any, ...]:
-    return (
-        _text(s.experiment_id), _text(s.id), s.state, _text(s.tag), float(s.created_at), _dumps(s.assignments),
-        int(s.attempts), int(bool(s.released)),
-    )  # fmt: skip
-
-
-def _observation_row(o: Observation) -> tuple[Any, ...]:
-    return (
-        _text(o.experiment_id), _text(o.id), _text(o.suggestion_id), None if o.value is None else float(o.value),
-        int(bool(o.failed)), float(o.created_at), _dumps(o.assignments), _dumps(o.metrics),
-        None if o.stopped_at_step is None else int(o.stopped_at_step),
-    )  # fmt: skip
-
-
-def _credential_row(c: CredentialRecord) -> tuple[Any, ...]:
-    return (
-        _text(c.id), _text(c.name), _text(c.token_hash), float(c.created_at), c.revoked_at,
-        c.suggestions_per_day, c.max_active_experiments,
-    )  # fmt: skip
-
-
-@dataclass
-class _Rows:
-    """One group's writes by key; a later write of a key replaces an earlier one
-    (keeping the key's first position), so an experiment header rewritten by 64
-    batches of a group is turned into a row once."""
-
-    experiments: dict[str, PutExperiment]
-    counters: dict[str, PutCounters]
-    suggestions: dict[tuple[str, str], Suggestion]
-    observations: dict[tuple[str, str], Observation]
-    credentials: dict[str, CredentialRecord]
-    revokes: list[RevokeCredential]
-    reports: list[PutReport]
-    records: dict[tuple[str, str], str]
-
-    @classmethod
-    def of(cls, batches: Sequence[Sequence[Write]]) -> "_Rows":
-        rows = cls({}, {}, {}, {}, {}, [], [], {})
-        for writes in batches:
-            for w in writes:
-                if isinstance(w, PutExperiment):
-                    rows.experiments[w.experiment.id] = w
-                    rows.counters.pop(w.experiment.id, None)  # the header carries newer counters
-                elif isinstance(w, PutCounters):
-                    head = rows.experiments.get(w.experiment_id)
-                    if head is None:
-                        rows.counters[w.experiment_id] = w
-                    else:  # later than a header of this group: fold into it (keeps statement order simple)
-                        e = head.experiment.evolve(open_suggestions=w.open_suggestions, observations=w.observations)
-                        rows.experiments[w.experiment_id] = PutExperiment(e, w.drawn)
-                elif isinstance(w, PutSuggestion):
-                    rows.suggestions[(w.suggestion.experiment_id, w.suggestion.id)] = w.suggestion
-                elif isinstance(w, PutObservation):
-                    rows.observations[(w.observation.experiment_id, w.observation.id)] = w.observation
-                elif isinstance(w, PutCredential):
-                    rows.credentials[w.credential.id] = w.credential
-                elif isinstance(w, RevokeCredential):
-                    rows.revokes.append(w)
-                elif isinstance(w, PutReport):
-                    rows.reports.append(w)
-                elif isinstance(w, PutRecord):
-                    rows.records[(w.experiment_id, w.key)] = w.body
-                else:
-                    raise TypeError(f"not a store write: {w!r}")
-        return rows
-
-    def statements(self) -> Plan:
-        """The SQL and its rows; raises if an object cannot be turned into a row."""
-        plan = [
-            (_UPSERT_EXPERIMENT, [_experiment_row(w) for w in self.experiments.values()]),
-            (_UPDATE_COUNTERS, [_counters_row(c) for c in self.counters.values()]),
-            (_UPSERT_SUGGESTION, [_suggestion_row(x) for x in self.suggestions.values()]),
-            (_UPSERT_OBSERVATION, [_observation_row(x) for x in self.observations.values()]),
-            (_UPSERT_CREDENTIAL, [_credential_row(x) for x in self.credentials.values()]),
-            (_REVOKE_CREDENTIAL, [(float(r.revoked_at), _text(r.credential_id)) for r in self.revokes]),
-            (_INSERT_REPORT, [
-                (_text(r.experiment_id), _text(r.report.suggestion_id), int(r.report.step), float(r.report.value),
-                 float(r.report.created_at)) for r in self.reports
-            ]),
-            (_UPSERT_RECORD, [(_text(e), _text(k), _text(b)) for (e, k), b in self.records.items()]),
-        ]
-        return [(sql, rows) for sql, rows in plan if rows]
+def _statements(rows: GroupRows) -> Plan:
+    """The SQL and its rows; raises if an object cannot be turned into a row."""
+    plan = [
+        (_UPSERT_EXPERIMENT, [experiment_row(w) for w in rows.experiments.values()]),
+        (_UPDATE_COUNTERS, [_counters_row(c) for c in rows.counters.values()]),
+        (_UPSERT_SUGGESTION, [suggestion_row(x) for x in rows.suggestions.values()]),
+        (_UPSERT_OBSERVATION, [observation_row(x) for x in rows.observations.values()]),
+        (_UPSERT_CREDENTIAL, [credential_row(x) for x in rows.credentials.values()]),
+        (_REVOKE_CREDENTIAL, [(float(r.revoked_at), text(r.credential_id)) for r in rows.revokes]),
+        (_INSERT_REPORT, [report_row(r) for r in rows.reports]),
+        (_UPSERT_RECORD, [record_row(key, body) for key, body in rows.records.items()]),
+    ]
+    return [(sql, r) for sql, r in plan if r]
 
 
 def _counters_row(c: PutCounters) -> tuple[Any, ...]:
     if isinstance(_UPDATE_COUNTERS, _Upsert):  # UPDATE ... FROM (VALUES (id, open, observations, drawn))
-        return (_text(c.experiment_id), int(c.open_suggestions), int(c.observations), int(c.drawn))
-    return (int(c.open_suggestions), int(c.observations), int(c.drawn), _text(c.experiment_id))
+        return (text(c.experiment_id), int(c.open_suggestions), int(c.observations), int(c.drawn))
+    return (int(c.open_suggestions), int(c.observations), int(c.drawn), text(c.experiment_id))
 
 
 def _inspect(path: Path) -> int | None:
@@ -643,7 +562,7 @@ class SqliteStore(Store):
             "WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR owner = ?2 OR owner IS NULL) ORDER BY seq",
             (state, owner),
         )
-        return [_experiment(body, o, n_open, n_obs) for o, body, n_open, n_obs in rows]
+        return [experiment_of(body, o, n_open, n_obs) for o, body, n_open, n_obs in rows]
 
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int:
         rows = await self._all(
@@ -663,11 +582,11 @@ class SqliteStore(Store):
         return [(e, b) for e, b in rows]
 
     async def credentials(self) -> list[CredentialRecord]:
-        rows = await self._all(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials ORDER BY seq")
+        rows = await self._all(f"SELECT {CREDENTIAL_COLUMNS} FROM credentials ORDER BY seq")
         return [CredentialRecord(*r) for r in rows]
 
     async def credential_by_hash(self, token_hash: str) -> CredentialRecord | None:
-        rows = await self._all(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials WHERE token_hash = ?", (token_hash,))
+        rows = await self._all(f"SELECT {CREDENTIAL_COLUMNS} FROM credentials WHERE token_hash = ?", (token_hash,))
         return CredentialRecord(*rows[0]) if rows else None
 
     async def suggestion_times(self, owner: str | None, since: float) -> list[float]:
@@ -699,21 +618,7 @@ def _set_up_reader(conn: sqlite3.Connection) -> None:
 
 def _load_snapshot(conn: sqlite3.Connection, experiment_id: str) -> Snapshot | None:
     found = _read_snapshot(conn, experiment_id)
-    if found is None:
-        return None
-    head, srows, orows, rrows, records = found
-    owner, drawn, body, n_open, n_obs = head
-    experiment = _experiment(body, owner, n_open, n_obs)
-    suggestions = tuple(
-        Suggestion(sid, experiment_id, json.loads(a), state, tag, created_at, int(n), bool(released))
-        for sid, state, tag, created_at, a, n, released in srows
-    )
-    observations = tuple(
-        Observation(oid, experiment_id, sug, json.loads(a), value, bool(failed), created_at, json.loads(m), stopped)
-        for oid, sug, value, failed, created_at, a, m, stopped in orows
-    )
-    reports = tuple(Report(sid, int(step), float(v), t) for sid, step, v, t in rrows)
-    return Snapshot(experiment, suggestions, observations, int(drawn), reports, tuple((k, b) for k, b in records))
+    return None if found is None else snapshot_of(experiment_id, *found)
 
 
 def _read_snapshot(
@@ -723,50 +628,32 @@ def _read_snapshot(
     conn.execute("BEGIN")
     try:
         head = conn.execute(
-            "SELECT owner, drawn, body, open_suggestions, observations FROM experiments WHERE id = ?", (experiment_id,)
+            f"SELECT {HEAD_COLUMNS} FROM experiments WHERE id = ?", (experiment_id,)
         ).fetchone()
         if head is None:
             return None
         srows = conn.execute(
-            "SELECT id, state, tag, created_at, assignments, attempts, released FROM suggestions "
-            "WHERE experiment_id = ? ORDER BY seq",
+            f"SELECT {SUGGESTION_COLUMNS} FROM suggestions WHERE experiment_id = ? ORDER BY seq",
             (experiment_id,),
         ).fetchall()
         orows = conn.execute(
-            "SELECT id, suggestion_id, value, failed, created_at, assignments, metrics, stopped_at_step "
-            "FROM observations WHERE experiment_id = ? ORDER BY seq",
+            f"SELECT {OBSERVATION_COLUMNS} FROM observations WHERE experiment_id = ? ORDER BY seq",
             (experiment_id,),
         ).fetchall()
         rrows = conn.execute(
-            "SELECT suggestion_id, step, value, created_at FROM reports WHERE experiment_id = ? ORDER BY seq",
+            f"SELECT {REPORT_COLUMNS} FROM reports WHERE experiment_id = ? ORDER BY seq",
             (experiment_id,),
         ).fetchall()
-        records = conn.execute("SELECT key, body FROM records WHERE experiment_id = ?", (experiment_id,)).fetchall()
+        records = conn.execute("SELECT key, body FROM records WHERE experiment_id = ? ORDER BY key", (experiment_id,)).fetchall()
         return head, srows, orows, rrows, records
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
 
 
-def _experiment(body: str, owner: str | None, open_suggestions: int, observations: int) -> Experiment:
-    """The header from its JSON body, with the counters of their own columns (PutCounters updates only those)."""
-    e = Experiment.from_dict(json.loads(body), owner=owner)
-    return e.evolve(open_suggestions=int(open_suggestions), observations=int(observations))
-
-
 def _prepare(batches: Sequence[Sequence[Write]]) -> tuple[Plan, list[BaseException | None]]:
     """One plan for the group; a batch that cannot be turned into rows fails alone."""
-    outcome: list[BaseException | None] = [None] * len(batches)
-    try:
-        return _Rows.of(batches).statements(), outcome
-    except Exception:
-        pass  # rare: find the batch that cannot be stored, fail it alone, store the others
-    for i, writes in enumerate(batches):
-        try:
-            _Rows.of([writes]).statements()
-        except Exception as exc:
-            outcome[i] = StoreError(f"cannot store this batch ({type(exc).__name__}: {exc})")
-    return _Rows.of([w for w, o in zip(batches, outcome) if o is None]).statements(), outcome
+    return prepare(batches, _statements)
 
 
 def _transact(conn: sqlite3.Connection, plan: Plan) -> None:

@@ -41,16 +41,37 @@ def _wait_cap(text: str) -> float:
 
 
 def token_path(db: str) -> Path:
-    """Where `tauopt serve` writes the first token: next to the database."""
-    return Path(db + ".token")
+    """Where `tauopt serve` writes the first token: next to the database file; for a
+    database server (postgresql://), ./tauopt.token in the directory it starts in."""
+    from ...store import is_url_of_server
+
+    return Path("tauopt.token") if is_url_of_server(db) else Path(db + ".token")
+
+
+def _missing(db: str) -> bool:
+    """No database file at `db` (a server's URL is never missing here: connecting tells)."""
+    from ...store import is_url_of_server
+
+    return not is_url_of_server(db) and not Path(db).exists()
 
 
 def register(subparsers: Any) -> None:
     serve = subparsers.add_parser("serve", help="run the HTTP API daemon")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
-    serve.add_argument("--db", default=DEFAULT_DB, help="SQLite file (created if missing); default %(default)s")
+    serve.add_argument(
+        "--db", "--store", dest="db", default=DEFAULT_DB, metavar="PATH|URL",
+        help="SQLite file (created if missing) or postgresql://user@host:port/database; default %(default)s",
+    )
     serve.add_argument("--durability", choices=["os", "fsync"], default="os")
+    serve.add_argument(
+        "--advertise-url", default=None, metavar="http://HOST:PORT",
+        help="share a postgresql:// --store with other daemons; the URL they reach this one at",
+    )
+    serve.add_argument(
+        "--lease-s", type=float, default=3.0,
+        help="with --advertise-url: a dead daemon's experiments move after this many seconds (default %(default)g)",
+    )
     serve.add_argument("--pool", choices=["thread", "process", "dask"], default="process", help="where GP fits run")
     serve.add_argument(
         "--no-warm-pool", dest="warm_pool", action="store_false",
@@ -130,7 +151,7 @@ def _with_admin(db: str, work: Callable[[Admin], Awaitable[T]], *, create: bool 
     a daemon that owns the file; `serve` and `token transfer` ask for ownership."""
     from ...engine import run_admin
 
-    if not create and not Path(db).exists():
+    if not create and _missing(db):
         raise SystemExit(f"tauopt: no database at {db}; pass --db PATH")
     return run_admin(db, work, exclusive=exclusive)
 
@@ -214,8 +235,18 @@ def _serve(args: argparse.Namespace) -> int:
         return _fail(str(exc), 2)
     except RuntimeError as exc:  # the cluster cannot serve (DaskUnavailable)
         return _fail(str(exc))
+    db: Any = args.db
+    if args.advertise_url is not None:
+        from ...store import is_url_of_server, open_store
+
+        if not is_url_of_server(args.db) or not args.lease_s > 0:
+            return _fail("--advertise-url goes with a postgresql:// --store and a positive --lease-s", 2)
+        db = open_store(args.db, shared_as=args.advertise_url, lease_s=args.lease_s)
     try:
-        first = _with_admin(args.db, lambda admin: ensure_first_token(admin, args.db), exclusive=True)
+        # several daemons: none owns the database, so the first token is written without its lock
+        first = _with_admin(
+            args.db, lambda admin: ensure_first_token(admin, args.db), exclusive=args.advertise_url is None
+        )
     except (StoreError, TokenFileExists) as exc:
         return _fail(str(exc))
     except ApiError as exc:  # store_in_use: another engine serves this file
@@ -232,9 +263,10 @@ def _serve(args: argparse.Namespace) -> int:
         max_waiting_asks=args.max_waiting_asks,
     )
     app = create_app(
-        db=args.db, engine_options={"pool": pool, "durability": args.durability, "warm_pool": args.warm_pool}, limits=limits,
+        db=db, engine_options={"pool": pool, "durability": args.durability, "warm_pool": args.warm_pool}, limits=limits,
         metrics_token=args.metrics_token, metrics_top_experiments=args.metrics_top_experiments,
         doors=getattr(args, "doors", ()),
+        forward_lease_s=None if args.advertise_url is None else args.lease_s,
     )
     print(f"tauopt: dashboard at http://{args.host}:{args.port}/ (sign in with a token)", file=sys.stderr, flush=True)
     guard = ConnectionLimits(
@@ -256,7 +288,18 @@ def _serve(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stop)
+    fenced: list[str] = []
+    shared = getattr(db, "shared", None)
+    if shared is not None:  # a lapsed lease: stop, to be restarted fresh; the workers fail over meanwhile
+
+        def _lost(why: str) -> None:
+            fenced.append(why)
+            server.should_exit = True
+
+        shared.on_lost = _lost
     server.run()
+    if fenced:
+        return _fail(f"stopped: {fenced[0]}")
     return 0 if server.started or stopped else 1
 
 
@@ -327,7 +370,7 @@ def _log_to_stderr(level: str) -> None:
 def _token_create(args: argparse.Namespace) -> int:
     from ...errors import ApiError
 
-    if args.db != ":memory:" and not Path(args.db).exists() and not args.create:
+    if args.db != ":memory:" and _missing(args.db) and not args.create:
         # A token in a stray new file is one no running daemon accepts.
         return _fail(
             f"no database at {args.db}; pass --db with the file `tauopt serve --db` uses "

@@ -115,7 +115,10 @@ class HttpDriver:
         if not isinstance(timeout, httpx.Timeout):
             # Waiting for a pooled connection is queueing, not a fault: no pool timeout.
             timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0), pool=None)
-        self.base_url = base_url.rstrip("/")
+        # Several daemons on one database: "http://a:8080,http://b:8080"; a connection refused
+        # by one (nothing was sent) moves this client to the next, for this and later calls.
+        self.base_urls = [u.strip().rstrip("/") for u in base_url.split(",") if u.strip()]
+        self.base_url = self.base_urls[0]
         self.deadline_s = check_deadline_s(deadline_s)
         self._sleep: Sleep = sleep or anyio.sleep
         ssl_context = _ssl_context(verify) if self.base_url.startswith("https:") else None
@@ -239,10 +242,22 @@ class HttpDriver:
     async def _send_single_request(
         self, method: str, path: str, content: bytes | None, extensions: dict[str, Any] | None = None
     ) -> Answer:
-        try:
-            return await self._send_on_the_wire(method, path, content, extensions or self._extensions)
-        except httpx.ConnectError as exc:
-            raise _unreachable(self.base_url, exc) from exc
+        for tried in range(1, len(self.base_urls) + 1):
+            try:
+                return await self._send_on_the_wire(method, path, content, extensions or self._extensions)
+            except httpx.ConnectError as exc:
+                if tried == len(self.base_urls):
+                    raise _unreachable(", ".join(self.base_urls), exc) from exc
+                self._fail_over()
+        raise AssertionError("unreachable")
+
+    def _fail_over(self) -> None:
+        """Move to the next base URL (the caches hold merged URLs and Host headers of the old one)."""
+        i = self.base_urls.index(self.base_url)
+        self.base_url = self.base_urls[(i + 1) % len(self.base_urls)]
+        self._http.base_url = httpx.URL(self.base_url)
+        self._urls.clear()
+        self._heads.clear()
 
     async def _send_on_the_wire(
         self, method: str, path: str, content: bytes | None, extensions: dict[str, Any]

@@ -32,6 +32,7 @@ from ...errors import ApiError, api_error
 from .._columns import ColumnsCache
 from ._dashboard import dashboard_routes
 from ._docs_page import swagger_page
+from ._forward import ForwardToOwner
 from ._insight_routes import INSIGHT
 from ._metrics import TOP_EXPERIMENTS, Metrics, MetricsMiddleware, metrics_route
 from ._openapi import openapi_document
@@ -116,6 +117,7 @@ def create_app(
     metrics_token: str | None = None,
     metrics_top_experiments: int = TOP_EXPERIMENTS,
     doors: Sequence[Any] = (),
+    forward_lease_s: float | None = None,
 ) -> Starlette:
     """The REST API as an ASGI app.
 
@@ -130,6 +132,9 @@ def create_app(
     doors: other doors served on the same engine while the app runs (the CLI composes
         them, e.g. the Optuna door): each `await door(task_group, engine, host)` returns
         (what it adds to the ready line, stop).
+    forward_lease_s: with several daemons on one database (the engine's store shared by
+        lease of that many seconds), forward requests for experiments another daemon
+        owns to it (`_forward.py`).
     """
     # an engine other doors serve (the chief's --http-port): count into its one Metrics
     metrics = Metrics(metrics_top_experiments) if engine is None else Metrics.for_engine(engine, metrics_top_experiments)
@@ -176,6 +181,7 @@ def create_app(
         middleware=[  # outermost first: the metrics see every answer, the body limit's too
             Middleware(MetricsMiddleware, metrics=metrics),
             Middleware(BodyLimit, limit=max_body_bytes),
+            *([Middleware(ForwardToOwner, lease_s=forward_lease_s)] if forward_lease_s is not None else []),
             Middleware(HotRoutes, routes=served),  # asks and observations: their route's endpoint, no router
         ],
         exception_handlers={

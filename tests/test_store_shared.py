@@ -1,0 +1,62 @@
+"""Several engines (daemons) on one PostgreSQL database: one owner per experiment by a
+lease row, takeover after a lapsed lease, fencing of a holder that wakes up late.
+In process, on the throwaway cluster; the two-process failover is in
+tests/test_serve_failover.py."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from tauopt import ApiError, Engine
+from tauopt.store._leases import Leases
+from tauopt.store._postgresql import PostgresStore
+
+pytestmark = pytest.mark.anyio
+
+SPACE = [{"name": "x", "type": "double", "bounds": (0, 1)}]
+
+
+def daemon(pg_url: str, name: str, lease_s: float = 0.6) -> Engine:
+    return Engine(store=PostgresStore(pg_url, shared=Leases(f"http://{name}", lease_s=lease_s, renew_s=0.2)))
+
+
+async def test_one_owner_per_experiment_and_a_lapsed_owner_is_taken_over_and_fenced(pg_url: str) -> None:
+    async with daemon(pg_url, "a") as a, daemon(pg_url, "b") as b:
+        exp = await a.create_experiment("shared", SPACE, {"name": "y"}, parallel_bandwidth=8)
+        first = await a.suggest(exp.id)
+        with pytest.raises(ApiError) as err:
+            await b.suggest(exp.id)
+        assert (err.value.error_type, err.value.status_code, err.value.details["owner_url"]) == ("not_owner", 421, "http://a")
+        await anyio.sleep(0.7)  # a renews: still a's
+        with pytest.raises(ApiError, match="served by the daemon at http://a"):
+            await b.experiment(exp.id)
+
+        a_store = a.store
+        assert isinstance(a_store, PostgresStore) and a_store._renewing is not None
+        a_store._renewing.cancel()  # a freezes: its lease is no longer renewed
+        await anyio.sleep(0.9)
+        second = await b.suggest(exp.id)  # b takes it, rebuilt from the database
+        assert second.id != first.id
+        assert {s.id for s in await b.suggestions(exp.id, state="open")} == {first.id, second.id}
+        await b.observe(exp.id, first.id, value=0.5)
+
+        # a wakes up with its actor still in memory: its write is fenced, nothing of it kept
+        with pytest.raises(ApiError) as err:
+            await a.suggest(exp.id)
+        assert err.value.error_type == "store_unavailable" and "no longer owns" in err.value.message
+        with pytest.raises(ApiError):
+            await a.suggest(exp.id)  # the actor that saw the failure stops
+        with pytest.raises(ApiError) as err:
+            await a.suggest(exp.id)  # rebuilt? no: b owns it now
+        assert err.value.error_type == "not_owner" and err.value.details["owner_url"] == "http://b"
+        again = await b.experiment(exp.id)
+        assert (again.observations, again.open_suggestions) == (1, 1)
+
+
+async def test_a_clean_stop_hands_experiments_over_at_once(pg_url: str) -> None:
+    async with daemon(pg_url, "b", lease_s=30) as b:
+        async with daemon(pg_url, "a", lease_s=30) as a:
+            exp = await a.create_experiment("handover", SPACE, {"name": "y"})
+            await a.suggest(exp.id)
+        assert (await b.experiment(exp.id)).open_suggestions == 1  # no wait for the 30 s lease
