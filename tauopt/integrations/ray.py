@@ -104,12 +104,15 @@ class TauoptSearch(Searcher):
         if space is not None and experiment_id is not None:
             raise ValueError("pass space= to create an experiment or experiment_id= to join one, not both")
         super().__init__(metric=metric, mode=mode)
+        self._metric: str | None = metric
+        self._mode: str | None = mode
         self._factory: Callable[[], Client] | None = Client if client is None else None if isinstance(client, Client) else client
         self._client: Client | None = client if isinstance(client, Client) else None
         self._space = dict(space) if space is not None else None
         self.experiment_id = experiment_id
         self._joined = experiment_id is not None
-        self._create = {"name": name, "early_stopping": dict(early_stopping or {}) or None, "strategy": strategy}
+        self._name, self._strategy = name, strategy
+        self._early_stopping = dict(early_stopping) if early_stopping else None
         self._bandwidth = parallel_bandwidth
         self._runs: dict[str, TrialRun] = {}
         self._checked = False
@@ -134,10 +137,8 @@ class TauoptSearch(Searcher):
             if self._metric is None or self._mode not in _OBJECTIVE:
                 raise ValueError("TauoptSearch needs metric= and mode='min' or 'max' (here or in TuneConfig) to create an experiment")
             exp = self.client.create_experiment(
-                self._create["name"], parameters_from_ray_space(self._space),
-                {"name": self._metric, "objective": _OBJECTIVE[self._mode]},
-                parallel_bandwidth=self._bandwidth or _cluster_cpus(), strategy=self._create["strategy"],
-                early_stopping=self._create["early_stopping"],
+                self._name, parameters_from_ray_space(self._space), {"name": self._metric, "objective": _OBJECTIVE[self._mode]},
+                parallel_bandwidth=self._bandwidth or _cluster_cpus(), strategy=self._strategy, early_stopping=self._early_stopping,
             )  # fmt: skip
             self.experiment_id = exp.id
         elif not self._checked:
