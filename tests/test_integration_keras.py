@@ -6,6 +6,7 @@ the metric is missing or the fit raises."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -16,6 +17,7 @@ np = pytest.importorskip("numpy")
 
 from tauopt import Client  # noqa: E402
 from tauopt.integrations.keras import MissingMetricError, TauoptCallback  # noqa: E402
+from test_readme_programs import readme_program_on_a_store  # noqa: E402
 
 PARAMS = [{"name": "lr", "type": "double", "bounds": (1e-3, 1e-1), "scale": "log"}]
 rng = np.random.default_rng(0)
@@ -84,3 +86,13 @@ def test_a_fit_that_raises_marks_the_suggestion_failed_and_the_error_goes_on(cli
     assert [r.step for r in client.reports(exp.id, s.id)] == [1, 2]
     (obs,) = client.observations(exp.id)
     assert obs.failed and obs.suggestion_id == s.id
+
+
+
+def test_the_readme_keras_program_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = readme_program_on_a_store("integrations/keras_fit.py", tmp_path, capsys)
+    with Client(driver="local", store=str(db)) as c:
+        (exp,) = c.experiments()
+        obs = c.observations(exp.id)
+        assert len(obs) == 3 and not any(o.failed for o in obs)
+        assert all(c.reports(exp.id, o.suggestion_id) for o in obs if o.suggestion_id)

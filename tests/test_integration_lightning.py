@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 
 from tauopt import Client  # noqa: E402
 from tauopt.integrations.lightning import MissingMetricError, TauoptCallback  # noqa: E402
+from test_readme_programs import readme_program_on_a_store  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
     # Lightning's advice to use DataLoader workers; worker processes would only slow these tiny runs
@@ -111,3 +112,13 @@ def test_a_fit_that_raises_marks_the_suggestion_failed_and_the_error_goes_on(cli
     assert [r.step for r in client.reports(exp.id, s.id)] == [BATCHES]
     (obs,) = client.observations(exp.id)
     assert obs.failed
+
+
+def test_the_readme_lightning_program_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the Trainer's default_root_dir
+    db = readme_program_on_a_store("integrations/lightning_fit.py", tmp_path, capsys)
+    with Client(driver="local", store=str(db)) as c:
+        (exp,) = c.experiments()
+        obs = c.observations(exp.id)
+        assert len(obs) == 3 and not any(o.failed for o in obs)
+        assert [r.step for r in c.reports(exp.id, "1")] == [4, 8, 12, 16, 20]  # 4 batches an epoch, 5 epochs

@@ -5,6 +5,7 @@ same experiment over a real `tauopt serve`."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import signal
 import sys
@@ -20,6 +21,7 @@ from ray.tune.search import ConcurrencyLimiter  # noqa: E402
 from tauopt import Client  # noqa: E402
 from tauopt.integrations.ray import MissingMetricError, TauoptSearch, parameters_from_ray_space  # noqa: E402
 from test_http_daemon import Daemon, token_of  # noqa: E402
+from test_readme_programs import marked, run_in_process  # noqa: E402
 
 SPACE = {"x": tune.uniform(-1.0, 1.0), "model": {"layers": tune.randint(1, 4), "act": tune.choice(["relu", "tanh"])}, "seed": 7}
 STEPS = 9
@@ -87,36 +89,40 @@ def test_trials_map_to_tagged_suggestions_reports_and_one_observation_each() -> 
         assert client.experiment(eid).metric.objective == "minimize"
 
 
-def test_tune_fit_runs_real_trials_and_tauopts_rule_stops_some(local_ray: None, tmp_path: Path) -> None:
-    with Client(driver="local") as client:
-        search = TauoptSearch(
-            metric="loss", mode="min", client=client, early_stopping={"rule": "asha", "max_step": STEPS, "min_step": 1}
-        )
-        results = tune.Tuner(
-            objective, param_space=SPACE,
-            tune_config=tune.TuneConfig(search_alg=ConcurrencyLimiter(search, max_concurrent=2), num_samples=6, reuse_actors=True),
-            run_config=tune.RunConfig(name="fit", storage_path=str(tmp_path), stop=search.stopper(), verbose=0),
-        ).fit()  # fmt: skip
-        eid = search.experiment_id
-        assert eid is not None
-        exp = client.experiment(eid)
+def test_the_readme_tune_program_runs_real_trials_and_tauopts_rule_stops_some(
+    local_ray: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = marked()["integrations/ray_tune.py"]
+    db = tmp_path / "tauopt.db"
+    for shown, here in (
+        ('Client(driver="local")', f'Client(driver="local", store={str(db)!r})'),  # read back below
+        ("tune.RunConfig(stop=", f"tune.RunConfig(storage_path={str(tmp_path)!r}, verbose=0, stop="),
+        ("num_samples=6)", "num_samples=6, reuse_actors=True)"),  # one worker process per slot, not per trial
+    ):
+        assert code.count(shown) == 1, shown
+        code = code.replace(shown, here)
+    ns = run_in_process(code, "integrations/ray_tune.py")
+    best = ast.literal_eval(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(best) == {"lr", "layers"}
+    trials = {r.metrics["trial_id"]: r.metrics for r in ns["tuner"].get_results()}
+    with Client(driver="local", store=str(db)) as client:
+        (exp,) = client.experiments()
         assert exp.parallel_bandwidth == 2  # ConcurrencyLimiter's limit is the experiment's bandwidth
-        trials = {r.metrics["trial_id"]: r.metrics for r in results}
-        suggestions = {s.tag: s for s in client.suggestions(eid)}
+        suggestions = {s.tag: s for s in client.suggestions(exp.id)}
         assert set(suggestions) == set(trials) and len(trials) == 6  # tag = trial id
-        by_sid = {o.suggestion_id: o for o in client.observations(eid)}
+        by_sid = {o.suggestion_id: o for o in client.observations(exp.id)}
         assert len(by_sid) == 6 and not any(o.failed for o in by_sid.values())
         stopped = 0
         for tag, s in suggestions.items():
             o, last = by_sid[s.id], trials[tag]
-            assert o.value == pytest.approx(last["loss"]) and o.assignments["x"] == pytest.approx(last["config"]["x"])
-            assert [r.step for r in client.reports(eid, s.id)] == list(range(1, last["training_iteration"] + 1))
+            assert o.value == pytest.approx(last["loss"]) and o.assignments["lr"] == pytest.approx(last["config"]["lr"])
+            assert [r.step for r in client.reports(exp.id, s.id)] == list(range(1, last["training_iteration"] + 1))
             if o.stopped_at_step is not None:  # tauopt said stop: Tune stopped the trial at that step
                 stopped += 1
                 assert o.stopped_at_step == last["training_iteration"] < STEPS
             else:
                 assert last["training_iteration"] == STEPS
-        assert stopped >= 1  # ASHA keeps the best of each rung: a later worse trial stops at step 1
+        assert stopped >= 1  # ASHA keeps the best of each rung: a later, worse trial stops at step 1
 
 
 class InterruptAfter(tune.Callback):
