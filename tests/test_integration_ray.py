@@ -174,7 +174,7 @@ def test_a_joined_experiment_keeps_its_bandwidth_and_a_client_object_is_not_pick
         exp = client.create_experiment("joined", parameters_from_ray_space(SPACE), {"name": "score", "objective": "maximize"}, parallel_bandwidth=1)
         search = TauoptSearch(client=client, experiment_id=exp.id)
         limited = ConcurrencyLimiter(search, max_concurrent=3)  # the limiter counts this run's trials
-        assert limited._limit_concurrency and client.experiment(exp.id).parallel_bandwidth == 1
+        assert limited._limit_concurrency and client.experiment(exp.id).parallel_bandwidth == 1  # unchanged
         assert search.suggest("a") is not None and search.suggest("b") is None  # bandwidth full: Tune asks later
         assert (search.metric, search.mode) == ("score", "max")
         with pytest.raises(ValueError, match="maximize"):

@@ -167,20 +167,19 @@ class TauoptSearch(Searcher):
         return True
 
     def set_max_concurrency(self, max_concurrent: int) -> bool:
-        """ConcurrencyLimiter's limit is the created experiment's `parallel_bandwidth`
-        (a joined experiment keeps its own, shared with its other workers, and the
-        limiter counts this run's trials)."""
-        if self._joined:
-            return False
-        if self.experiment_id is not None and self._bandwidth != max_concurrent:
-            self.client.update_experiment(self.experiment_id, parallel_bandwidth=max_concurrent)
-        self._bandwidth = max_concurrent
-        return True
+        """ConcurrencyLimiter's limit becomes the created experiment's `parallel_bandwidth`
+        (a joined experiment keeps its own, shared with its other workers); the limiter
+        still counts this run's trials, so Tune does not ask while they fill it."""
+        if not self._joined:
+            if self.experiment_id is not None and self._bandwidth != max_concurrent:
+                self.client.update_experiment(self.experiment_id, parallel_bandwidth=max_concurrent)
+            self._bandwidth = max_concurrent
+        return False
 
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
         eid = self._experiment()
         try:
-            s = self.client.suggest(eid, tag=trial_id)
+            s = self.client.suggest(eid, tag=trial_id, deadline_s=0)  # a full bandwidth answers now, not after retries
         except ApiError as e:
             if e.error_type == "bandwidth_full":
                 return None  # Tune asks again when a trial ends
