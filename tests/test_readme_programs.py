@@ -5,7 +5,9 @@ interpreter exit used to abort them with status 134).
 
 A runnable block is marked `<!-- snippet: GROUP/FILE -->` on the line above its
 fence; an expected output `<!-- output: GROUP/NAME -->`. Every marked snippet
-must be run by a test here (`test_every_marked_snippet_is_run`)."""
+must be run by a test (`test_every_marked_snippet_is_run`): here, or, for the
+integrations' snippets, in process in their own test modules (one Ray and one
+keras backend per process), through `run_in_process`."""
 
 from __future__ import annotations
 
