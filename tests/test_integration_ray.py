@@ -25,10 +25,6 @@ from test_readme_programs import marked, run_in_process  # noqa: E402
 
 SPACE = {"x": tune.uniform(-1.0, 1.0), "model": {"layers": tune.randint(1, 4), "act": tune.choice(["relu", "tanh"])}, "seed": 7}
 STEPS = 9
-pytestmark = pytest.mark.filterwarnings(
-    # Ray's result loggers leave a trial's progress.csv / result.json open when a run is interrupted
-    r"ignore:Exception ignored in.*/driver_artifacts/.*(progress\.csv|result\.json):pytest.PytestUnraisableExceptionWarning"
-)
 
 
 def objective(config: dict[str, Any]) -> None:
