@@ -121,6 +121,34 @@ def test_the_readme_tune_program_runs_real_trials_and_tauopts_rule_stops_some(
         assert stopped >= 1  # ASHA keeps the best of each rung: a later, worse trial stops at step 1
 
 
+def test_rays_own_scheduler_stops_trials_beside_the_searcher(local_ray: None, tmp_path: Path) -> None:
+    """Tune's ASHAScheduler decides alone (the experiment has no rule): a trial it
+    stops ends as an observation of its last value, every trial once."""
+    from ray.tune.schedulers import ASHAScheduler
+
+    with Client(driver="local") as client:
+        search = TauoptSearch(SPACE, metric="loss", mode="min", client=client)
+        results = tune.Tuner(
+            objective,
+            tune_config=tune.TuneConfig(
+                search_alg=ConcurrencyLimiter(search, max_concurrent=2), metric="loss", mode="min", num_samples=6,
+                scheduler=ASHAScheduler(max_t=STEPS, grace_period=1, reduction_factor=3), reuse_actors=True,
+            ),
+            run_config=tune.RunConfig(name="asha", storage_path=str(tmp_path), verbose=0),
+        ).fit()  # fmt: skip
+        eid = search.experiment_id
+        assert eid is not None
+        trials = {r.metrics["trial_id"]: r.metrics for r in results}
+        by_tag = {s.tag: s for s in client.suggestions(eid)}
+        assert set(by_tag) == set(trials) and all(s.state == "observed" for s in by_tag.values())
+        obs = {o.suggestion_id: o for o in client.observations(eid)}
+        for tag, last in trials.items():
+            o = obs[by_tag[tag].id]
+            assert o.value == pytest.approx(last["loss"]) and o.stopped_at_step is None
+        # the scheduler stopped some: none stopped would need each trial to beat the earlier ones at step 1
+        assert any(last["training_iteration"] < STEPS for last in trials.values())
+
+
 class InterruptAfter(tune.Callback):
     """Interrupts the first Tune run once `n` trials completed, as Ctrl-C does (SIGUSR1
     is Tune's other stop signal); the copy Tune pickles with the run, which

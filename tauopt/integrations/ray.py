@@ -135,7 +135,8 @@ class TauoptSearch(Searcher):
             if self._space is None:
                 raise ValueError("TauoptSearch has no space: pass space=, Tuner's param_space, or experiment_id=")
             if self._metric is None or self._mode not in _OBJECTIVE:
-                raise ValueError("TauoptSearch needs metric= and mode='min' or 'max' (here or in TuneConfig) to create an experiment")
+                raise ValueError("TauoptSearch needs metric= and mode='min' or 'max' to create an experiment (Tune passes "
+                    "TuneConfig's only with a param_space; with space= pass them to TauoptSearch)")
             exp = self.client.create_experiment(
                 self._name, parameters_from_ray_space(self._space), {"name": self._metric, "objective": _OBJECTIVE[self._mode]},
                 parallel_bandwidth=self._bandwidth or _cluster_cpus(), strategy=self._strategy, early_stopping=self._early_stopping,
