@@ -209,3 +209,21 @@ def test_a_joined_experiment_keeps_its_bandwidth_and_a_client_object_is_not_pick
         client.close_suggestion(exp.id, "1")
         search.on_trial_complete("a", {"score": 1.0})  # closed meanwhile: re-posted with its point, not lost
         assert [(o.suggestion_id, o.value) for o in client.observations(exp.id)] == [(None, 1.0)]
+
+
+def test_a_restore_closes_the_suggestions_of_trials_made_after_tunes_last_save(tmp_path: Path) -> None:
+    db = tmp_path / "tauopt.db"
+    connect = functools.partial(Client, driver="local", store=str(db))
+    search = TauoptSearch(SPACE, metric="loss", mode="min", client=connect, parallel_bandwidth=4)
+    search.suggest("t1")
+    search.save(str(tmp_path / "searcher.pkl"))  # Tune's last save knew t1 only
+    search.suggest("t2")
+    eid = search.experiment_id
+    search.client.close()  # the first driver is gone; the store stays
+    restored = TauoptSearch(SPACE, metric="loss", mode="min", client=connect)
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    with restored.client as client:
+        assert restored.experiment_id == eid
+        assert [(s.tag, s.state) for s in client.suggestions(eid)] == [("t1", "open"), ("t2", "closed")]
+        restored.on_trial_complete("t1", {"loss": 0.25})
+        assert [(o.suggestion_id, o.value) for o in client.observations(eid)] == [("1", 0.25)]
