@@ -11,9 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .._client import Client
-from ..errors import ApiError
-from ..models import Observation
+from .. import ApiError, Client, Observation  # the public API only
 
 # the suggestion is gone, but its result is not: observed again without it (README, "Too late")
 _REPOST = ("suggestion_expired", "suggestion_closed")

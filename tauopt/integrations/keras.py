@@ -16,7 +16,7 @@ from typing import Any
 
 import keras
 
-from .._client import Client
+from .. import Client
 from ._trial import MissingMetricError, TrialRun, metric_value
 
 __all__ = ["MissingMetricError", "TauoptCallback"]

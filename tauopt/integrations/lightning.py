@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import lightning.pytorch as pl
 
-from .._client import Client
+from .. import Client
 from ._trial import MissingMetricError, TrialRun, metric_value
 
 __all__ = ["MissingMetricError", "TauoptCallback"]

@@ -24,8 +24,7 @@ from ray.tune.search.variant_generator import parse_spec_vars
 from ray.tune.stopper import Stopper
 from ray.tune.utils.util import flatten_dict, unflatten_dict
 
-from .._client import Client
-from ..errors import ApiError
+from .. import ApiError, Client
 from ._trial import MissingMetricError, TrialRun, metric_value
 
 __all__ = ["MissingMetricError", "TauoptSearch", "TauoptStopper", "parameters_from_ray_space"]
