@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH)"
-	$(PY) -m pip install --quiet -e ".[all,postgresql,test,bench]" "$(TORCH)"
+	$(PY) -m pip install --quiet -e ".[all,test,bench,ray,lightning]" "$(TORCH)"
 	touch $(STAMP)
 
 serve: $(STAMP)

@@ -5,7 +5,9 @@ interpreter exit used to abort them with status 134).
 
 A runnable block is marked `<!-- snippet: GROUP/FILE -->` on the line above its
 fence; an expected output `<!-- output: GROUP/NAME -->`. Every marked snippet
-must be run by a test here (`test_every_marked_snippet_is_run`)."""
+must be run by a test (`test_every_marked_snippet_is_run`): here, or, for the
+integrations' snippets, in process in their own test modules (one Ray and one
+keras backend per process), through `run_in_process`."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +36,10 @@ RUN = {  # every marked snippet, and the test that runs it
     "walkthrough/watch.sh": "test_the_five_minute_walkthrough_runs_as_written",
     "kerastuner/chief.sh": "test_the_kerastuner_example_runs_with_the_readme_commands",
     "kerastuner/worker.sh": "test_the_kerastuner_example_runs_with_the_readme_commands",
+    # in the integration's own test module, in process (one Ray, one keras backend per process)
+    "integrations/ray_tune.py": "test_integration_ray.py::test_the_readme_tune_program_runs_real_trials_and_tauopts_rule_stops_some",
+    "integrations/keras_fit.py": "test_integration_keras.py::test_the_readme_keras_program_runs",
+    "integrations/lightning_fit.py": "test_integration_lightning.py::test_the_readme_lightning_program_runs",
 }
 
 
@@ -48,6 +55,24 @@ def marked(kind: str = "snippet") -> dict[str, str]:
 def test_every_marked_snippet_is_run() -> None:
     assert set(marked()) == set(RUN), "a marked README snippet has no test here (add it to RUN and run it)"
     assert README.count("<!-- snippet:") == len(RUN), "a snippet marker is not directly above a code fence"
+
+
+def run_in_process(code: str, name: str) -> dict[str, Any]:
+    """Run a README program in this process (its library already imported); its globals."""
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(code, f"README:{name}", "exec"), namespace)
+    return namespace
+
+
+def readme_program_on_a_store(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """Run README program `name` in process on a SQLite store (to read back after it
+    closed its client), check it printed best assignments; the store's path."""
+    code, db = marked()[name], tmp_path / "tauopt.db"
+    assert code.count('Client(driver="local")') == 1
+    run_in_process(code.replace('Client(driver="local")', f'Client(driver="local", store={str(db)!r})'), name)
+    best = ast.literal_eval(capsys.readouterr().out.strip().splitlines()[-1])
+    assert isinstance(best, dict) and best
+    return db
 
 
 def quickstart() -> str:
