@@ -188,6 +188,27 @@ class AsyncClient:
         with self._bounded(deadline_s):
             return await self._require().archive_experiment(experiment_id)
 
+    async def unarchive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
+        """Undo an archive: active again (completed if its budget is used up)."""
+        with self._bounded(deadline_s):
+            return await self._require().unarchive_experiment(experiment_id)
+
+    async def delete_experiment(self, experiment_id: str, force: bool = False, *, deadline_s: float | None = None) -> Experiment:
+        """Remove it and its history from the store; returns it as it was. Refused with
+        `suggestions_open` while suggestions are open, unless force=True."""
+        with self._bounded(deadline_s):
+            return await self._require().delete_experiment(experiment_id, force)
+
+    async def export_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """The experiment and its whole history as one JSON document, for import_experiment."""
+        with self._bounded(deadline_s):
+            return await self._require().export_experiment(experiment_id)
+
+    async def import_experiment(self, data: Mapping[str, Any], *, deadline_s: float | None = None) -> Experiment:
+        """Recreate an exported experiment (a new id, the caller's) with the same history."""
+        with self._bounded(deadline_s):
+            return await self._require().import_experiment(data)
+
     async def suggest(
         self, experiment_id: str, tag: str | None = None, wait_s: float | None = None, *, deadline_s: float | None = None
     ) -> Suggestion:
@@ -436,6 +457,23 @@ class Client:
     def archive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
         """Archive: no more asks or observations; open suggestions close."""
         return self._run(self._client.archive_experiment, experiment_id, deadline_s=deadline_s)
+
+    def unarchive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
+        """Undo an archive: active again (completed if its budget is used up)."""
+        return self._run(self._client.unarchive_experiment, experiment_id, deadline_s=deadline_s)
+
+    def delete_experiment(self, experiment_id: str, force: bool = False, *, deadline_s: float | None = None) -> Experiment:
+        """Remove it and its history from the store; returns it as it was. Refused with
+        `suggestions_open` while suggestions are open, unless force=True."""
+        return self._run(self._client.delete_experiment, experiment_id, force, deadline_s=deadline_s)
+
+    def export_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """The experiment and its whole history as one JSON document, for import_experiment."""
+        return self._run(self._client.export_experiment, experiment_id, deadline_s=deadline_s)
+
+    def import_experiment(self, data: Mapping[str, Any], *, deadline_s: float | None = None) -> Experiment:
+        """Recreate an exported experiment (a new id, the caller's) with the same history."""
+        return self._run(self._client.import_experiment, data, deadline_s=deadline_s)
 
     def suggest(
         self, experiment_id: str, tag: str | None = None, wait_s: float | None = None, *, deadline_s: float | None = None

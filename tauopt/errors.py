@@ -68,6 +68,7 @@ CATALOGUE: Mapping[str, ErrorKind] = _kinds(
     _K("experiment_completed", 409, "FAILED_PRECONDITION", "observation_budget reached"),
     _K("experiment_archived", 409, "FAILED_PRECONDITION", "the experiment is archived"),
     _K("too_many_failures", 409, "FAILED_PRECONDITION", "max_consecutive_failures failed runs in a row"),
+    _K("suggestions_open", 409, "FAILED_PRECONDITION", "a delete while suggestions are open; close them or force it"),
     _K("payload_too_large", 413, "RESOURCE_EXHAUSTED", "request body over the size limit"),
     # backpressure: a slot returns within a worker's evaluation, so "try again in a second"
     _K("bandwidth_full", 429, "RESOURCE_EXHAUSTED", "parallel_bandwidth suggestions are open", retry_after=1),

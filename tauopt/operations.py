@@ -99,6 +99,23 @@ class Operations(Protocol):
         """Archive: no more asks or observations; open suggestions close."""
         ...
 
+    async def unarchive_experiment(self, experiment_id: str) -> Experiment:
+        """Undo an archive: active again (completed if its budget is used up)."""
+        ...
+
+    async def delete_experiment(self, experiment_id: str, force: bool = False) -> Experiment:
+        """Remove it and its history from the store; returns it as it was. Refused with
+        `suggestions_open` while suggestions are open, unless force=True."""
+        ...
+
+    async def export_experiment(self, experiment_id: str) -> dict[str, Any]:
+        """The experiment and its whole history as one JSON document, for import_experiment."""
+        ...
+
+    async def import_experiment(self, data: Mapping[str, Any]) -> Experiment:
+        """Recreate an exported experiment (a new id, the caller's) with the same history."""
+        ...
+
     async def suggest(self, experiment_id: str, tag: str | None = None, wait_s: float | None = None) -> Suggestion:
         """A new open suggestion; `bandwidth_full` when parallel_bandwidth are open, or,
         with `wait_s` (0-300 s), when none returned within that wait."""

@@ -34,6 +34,7 @@ from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
 from ..pareto import pareto_front
 from ..space import Space
+from ..store import DeleteExperiment as DeleteWrite
 from ..store import PutCounters, PutExperiment, PutObservation, PutReport, PutSuggestion, Snapshot, Store, Write
 from ..strategies import Draws, Strategy, SuggestRequest, resolve_for
 from ..strategies import get as get_strategy
@@ -47,6 +48,8 @@ from ._messages import (
     Best,
     CloseAllSuggestions,
     CloseSuggestion,
+    DeleteExperiment,
+    ExportExperiment,
     GetExperiment,
     GetSuggestion,
     Inspect,
@@ -62,11 +65,13 @@ from ._messages import (
     SlotWaitOver,
     Suggest,
     Summary,
+    UnarchiveExperiment,
     UpdateExperiment,
     ReportLog,
     Workers,
 )
 from ._activity import observations_after
+from ._export import export_document
 from ._leases import not_open_error, release
 from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
@@ -124,7 +129,20 @@ class ExperimentActor:
         self._self_ref: ActorRef | None = None
         self._receive: Any = None
         self._grid_size_cache: tuple[Space, int | None] | None = None
+        self._deleted = False  # deleted from the store: every later message answers not_found
         self.stats = ActorStats(max_open_seen=len(self._ledger.open))
+
+    @staticmethod
+    def check_snapshot(snapshot: Snapshot) -> None:
+        """Raise if the actor could not be rebuilt from `snapshot` (an import's history):
+        every point keyed in the space, every report a known suggestion's."""
+        space = Space(snapshot.experiment.parameters)
+        known = {s.id for s in snapshot.suggestions}
+        unknown = sorted({r.suggestion_id for r in snapshot.reports} - known)
+        if unknown:
+            raise invalid(f"import: reports of suggestions the document does not hold: {unknown[:5]}")
+        Ledger(snapshot, space)
+        Curves(snapshot)
 
     # -- lifetime ----------------------------------------------------------
 
@@ -171,7 +189,8 @@ class ExperimentActor:
     def _add_header(self, writes: list[Write]) -> None:
         """Every mutation carries the experiment's counters and `drawn`: just those
         (PutCounters), unless it rewrites the header anyway."""
-        if PutExperiment in map(type, writes):  # by exact type (no write type is subclassed), looped in C
+        types = set(map(type, writes))  # by exact type (no write type is subclassed)
+        if PutExperiment in types or DeleteWrite in types:
             return
         ledger = self._ledger
         writes.append(PutCounters(self.id, len(ledger.open), len(ledger.observations), self._drawn))
@@ -190,6 +209,8 @@ class ExperimentActor:
         msg = request.message
         if isinstance(msg, (ProposalReady, SlotWaitOver)):  # the actor's own messages
             reply(request, None)
+        elif self._deleted:
+            raise api_error("not_found", f"experiment {self.id!r} not found (it was deleted)")
         # an unowned experiment (made in process, e.g. by the KerasTuner chief) is open to every credential
         elif msg.owner is not None and self._exp.owner is not None and msg.owner != self._exp.owner:
             raise api_error("not_found", f"experiment {self.id!r} not found")
@@ -213,6 +234,17 @@ class ExperimentActor:
             case ArchiveExperiment():
                 self._exp = self._exp.evolve(state="archived")
                 self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
+            case UnarchiveExperiment():
+                self._exp = self._exp.evolve(state=self._state_for(self._exp.evolve(state="active")))
+                self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
+            case DeleteExperiment():
+                self._on_delete(request, msg)
+            case ExportExperiment():
+                snapshot = Snapshot(
+                    self._header(), tuple(ledger.suggestions.values()), tuple(ledger.observations), self._drawn,
+                    tuple(self._curves.reports),
+                )  # fmt: skip
+                self._commit(request, [], export_document(snapshot))
             case GetSuggestion():
                 self._commit(request, [], ledger.suggestion(msg.suggestion_id))
             case ListSuggestions():
@@ -270,6 +302,27 @@ class ExperimentActor:
         self._exp = exp.evolve(state=self._state_for(exp))
         self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
         self._retry_slot_waiters()  # a wider bandwidth frees slots
+
+    def _on_delete(self, request: Request[Any], msg: DeleteExperiment) -> None:
+        """Remove it from the store; refused while suggestions are open (a worker is
+        evaluating one) unless forced. Waiting asks are refused; later messages answer
+        not_found, and the actor passivates like any idle one."""
+        n_open = len(self._ledger.open)
+        if n_open and msg.force is not True:
+            raise api_error(
+                "suggestions_open",
+                f"experiment {self.id!r} has {n_open} open suggestion(s); close them first "
+                "(close_all_suggestions, or `tauopt experiments close-all ID`) or delete with force=True (--force)",
+                open_suggestions=n_open,
+            )
+        header = self._header()
+        self._deleted = True
+        self._commit(request, [DeleteWrite(self.id)], header)
+        gone = api_error("not_found", f"experiment {self.id!r} was deleted while this ask waited")
+        while self._ahead.waiters:
+            self._commit(self._ahead.waiters.popleft()[0], [], gone)  # after the delete is durable
+        for waiting, _ in self._slot_waiters.ready(lambda: True):
+            self._commit(waiting, [], gone)
 
     def _state_for(self, exp: Experiment) -> str:
         if exp.state == "archived":

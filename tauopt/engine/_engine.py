@@ -19,7 +19,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..actors import ActorGone, ActorRef
-from ..errors import api_error, invalid
+from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion, parse_metrics
 from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space, is_large_space
@@ -30,6 +30,7 @@ from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
 from ._curves import check_early_stopping
+from ._export import check_document, check_imported_state, imported_writes
 from ._importance import ImportanceCache
 from ._validate import check_bandwidth, check_budget, check_max_failures, check_name, check_strategy, check_ttl, check_wait
 
@@ -252,6 +253,28 @@ class Engine:
         `max_consecutive_failures`: that many failed runs in a row stop the asks
         (`too_many_failures`) until update_experiment sets the cap again; None: no cap.
         Raises ApiError `invalid_request` saying which field to fix."""
+        exp = await self._checked_experiment(
+            name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
+            strategy_options, early_stopping, metrics, max_consecutive_failures,
+        )  # fmt: skip
+        await self._commit([PutExperiment(exp, 0)])
+        return exp
+
+    async def _checked_experiment(
+        self,
+        name: Any,
+        parameters: Any,
+        metric: Any,
+        parallel_bandwidth: Any,
+        suggestion_ttl_s: Any,
+        observation_budget: Any,
+        strategy: Any,
+        strategy_options: Any,
+        early_stopping: Any,
+        metrics: Any,
+        max_consecutive_failures: Any,
+    ) -> Experiment:
+        """A new active experiment of this owner, every field checked (create and import)."""
         all_metrics = parse_metrics(metric, metrics)
         options = StrategyOptions.parse(strategy_options)
         stopping = check_early_stopping(early_stopping)
@@ -264,7 +287,7 @@ class Engine:
         strategy = check_strategy(strategy)
         if strategy == "grid":
             space.grid(options.grid_size)  # refuses continuous parameters without a grid size
-        exp = Experiment(
+        return Experiment(
             id=secrets.token_hex(8),
             name=check_name(name),
             parameters=space.parameters,
@@ -281,8 +304,6 @@ class Engine:
             early_stopping=stopping,
             max_consecutive_failures=check_max_failures(max_consecutive_failures),
         )
-        await self._commit([PutExperiment(exp, 0)])
-        return exp
 
     async def experiment(self, experiment_id: str) -> Experiment:
         """One experiment with its counts. Raises ApiError `not_found` if absent."""
@@ -328,6 +349,47 @@ class Engine:
     async def archive_experiment(self, experiment_id: str) -> Experiment:
         """Archive: no more asks or observations; its open suggestions close. Returns it."""
         return await self._ask(experiment_id, m.ArchiveExperiment(self._owner))
+
+    async def unarchive_experiment(self, experiment_id: str) -> Experiment:
+        """Undo an archive: active again (completed if its budget is used up). Returns it."""
+        return await self._ask(experiment_id, m.UnarchiveExperiment(self._owner))
+
+    async def delete_experiment(self, experiment_id: str, force: bool = False) -> Experiment:
+        """Remove the experiment and its whole history from the store; returns it as it was.
+        Refused (409 `suggestions_open`) while suggestions are open, unless `force=True`."""
+        if not isinstance(force, bool):
+            raise invalid(f"force: give true or false, not {force!r}")
+        return await self._ask(experiment_id, m.DeleteExperiment(self._owner, force))
+
+    async def export_experiment(self, experiment_id: str) -> dict[str, Any]:
+        """The experiment and its whole history as one JSON-ready document (its spec,
+        suggestions, observations with every metric, reports, tags, timestamps), for
+        `import_experiment` into this or any other store."""
+        out: dict[str, Any] = await self._ask(experiment_id, m.ExportExperiment(self._owner))
+        return out
+
+    async def import_experiment(self, data: Mapping[str, Any]) -> Experiment:
+        """Recreate an exported experiment: a new id, this credential's, the same history
+        (states, values, timestamps). Its strategies start from the imported observations.
+        The spec is checked as create_experiment checks it."""
+        doc = check_document(data)
+        e = doc["experiment"]
+        metrics = e.get("metrics") or None
+        fresh = await self._checked_experiment(
+            e.get("name"), e.get("parameters"), None if metrics else e.get("metric"), e.get("parallel_bandwidth", 1),
+            e.get("suggestion_ttl_s"), e.get("observation_budget"), e.get("strategy", "auto"), e.get("strategy_options"),
+            e.get("early_stopping"), metrics, e.get("max_consecutive_failures"),
+        )  # fmt: skip
+        exp = fresh.evolve(**check_imported_state(e))
+        snapshot, writes = imported_writes(doc, exp)
+        try:
+            ExperimentActor.check_snapshot(snapshot)
+        except ApiError:
+            raise
+        except Exception as exc:
+            raise invalid(f"import: the history does not fit the experiment ({type(exc).__name__}: {exc})") from None
+        await self._commit(writes)
+        return snapshot.experiment
 
     # -- suggestions and observations -------------------------------------------------
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from ._base import (
     CredentialRecord,
     CredentialStore,
+    DeleteExperiment,
     Done,
     PutCounters,
     PutCredential,
@@ -35,6 +36,7 @@ from ._url import open_store
 __all__ = [
     "CredentialRecord",
     "CredentialStore",
+    "DeleteExperiment",
     "Done",
     "GroupCommitWriter",
     "MemoryStore",

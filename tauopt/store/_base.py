@@ -43,6 +43,7 @@ __all__ = [
     "PutSuggestion",
     "PutObservation",
     "PutReport",
+    "DeleteExperiment",
     "PutCredential",
     "RevokeCredential",
     "CredentialRecord",
@@ -93,6 +94,15 @@ class PutReport:
 
 
 @dataclass(frozen=True)
+class DeleteExperiment:
+    """Remove an experiment and its history (suggestions, observations, reports).
+    Applied after the other writes of its transaction; an unknown id changes nothing.
+    Every store implements it: the contract suite checks a deleted experiment is gone."""
+
+    experiment_id: str
+
+
+@dataclass(frozen=True)
 class CredentialRecord:
     """A bearer token as stored: only the token's hash is kept. Limits left as
     None mean the server's defaults."""
@@ -140,7 +150,9 @@ class RevokeCredential:
     revoked_at: float
 
 
-Write = Union[PutExperiment, PutCounters, PutSuggestion, PutObservation, PutReport, PutCredential, RevokeCredential]
+Write = Union[
+    PutExperiment, PutCounters, PutSuggestion, PutObservation, PutReport, DeleteExperiment, PutCredential, RevokeCredential
+]
 Done = Callable[[BaseException | None], None]
 
 

@@ -8,6 +8,7 @@ from typing import Any, Callable, Sequence
 from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
     CredentialRecord,
+    DeleteExperiment,
     Done,
     PutCredential,
     PutCounters,
@@ -58,6 +59,7 @@ class MemoryStore(Store):
             PutObservation: self._put_observation,
             PutExperiment: self._put_experiment,
             PutReport: self._put_report,
+            DeleteExperiment: self._delete_experiment,
             PutCredential: self._put_credential,
             RevokeCredential: self._revoke_credential,
         }
@@ -99,6 +101,9 @@ class MemoryStore(Store):
 
     def _put_report(self, w: PutReport) -> None:
         self._data[w.experiment_id].reports.append(w.report)
+
+    def _delete_experiment(self, w: DeleteExperiment) -> None:
+        self._data.pop(w.experiment_id, None)
 
     def _put_credential(self, w: PutCredential) -> None:
         self._credentials[w.credential.id] = w.credential

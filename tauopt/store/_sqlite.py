@@ -43,6 +43,7 @@ from anyio.abc import TaskGroup
 from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
     CredentialRecord,
+    DeleteExperiment,
     Done,
     PutCredential,
     PutCounters,
@@ -205,6 +206,11 @@ _UPSERT_CREDENTIAL = _Upsert(
     suggestions_per_day = excluded.suggestions_per_day, max_active_experiments = excluded.max_active_experiments""",
 )
 _REVOKE_CREDENTIAL = "UPDATE credentials SET revoked_at = ? WHERE id = ?"
+_DELETE_EXPERIMENT = tuple(
+    f"DELETE FROM {table} WHERE {key} = ?"
+    for table, key in (("reports", "experiment_id"), ("observations", "experiment_id"), ("suggestions", "experiment_id"),
+                       ("experiments", "id"))
+)  # fmt: skip
 # Every mutation updates its experiment's counters, so a group over many experiments
 # updates many rows: one UPDATE ... FROM (VALUES ...) statement (SQLite >= 3.33), not
 # executemany's step per row, each of which gives up and takes back the GIL (with 100
@@ -274,10 +280,11 @@ class _Rows:
     credentials: dict[str, CredentialRecord]
     revokes: list[RevokeCredential]
     reports: list[PutReport]
+    deletes: dict[str, None]  # experiment ids, deleted before the group's other statements
 
     @classmethod
     def of(cls, batches: Sequence[Sequence[Write]]) -> "_Rows":
-        rows = cls({}, {}, {}, {}, {}, [], [])
+        rows = cls({}, {}, {}, {}, {}, [], [], {})
         for writes in batches:
             for w in writes:
                 if isinstance(w, PutExperiment):
@@ -300,13 +307,26 @@ class _Rows:
                     rows.revokes.append(w)
                 elif isinstance(w, PutReport):
                     rows.reports.append(w)
+                elif isinstance(w, DeleteExperiment):
+                    rows.forget(w.experiment_id)  # what came before it in the group is deleted with it
+                    rows.deletes[w.experiment_id] = None
                 else:
                     raise TypeError(f"not a store write: {w!r}")
         return rows
 
+    def forget(self, experiment_id: str) -> None:
+        self.experiments.pop(experiment_id, None)
+        self.counters.pop(experiment_id, None)
+        self.suggestions = {k: v for k, v in self.suggestions.items() if k[0] != experiment_id}
+        self.observations = {k: v for k, v in self.observations.items() if k[0] != experiment_id}
+        self.reports = [r for r in self.reports if r.experiment_id != experiment_id]
+
     def statements(self) -> Plan:
-        """The SQL and its rows; raises if an object cannot be turned into a row."""
-        plan = [
+        """The SQL and its rows; raises if an object cannot be turned into a row.
+        Deletes first: the writes of the group before a delete were forgotten, the later ones stay."""
+        deletes = [(_text(i),) for i in self.deletes]
+        plan: Plan = [(sql, deletes) for sql in _DELETE_EXPERIMENT]
+        plan += [
             (_UPSERT_EXPERIMENT, [_experiment_row(w) for w in self.experiments.values()]),
             (_UPDATE_COUNTERS, [_counters_row(c) for c in self.counters.values()]),
             (_UPSERT_SUGGESTION, [_suggestion_row(x) for x in self.suggestions.values()]),

@@ -315,7 +315,7 @@ class HttpDriver:
             "observation_budget": observation_budget,
             "strategy": strategy,
             "strategy_options": _as_dict(strategy_options) if strategy_options is not None else None,
-            "early_stopping": dict(early_stopping) if early_stopping is not None else None,
+            "early_stopping": dict(early_stopping) if isinstance(early_stopping, Mapping) else early_stopping,
             "max_consecutive_failures": max_consecutive_failures,
         }
         return Experiment.from_dict(await self._request("POST", "/v1/experiments", body=body))
@@ -353,6 +353,22 @@ class HttpDriver:
 
     async def archive_experiment(self, experiment_id: str) -> Experiment:
         return Experiment.from_dict(await self._request("POST", _exp(experiment_id) + "/archive"))
+
+    async def unarchive_experiment(self, experiment_id: str) -> Experiment:
+        return Experiment.from_dict(await self._request("POST", _exp(experiment_id) + "/unarchive"))
+
+    async def delete_experiment(self, experiment_id: str, force: bool = False) -> Experiment:
+        params = {"force": "true"} if force is True else None
+        if not isinstance(force, bool):
+            raise invalid(f"force: give true or false, not {force!r}")
+        return Experiment.from_dict(await self._request("DELETE", _exp(experiment_id), params=params))
+
+    async def export_experiment(self, experiment_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = await self._request("GET", _exp(experiment_id) + "/export")
+        return data
+
+    async def import_experiment(self, data: Mapping[str, Any]) -> Experiment:
+        return Experiment.from_dict(await self._request("POST", "/v1/experiments/import", body=data))
 
     async def suggest(self, experiment_id: str, tag: str | None = None, wait_s: float | None = None) -> Suggestion:
         path = _exp(experiment_id) + "/suggestions"
