@@ -116,8 +116,13 @@ def _client(target: Target, *, writing: bool) -> Any:
     try:
         return Client(driver="local", store=target.db)
     except ApiError as exc:
-        hint = "; while `tauopt serve` runs on it, pass --url (and TAUOPT_TOKEN)" if writing else ""
-        raise CliError(exc.message + hint) from None
+        if exc.error_type == "store_in_use" and writing:  # the advice for this command first, then who holds it
+            raise CliError(
+                f"{target.db} is open in a running engine (pid {exc.details.get('pid', '?')} on "
+                f"{exc.details.get('host', '?')}, e.g. `tauopt serve`): run this command through it with "
+                "--url URL (and TAUOPT_TOKEN or --token-file), or stop it first"
+            ) from None
+        raise CliError(exc.message) from None
 
 
 def _remote_reports(target: Target, state: str | None, ids: Sequence[str] | None) -> list[ExperimentReport]:
@@ -362,7 +367,9 @@ def _run(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
 
 
 def register(subparsers: Any) -> None:
-    exps = subparsers.add_parser("experiments", help="create, watch and change experiments (a file or a daemon)")
+    exps = subparsers.add_parser(
+        "experiments", help="create, watch, change, export, import and delete experiments (a file or a daemon)"
+    )
     esub = exps.add_subparsers(dest="experiments_command", metavar="ACTION", required=True)
 
     def target(p: argparse.ArgumentParser) -> argparse.ArgumentParser:

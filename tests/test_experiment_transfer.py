@@ -9,15 +9,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-import anyio
 import pytest
 
 from tauopt import ApiError, Client
 from tauopt.cli import main
-from tauopt.engine._auth import new_credential
-from tauopt.store import MemoryStore
-from tauopt.transport.http._server import create_app
-from test_http_support import ServerThread
+from test_http_support import served_with_token
 
 SPEC: dict[str, Any] = {
     "name": "moved",
@@ -137,15 +133,8 @@ def test_unarchive_reverses_an_archive() -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, str]]:
-    store = MemoryStore()
-    cred, token = new_credential("mover")
-
-    async def seed() -> None:
-        await store.put_credential(cred)
-
-    anyio.run(seed)
-    with ServerThread(create_app(db=store)) as running:
-        yield running.url, token
+    with served_with_token("mover") as running:
+        yield running
 
 
 def test_the_same_over_http(server: tuple[str, str], tmp_path: Path) -> None:

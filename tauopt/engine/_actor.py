@@ -378,15 +378,7 @@ class ExperimentActor:
         self._commit(request, writes, suggestion)
 
     def _check_can_suggest(self) -> None:
-        state = self._exp.state
-        if state == "archived":
-            raise api_error("experiment_archived", f"experiment {self.id!r} is archived; create a new experiment to keep searching")
-        if state == "completed":
-            raise api_error(
-                "experiment_completed",
-                f"experiment {self.id!r} reached its observation_budget={self._exp.observation_budget}; "
-                "raise observation_budget to continue",
-            )
+        self._check_not_done()
         if self._exp.stopped_reason is not None:
             raise stopped_error(self._exp)
         size = self._finite_size()
@@ -398,6 +390,18 @@ class ExperimentActor:
         n, bw = len(self._ledger.open) + len(self._ahead.waiters), self._exp.parallel_bandwidth
         if n >= bw:
             raise api_error("bandwidth_full", f"{n} open suggestions >= parallel_bandwidth={bw}; observe or close one first")
+
+    def _check_not_done(self) -> None:
+        """Archived or completed: no new points (an ask, an unsolicited observation)."""
+        state = self._exp.state
+        if state == "archived":
+            raise api_error("experiment_archived", f"experiment {self.id!r} is archived; create a new experiment to keep searching")
+        if state == "completed":
+            raise api_error(
+                "experiment_completed",
+                f"experiment {self.id!r} reached its observation_budget={self._exp.observation_budget}; "
+                "raise observation_budget to continue",
+            )
 
     @property
     def _grid_size(self) -> int | None:
@@ -580,6 +584,7 @@ class ExperimentActor:
             writes.append(PutSuggestion(s))
             assignments, sid = s.assignments, s.id
         elif msg.assignments is not None:
+            self._check_not_done()  # an unsolicited result is a new point: refused like an ask
             assignments, sid = self._space.validate(msg.assignments), None
         else:
             raise invalid("give suggestion_id (an open suggestion) or assignments (an unsolicited observation)")
