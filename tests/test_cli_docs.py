@@ -74,3 +74,16 @@ def test_tauopt_help_names_every_token_action() -> None:
 
 def test_the_readme_states_todays_schema_version() -> None:
     assert f"**Schema** (version {SCHEMA_VERSION})" in README
+
+
+def test_the_hyperband_example_states_its_schedule_and_ships_its_worker() -> None:
+    from tauopt.strategies.hyperband import HyperbandSchedule
+    from tauopt.transport.grpc._oracle import HyperbandConfig
+
+    schedule = HyperbandSchedule(27, 3)
+    epochs = sum(schedule.size(b, r) * schedule.epochs(b, r) for b in range(schedule.num_brackets()) for r in range(b + 1))
+    trials = HyperbandConfig(27, 3, 1).total_trials()
+    assert f"the schedule is {trials} trials" in README and f"{epochs} epochs in all" in README
+    worker = Path(__file__).resolve().parent.parent / "examples" / "kerastuner_hyperband.py"
+    assert "examples/kerastuner_hyperband.py" in README and "kt.Hyperband(" in worker.read_text()
+    assert f"= {trials} trials" in worker.read_text() and "MAX_EPOCHS, FACTOR = 27, 3" in worker.read_text()
