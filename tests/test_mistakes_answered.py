@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterator
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -82,6 +83,18 @@ def test_suggestion_ids_are_taken_as_numbers_or_text_by_every_driver(client: Cli
     exp = client.create_experiment("e", X, {"name": "y"}, strategy="random")
     s = client.suggest(exp.id)
     assert client.observe(exp.id, suggestion_id=int(s.id), value=1.0).suggestion_id == s.id  # type: ignore[arg-type]
+
+
+def test_the_rest_api_takes_a_suggestion_id_as_a_number_too(daemon: tuple[str, str]) -> None:
+    url, token = daemon
+    with Client(driver="http", base_url=url, token=token) as c:
+        exp = c.create_experiment("e", X, {"name": "y"}, strategy="random")
+        s = c.suggest(exp.id)
+    r = httpx.post(
+        f"{url}/v1/experiments/{exp.id}/observations", json={"suggestion_id": int(s.id), "value": 1.0},
+        headers={"Authorization": f"Bearer {token}"}, timeout=30,
+    )  # fmt: skip
+    assert r.status_code == 201 and r.json()["suggestion_id"] == s.id, r.text
 
 
 def test_nan_in_a_report_is_refused_without_suggesting_failed(client: Client) -> None:

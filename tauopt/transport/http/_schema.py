@@ -169,7 +169,8 @@ class SuggestBody(BaseModel):
 class ObserveBody(BaseModel):
     # the engine's rules: exactly one of suggestion_id or assignments; a finite value unless failed
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_says(allOf=OBSERVE_RULES))
-    suggestion_id: str | None = None
+    # an integer too: ids are sequence numbers, and the engine takes 3 as "3" in every door
+    suggestion_id: str | int | None = Field(default=None, description="the suggestion's id, as text or an integer")
     assignments: dict[str, Any] | None = Field(
         default=None, description="for an unsolicited observation: a value for every active parameter",
         json_schema_extra=_or_null(ASSIGNMENTS_SCHEMA),
