@@ -357,7 +357,11 @@ def _run(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             print(f"tauopt: {exc}", file=sys.stderr)
             return exc.code
         except ApiError as exc:
-            print(f"tauopt: {exc.error_type}: {exc.message}", file=sys.stderr)
+            message = exc.message
+            if exc.error_type == "unauthorized":  # the server cannot know where the token came from
+                source = f"--token-file {args.token_file}" if getattr(args, "token_file", None) else "$TAUOPT_TOKEN"
+                message = message.replace("the token given (token=)", source) + f" (the token came from {source})"
+            print(f"tauopt: {exc.error_type}: {message}", file=sys.stderr)
             return 1
         except httpx.TransportError as exc:
             print(f"tauopt: {exc}", file=sys.stderr)

@@ -109,6 +109,14 @@ def test_a_refused_token_says_where_it_came_from(daemon: tuple[str, str]) -> Non
     assert e.error_type == "unauthorized" and "token=" in e.message and "TAUOPT_TOKEN" not in e.message
 
 
+def test_a_refused_token_file_is_named_by_the_cli(daemon: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "old.token"
+    bad.write_text("tau_revoked-long-ago")
+    assert main(["experiments", "list", "--url", daemon[0], "--token-file", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("tauopt: unauthorized:") and f"--token-file {bad}" in err and "token=" not in err
+
+
 def _not_tauopt(request: Request) -> HTMLResponse:
     return HTMLResponse("<html><body><h1>Welcome to nginx!</h1></body></html>", status_code=404)
 
