@@ -209,6 +209,8 @@ class ExperimentActor:
         msg = request.message
         if isinstance(msg, (ProposalReady, SlotWaitOver)):  # the actor's own messages
             reply(request, None)
+            if self._deleted:
+                return  # a fit or a timer that outlived the experiment: nothing to do
         elif self._deleted:
             raise api_error("not_found", f"experiment {self.id!r} not found (it was deleted)")
         # an unowned experiment (made in process, e.g. by the KerasTuner chief) is open to every credential
