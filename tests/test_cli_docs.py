@@ -87,3 +87,14 @@ def test_the_hyperband_example_states_its_schedule_and_ships_its_worker() -> Non
     worker = Path(__file__).resolve().parent.parent / "examples" / "kerastuner_hyperband.py"
     assert "examples/kerastuner_hyperband.py" in README and "kt.Hyperband(" in worker.read_text()
     assert f"= {trials} trials" in worker.read_text() and "MAX_EPOCHS, FACTOR = 27, 3" in worker.read_text()
+
+
+def test_the_kerastuner_chief_docs_say_where_its_experiment_is_listed() -> None:
+    chief = _subparsers(_subparsers(build_parser())["kerastuner"])["chief"]
+    (db,) = [a for a in chief._actions if "--db" in a.option_strings]
+    assert db.default is None  # in memory: `experiments list` (./tauopt.db by default) cannot show it
+    start = README.index("<!-- snippet: kerastuner/chief.sh -->")
+    snippet = README[start:README.index("```\n", README.index("```sh", start) + 5)]
+    assert "--db" not in snippet
+    assert "This chief keeps its experiment in memory (no `--db`)" in README
+    assert "`tauopt experiments list --db kt.db`" in README
