@@ -5,6 +5,7 @@ directory (KT_DIR, e.g. a shared filesystem): a promoted trial loads its parent'
 checkpoint from there, as in any distributed KerasTuner search.
 
     # the chief: 27 epochs at most, factor 3 = 70 trials (promotions included), 450 epochs in all
+    # (two workers: 468 s on a busy 2-core machine; README, "Hyperband workers")
     KERASTUNER_ORACLE_IP=127.0.0.1 KERASTUNER_ORACLE_PORT=8000 KERASTUNER_TUNER_ID=chief \\
       tauopt kerastuner chief --objective val_loss --direction min \\
         --algorithm hyperband --max-epochs 27 --factor 3 --workers 2
