@@ -145,8 +145,11 @@ class AsyncClient:
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
         `max_consecutive_failures`: that many failed runs in a row stop the asks
         (`too_many_failures`) until update_experiment sets it again (None: no cap).
-
-        Formats: `help(tauopt.Client.create_experiment)` shows each with an example."""
+        E.g. parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"}, {"name": "n",
+        "type": "int", "bounds": [1, 4]}, {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}],
+        metric={"name": "loss"} (objective "minimize" by default), metrics=[{"name": "acc", "objective": "maximize"},
+        {"name": "mem_mb", "constraint": {"<=": 512}}], early_stopping={"rule": "median", "min_trials": 5} or
+        {"rule": "asha", "max_step": 81}, strategy_options={"seed": 0, "initial_points": 10, "grid_size": 5}."""
         with self._bounded(deadline_s):
             return await self._require().create_experiment(
                 name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
@@ -444,18 +447,11 @@ class Client:
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
         `max_consecutive_failures`: that many failed runs in a row stop the asks
         (`too_many_failures`) until update_experiment sets it again (None: no cap).
-
-        Formats (dicts, or Parameter / Metric objects):
-            parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"},
-                        {"name": "layers", "type": "int", "bounds": [1, 4]},
-                        {"name": "act", "type": "categorical", "values": ["relu", "tanh"]},
-                        {"name": "bn", "type": "boolean"}, {"name": "seed", "type": "fixed", "value": 7}]
-            metric={"name": "loss", "objective": "minimize"}   (objective defaults to minimize)
-            metrics=[{"name": "acc", "objective": "maximize"}, {"name": "mem_mb", "constraint": {"<=": 512}}]
-            early_stopping={"rule": "median", "min_trials": 5, "grace_steps": 0}
-                           or {"rule": "asha", "min_step": 1, "max_step": 81, "reduction_factor": 3}
-            strategy="auto" | "random" | "sobol" | "grid" | "gp";
-            strategy_options={"seed": 0, "initial_points": 10, "grid_size": 5}"""
+        E.g. parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"}, {"name": "n",
+        "type": "int", "bounds": [1, 4]}, {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}],
+        metric={"name": "loss"} (objective "minimize" by default), metrics=[{"name": "acc", "objective": "maximize"},
+        {"name": "mem_mb", "constraint": {"<=": 512}}], early_stopping={"rule": "median", "min_trials": 5} or
+        {"rule": "asha", "max_step": 81}, strategy_options={"seed": 0, "initial_points": 10, "grid_size": 5}."""
         return self._run(
             self._client.create_experiment, name, parameters, metric, parallel_bandwidth, suggestion_ttl_s,
             observation_budget, strategy, strategy_options, early_stopping, metrics, max_consecutive_failures,

@@ -67,7 +67,12 @@ class Operations(Protocol):
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
         `max_consecutive_failures`: that many failed runs in a row stop the asks
-        (`too_many_failures`) until update_experiment sets it again (None: no cap)."""
+        (`too_many_failures`) until update_experiment sets it again (None: no cap).
+        E.g. parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"}, {"name": "n",
+        "type": "int", "bounds": [1, 4]}, {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}],
+        metric={"name": "loss"} (objective "minimize" by default), metrics=[{"name": "acc", "objective": "maximize"},
+        {"name": "mem_mb", "constraint": {"<=": 512}}], early_stopping={"rule": "median", "min_trials": 5} or
+        {"rule": "asha", "max_step": 81}, strategy_options={"seed": 0, "initial_points": 10, "grid_size": 5}."""
         ...
 
     async def experiment(self, experiment_id: str) -> Experiment:
