@@ -10,11 +10,13 @@ TORCH := torch==2.13.0
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# editable_mode=compat: a plain path in a .pth file, which mypy follows (the default
+# mode's import hook hides tauopt from type checkers).
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH)"
-	$(PY) -m pip install --quiet -e ".[all,test,bench,ray,lightning]" "$(TORCH)"
+	$(PY) -m pip install --quiet -e ".[all,test,bench,ray,lightning]" "$(TORCH)" --config-settings editable_mode=compat
 	touch $(STAMP)
 
 serve: $(STAMP)

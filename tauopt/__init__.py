@@ -7,7 +7,17 @@ clients stay light on compute nodes.
 from ._client import AsyncClient, Client
 from .engine import Engine
 from .errors import ApiError
-from .models import Condition, Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from .models import (
+    Condition,
+    Experiment,
+    Metric,
+    Observation,
+    Parameter,
+    Report,
+    ReportDecision,
+    StrategyOptions,
+    Suggestion,
+)
 
 __all__ = [
     "ApiError",
@@ -19,6 +29,8 @@ __all__ = [
     "Metric",
     "Observation",
     "Parameter",
+    "Report",
+    "ReportDecision",
     "StrategyOptions",
     "Suggestion",
 ]

@@ -1,4 +1,4 @@
-"""`tauopt experiments create|list|show|update|archive|close-all`, against a
+"""`tauopt experiments create|list|show|update|archive|unarchive|delete|export|import|close-all`, against a
 database file (`--db`) or a running daemon (`--url`, or TAUOPT_BASE_URL; the
 token from TAUOPT_TOKEN or `--token-file`).
 
@@ -13,6 +13,7 @@ engine's (`Admin.reports`, or the daemon's `experiments` and `best` operations).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -21,18 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ._experiment_report import as_json, summary, table
+from ._experiment_report import as_json, shown, stopped_early, summary, table
 from .store import is_url_of_server
 from .engine import Admin, ExperimentReport, run_admin
 from .errors import ApiError
+from .operations import Operations
 
 __all__ = ["register", "Target", "target_from", "load_spec", "SPEC_KEYS"]
 
 DEFAULT_DB = "./tauopt.db"
-SPEC_KEYS = (
-    "name", "parameters", "metric", "parallel_bandwidth", "suggestion_ttl_s",
-    "observation_budget", "strategy", "strategy_options", "max_consecutive_failures",
-)  # fmt: skip
+# A spec takes every keyword of create_experiment, read from the protocol so the two never drift.
+SPEC_KEYS = tuple(name for name in inspect.signature(Operations.create_experiment).parameters if name != "self")
 
 
 class CliError(Exception):
@@ -74,30 +74,34 @@ def target_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Target:
 
 def load_spec(path: str) -> dict[str, Any]:
     """A spec file (JSON, or YAML by its .yaml/.yml suffix): create_experiment's keywords."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise CliError(f"--spec {path}: {exc.strerror}", 2) from None
-    if path.endswith((".yaml", ".yml")):
-        try:
-            import yaml
-        except ImportError:
-            raise CliError("a YAML spec needs PyYAML (pip install pyyaml, or the server extra); or write it as JSON", 2) from None
-        try:
-            spec = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise CliError(f"--spec {path} is not valid YAML: {exc}", 2) from None
-    else:
-        try:
-            spec = json.loads(text)
-        except ValueError as exc:
-            raise CliError(f"--spec {path} is not valid JSON ({exc}); YAML files must end in .yaml or .yml", 2) from None
+    spec = _read_document(path, "--spec")
     if not isinstance(spec, dict):
         raise CliError(f"--spec {path}: give an object with the keys {list(SPEC_KEYS)}", 2)
     unknown = sorted(set(spec) - set(SPEC_KEYS))
     if unknown:
         raise CliError(f"--spec {path}: unknown keys {unknown}; the keys are {list(SPEC_KEYS)}", 2)
     return spec
+
+
+def _read_document(path: str, option: str) -> Any:
+    """A JSON file, or YAML by its .yaml/.yml suffix."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise CliError(f"{option} {path}: {exc.strerror}", 2) from None
+    if path.endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:
+            raise CliError("a YAML spec needs PyYAML (pip install pyyaml, or the server extra); or write it as JSON", 2) from None
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise CliError(f"{option} {path} is not valid YAML: {exc}", 2) from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"{option} {path} is not valid JSON ({exc}); YAML files must end in .yaml or .yml", 2) from None
 
 
 # -- where the work happens --------------------------------------------------------------
@@ -113,8 +117,13 @@ def _client(target: Target, *, writing: bool) -> Any:
     try:
         return Client(driver="local", store=target.db)
     except ApiError as exc:
-        hint = "; while `tauopt serve` runs on it, pass --url (and TAUOPT_TOKEN)" if writing else ""
-        raise CliError(exc.message + hint) from None
+        if exc.error_type == "store_in_use" and writing:  # the advice for this command first, then who holds it
+            raise CliError(
+                f"{target.db} is open in a running engine (pid {exc.details.get('pid', '?')} on "
+                f"{exc.details.get('host', '?')}, e.g. `tauopt serve`): run this command through it with "
+                "--url URL (and TAUOPT_TOKEN or --token-file), or stop it first"
+            ) from None
+        raise CliError(exc.message) from None
 
 
 def _remote_reports(target: Target, state: str | None, ids: Sequence[str] | None) -> list[ExperimentReport]:
@@ -174,10 +183,63 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _archive(args: argparse.Namespace) -> int:
+    """`archive` (args.archive) or `unarchive`: prints the id, says what changed on stderr."""
     with _client(target_from(args, os.environ), writing=True) as c:
-        exp = c.archive_experiment(args.experiment_id)
+        if args.archive:
+            exp = c.archive_experiment(args.experiment_id)
+            said = f"archived {exp.id}; its open suggestions were closed"
+        else:
+            exp = c.unarchive_experiment(args.experiment_id)
+            said = f"{exp.id} is {exp.state} again"
     print(exp.id, flush=True)
-    print(f"tauopt: archived {exp.id}; its open suggestions were closed", file=sys.stderr)
+    print(f"tauopt: {said}", file=sys.stderr)
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    with _client(target_from(args, os.environ), writing=True) as c:
+        if not args.yes:
+            exp = c.experiment(args.experiment_id)
+            question = (
+                f"delete experiment {exp.id} ({shown(exp.name)}: {exp.observations} observations, "
+                f"{exp.open_suggestions} open suggestions) and its whole history? [y/N] "
+            )
+            print(question, end="", file=sys.stderr, flush=True)
+            answer = sys.stdin.readline().strip().lower()
+            if answer not in ("y", "yes"):
+                raise CliError("nothing deleted (answer y, or pass --yes to skip the question)")
+        exp = c.delete_experiment(args.experiment_id, force=args.force)
+    print(exp.id, flush=True)
+    print(f"tauopt: deleted {exp.id} and its history", file=sys.stderr)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    with _client(target_from(args, os.environ), writing=True) as c:
+        document = c.export_experiment(args.experiment_id)
+    text = json.dumps(document, indent=1, allow_nan=False)
+    if args.out is None:
+        print(text, flush=True)
+        return 0
+    try:
+        Path(args.out).write_text(text + "\n")
+    except OSError as exc:
+        raise CliError(f"--out {args.out}: {exc.strerror}") from None
+    print(f"tauopt: wrote {args.experiment_id} to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    if args.file == "-":
+        try:
+            document = json.loads(sys.stdin.read())
+        except ValueError as exc:
+            raise CliError(f"the document on stdin is not JSON ({exc}); give what `experiments export` wrote", 2) from None
+    else:
+        document = _read_document(args.file, "import")
+    with _client(target_from(args, os.environ), writing=True) as c:
+        exp = c.import_experiment(document)
+    print(exp.id, flush=True)  # alone on stdout, like create
     return 0
 
 
@@ -197,21 +259,46 @@ def _none_or(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 def _update(args: argparse.Namespace) -> int:
-    changes = {
-        k: getattr(args, k)
-        for k in ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "max_consecutive_failures")
-        if getattr(args, k) is not _KEEP
-    }
+    changes = {k: getattr(args, k) for k in _UPDATABLE if getattr(args, k) is not _KEEP}
     if not changes:
         raise CliError(
-            "nothing to update: pass --name, --parallel-bandwidth, --suggestion-ttl-s, --observation-budget "
-            "or --max-consecutive-failures", 2,
+            "nothing to update: pass --name, --parallel-bandwidth, --suggestion-ttl-s, --observation-budget, "
+            "--max-consecutive-failures, --early-stopping or --parameters", 2,
         )  # fmt: skip
     with _client(target_from(args, os.environ), writing=True) as c:
         exp = c.update_experiment(args.experiment_id, **changes)
     print(json.dumps(exp.to_dict(), indent=2) if args.json else exp.id, flush=True)
     return 0
 
+
+_UPDATABLE = (
+    "name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "max_consecutive_failures",
+    "early_stopping", "parameters",
+)  # fmt: skip
+
+
+def _json_option(option: str) -> Callable[[str], Any]:
+    """An option's value as JSON text, or `@FILE` for a JSON or YAML file."""
+
+    def parse(text: str) -> Any:
+        if text.startswith("@"):
+            try:
+                return _read_document(text[1:], option)
+            except CliError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"not JSON ({exc}); give e.g. '{_EXAMPLES[option]}' or @FILE") from None
+
+    parse.__name__ = "JSON"
+    return parse
+
+
+_EXAMPLES = {
+    "--early-stopping": '{"rule": "median", "min_trials": 5}',
+    "--parameters": '[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1]}]',
+}
 
 _KEEP = object()  # an option not given: that field is left unchanged
 
@@ -220,10 +307,10 @@ def _list(args: argparse.Namespace) -> int:
     return _refreshing(args, lambda: _render_list(args))
 
 
-def _render_list(args: argparse.Namespace) -> str:
+def _render_list(args: argparse.Namespace) -> Any:
     views = _reports(args)
     if args.json:
-        return json.dumps([as_json(v) for v in views], indent=2)
+        return [as_json(v) for v in views]
     return table(views, time.time())
 
 
@@ -231,22 +318,29 @@ def _show(args: argparse.Namespace) -> int:
     return _refreshing(args, lambda: _render_show(args))
 
 
-def _render_show(args: argparse.Namespace) -> str:
+def _render_show(args: argparse.Namespace) -> Any:
     (view,) = _reports(args, [args.experiment_id])
-    return json.dumps(as_json(view), indent=2) if args.json else summary(view, time.time())
+    return dict(as_json(view), stopped_early=stopped_early(view)) if args.json else summary(view, time.time())
 
 
-def _refreshing(args: argparse.Namespace, render: Callable[[], str]) -> int:
-    """Print once, or with --watch redraw every --interval seconds until Ctrl-C."""
+def _refreshing(args: argparse.Namespace, render: Callable[[], Any]) -> int:
+    """Print once, or with --watch redraw every --interval seconds until Ctrl-C. With
+    --json a frame is a JSON value: indented once, one document per line when watching
+    (the banner then goes to stderr, so stdout is JSON lines and nothing else)."""
     if not args.watch:
-        print(render(), flush=True)
+        frame = render()
+        print(frame if isinstance(frame, str) else json.dumps(frame, indent=2), flush=True)
         return 0
-    clear = "\x1b[H\x1b[2J" if sys.stdout.isatty() else ""
+    clear = "\x1b[H\x1b[2J" if sys.stdout.isatty() and not args.json else ""
     try:
         while True:
             frame = render()
-            stamp = time.strftime("%H:%M:%S")
-            print(f"{clear}every {args.interval:g}s, {stamp} (Ctrl-C to stop)\n{frame}\n", flush=True)
+            banner = f"every {args.interval:g}s, {time.strftime('%H:%M:%S')} (Ctrl-C to stop)"
+            if isinstance(frame, str):
+                print(f"{clear}{banner}\n{frame}\n", flush=True)
+            else:
+                print(banner, file=sys.stderr, flush=True)
+                print(json.dumps(frame), flush=True)
             time.sleep(args.interval)
     except KeyboardInterrupt:
         return 0
@@ -264,7 +358,11 @@ def _run(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             print(f"tauopt: {exc}", file=sys.stderr)
             return exc.code
         except ApiError as exc:
-            print(f"tauopt: {exc.error_type}: {exc.message}", file=sys.stderr)
+            message = exc.message
+            if exc.error_type == "unauthorized":  # the server cannot know where the token came from
+                source = f"--token-file {args.token_file}" if getattr(args, "token_file", None) else "$TAUOPT_TOKEN"
+                message = message.replace("the token given (token=)", source) + f" (the token came from {source})"
+            print(f"tauopt: {exc.error_type}: {message}", file=sys.stderr)
             return 1
         except httpx.TransportError as exc:
             print(f"tauopt: {exc}", file=sys.stderr)
@@ -274,7 +372,9 @@ def _run(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
 
 
 def register(subparsers: Any) -> None:
-    exps = subparsers.add_parser("experiments", help="create, watch and change experiments (a file or a daemon)")
+    exps = subparsers.add_parser(
+        "experiments", help="create, watch, change, export, import and delete experiments (a file or a daemon)"
+    )
     esub = exps.add_subparsers(dest="experiments_command", metavar="ACTION", required=True)
 
     def target(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -302,11 +402,28 @@ def register(subparsers: Any) -> None:
         p.set_defaults(func=_run(func))
     archive = target(esub.add_parser("archive", help="archive: no more suggestions; prints the id"))
     archive.add_argument("experiment_id")
-    archive.set_defaults(func=_run(_archive))
+    archive.set_defaults(func=_run(_archive), archive=True)
+    unarchive = target(esub.add_parser("unarchive", help="undo an archive: active again; prints the id"))
+    unarchive.add_argument("experiment_id")
+    unarchive.set_defaults(func=_run(_archive), archive=False)
+    delete = target(esub.add_parser("delete", help="remove an experiment and its history (asks first); prints the id"))
+    delete.add_argument("experiment_id")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    delete.add_argument("--force", action="store_true", help="delete even while suggestions are open")
+    delete.set_defaults(func=_run(_delete))
+    export = target(esub.add_parser("export", help="write an experiment and its whole history as JSON"))
+    export.add_argument("experiment_id")
+    export.add_argument("--out", default=None, metavar="FILE", help="write it here (default: stdout)")
+    export.set_defaults(func=_run(_export))
+    imp = target(esub.add_parser("import", help="recreate an exported experiment (a new id); prints the id"))
+    imp.add_argument("file", metavar="FILE", help="what `experiments export` wrote (- for stdin)")
+    imp.set_defaults(func=_run(_import))
     close_all = target(esub.add_parser("close-all", help="close every open suggestion; prints how many"))
     close_all.add_argument("experiment_id")
     close_all.set_defaults(func=_run(_close_all))
-    update = target(esub.add_parser("update", help="change name, bandwidth, ttl, budget or failure cap ('none' unsets)"))
+    update = target(esub.add_parser(
+        "update", help="change name, bandwidth, ttl, budget, failure cap ('none' unsets), early stopping or parameters",
+    ))  # fmt: skip
     update.add_argument("experiment_id")
     update.add_argument("--name", default=_KEEP)
     update.add_argument("--parallel-bandwidth", type=int, default=_KEEP)
@@ -315,6 +432,14 @@ def register(subparsers: Any) -> None:
     update.add_argument(
         "--max-consecutive-failures", type=_none_or(int), default=_KEEP,
         help="the failure cap; setting it (even to its value) lifts a too_many_failures stop",
+    )  # fmt: skip
+    update.add_argument(
+        "--early-stopping", type=_json_option("--early-stopping"), default=_KEEP, metavar="JSON",
+        help=f"the stopping rule as JSON or @FILE, e.g. '{_EXAMPLES['--early-stopping']}'",
+    )  # fmt: skip
+    update.add_argument(
+        "--parameters", type=_json_option("--parameters"), default=_KEEP, metavar="JSON",
+        help="every parameter as JSON or @FILE: the existing ones unchanged, plus new ones (added, never removed)",
     )  # fmt: skip
     update.add_argument("--json", action="store_true", help="print the experiment, not just its id")
     update.set_defaults(func=_run(_update))

@@ -72,7 +72,8 @@ class AsyncClient:
 
     Local options: store (None = memory, a path or sqlite:/// URL), durability,
     and any other Engine keyword. HTTP options: base_url, token, and any
-    HttpDriver keyword (deadline_s bounds every call, retries included).
+    HttpDriver keyword (timeout, deadline_s: bounds every call, retries included,
+    max_connections, verify). Each option is described in `help(tauopt.Client)`.
     Every operation also takes `deadline_s=` for that call alone.
     """
 
@@ -143,7 +144,12 @@ class AsyncClient:
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
         `max_consecutive_failures`: that many failed runs in a row stop the asks
-        (`too_many_failures`) until update_experiment sets it again (None: no cap)."""
+        (`too_many_failures`) until update_experiment sets it again (None: no cap).
+        E.g. parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"}, {"name": "n",
+        "type": "int", "bounds": [1, 4]}, {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}],
+        metric={"name": "loss"} (objective "minimize" by default), metrics=[{"name": "acc", "objective": "maximize"},
+        {"name": "mem_mb", "constraint": {"<=": 512}}], early_stopping={"rule": "median", "min_trials": 5} or
+        {"rule": "asha", "max_step": 81}, strategy_options={"seed": 0, "initial_points": 10, "grid_size": 5}."""
         with self._bounded(deadline_s):
             return await self._require().create_experiment(
                 name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
@@ -187,6 +193,27 @@ class AsyncClient:
         """Archive: no more asks or observations; open suggestions close."""
         with self._bounded(deadline_s):
             return await self._require().archive_experiment(experiment_id)
+
+    async def unarchive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
+        """Undo an archive: active again (completed if its budget is used up)."""
+        with self._bounded(deadline_s):
+            return await self._require().unarchive_experiment(experiment_id)
+
+    async def delete_experiment(self, experiment_id: str, force: bool = False, *, deadline_s: float | None = None) -> Experiment:
+        """Remove it and its history from the store; returns it as it was. Refused with
+        `suggestions_open` while suggestions are open, unless force=True."""
+        with self._bounded(deadline_s):
+            return await self._require().delete_experiment(experiment_id, force)
+
+    async def export_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """The experiment and its whole history as one JSON document, for import_experiment."""
+        with self._bounded(deadline_s):
+            return await self._require().export_experiment(experiment_id)
+
+    async def import_experiment(self, data: Mapping[str, Any], *, deadline_s: float | None = None) -> Experiment:
+        """Recreate an exported experiment (a new id, the caller's) with the same history."""
+        with self._bounded(deadline_s):
+            return await self._require().import_experiment(data)
 
     async def suggest(
         self, experiment_id: str, tag: str | None = None, wait_s: float | None = None, *, deadline_s: float | None = None
@@ -333,7 +360,30 @@ def _shutdown(portal: BlockingPortal, cm: Any, thread: threading.Thread) -> None
 
 class Client:
     """The sync client: `Client(driver="local")` or `Client(driver="http", base_url=..., token=...)`.
-    Same operations and errors as AsyncClient; safe to share between threads."""
+    Same operations and errors as AsyncClient; safe to share between threads.
+
+    driver: "local" (an in-process Engine), "http" (a `tauopt serve` daemon), an
+        http(s):// URL (the http driver with that base_url), or None: "http" when
+        base_url or $TAUOPT_BASE_URL is set, else "local".
+
+    Local options (any `tauopt.Engine` keyword):
+        store: None (memory), a path or sqlite:/// URL (a SQLite file), or a Store.
+        durability: "os" (default; survives a killed process) or "fsync" (also power loss).
+        pool: where GP fits run: "thread" (default), "process", "dask", or a StrategyPool;
+            pool_size: its workers.
+        passivate_after_s: idle seconds before an experiment's actor leaves memory (600).
+        fit_deadline_s: a GP fit slower than this falls back to Sobol (30).
+
+    HTTP options (any `HttpDriver` keyword):
+        base_url: the daemon, e.g. "http://127.0.0.1:8080" (default $TAUOPT_BASE_URL).
+        token: the bearer token (default $TAUOPT_TOKEN).
+        timeout: httpx's per-request network timeout in seconds (60).
+        deadline_s: bounds every call, retries included (None: no bound).
+        max_connections: the keep-alive pool's size (64).
+        verify: https only: True, a CA bundle path, an ssl.SSLContext, or False.
+
+    Every operation also takes `deadline_s=` for that call alone.
+    """
 
     def __init__(self, driver: str | None = None, *, base_url: str | None = None, token: str | None = None, **options: Any) -> None:
         self._client = AsyncClient(driver, base_url=base_url, token=token, **options)
@@ -396,7 +446,12 @@ class Client:
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
         `max_consecutive_failures`: that many failed runs in a row stop the asks
-        (`too_many_failures`) until update_experiment sets it again (None: no cap)."""
+        (`too_many_failures`) until update_experiment sets it again (None: no cap).
+        E.g. parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"}, {"name": "n",
+        "type": "int", "bounds": [1, 4]}, {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}],
+        metric={"name": "loss"} (objective "minimize" by default), metrics=[{"name": "acc", "objective": "maximize"},
+        {"name": "mem_mb", "constraint": {"<=": 512}}], early_stopping={"rule": "median", "min_trials": 5} or
+        {"rule": "asha", "max_step": 81}, strategy_options={"seed": 0, "initial_points": 10, "grid_size": 5}."""
         return self._run(
             self._client.create_experiment, name, parameters, metric, parallel_bandwidth, suggestion_ttl_s,
             observation_budget, strategy, strategy_options, early_stopping, metrics, max_consecutive_failures,
@@ -436,6 +491,23 @@ class Client:
     def archive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
         """Archive: no more asks or observations; open suggestions close."""
         return self._run(self._client.archive_experiment, experiment_id, deadline_s=deadline_s)
+
+    def unarchive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
+        """Undo an archive: active again (completed if its budget is used up)."""
+        return self._run(self._client.unarchive_experiment, experiment_id, deadline_s=deadline_s)
+
+    def delete_experiment(self, experiment_id: str, force: bool = False, *, deadline_s: float | None = None) -> Experiment:
+        """Remove it and its history from the store; returns it as it was. Refused with
+        `suggestions_open` while suggestions are open, unless force=True."""
+        return self._run(self._client.delete_experiment, experiment_id, force, deadline_s=deadline_s)
+
+    def export_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> dict[str, Any]:
+        """The experiment and its whole history as one JSON document, for import_experiment."""
+        return self._run(self._client.export_experiment, experiment_id, deadline_s=deadline_s)
+
+    def import_experiment(self, data: Mapping[str, Any], *, deadline_s: float | None = None) -> Experiment:
+        """Recreate an exported experiment (a new id, the caller's) with the same history."""
+        return self._run(self._client.import_experiment, data, deadline_s=deadline_s)
 
     def suggest(
         self, experiment_id: str, tag: str | None = None, wait_s: float | None = None, *, deadline_s: float | None = None

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .engine import ExperimentReport
+from .models import Metric
 
-__all__ = ["row", "table", "summary", "as_json", "shown"]
+__all__ = ["row", "table", "summary", "as_json", "shown", "stopped_early"]
 
 RECENT_FAILURES = 5
 HEADS = ("ID", "NAME", "STATE", "STRATEGY", "OBS/BUDGET", "OPEN/BW", "BEST", "LAST ACTIVITY")
@@ -75,9 +76,12 @@ def summary(view: ExperimentReport, now: float) -> str:
     r = row(view, now)
     lines = [
         f"{e.id}  {shown(e.name)}  ({e.state})",
-        f"  metric       {shown(e.metric.name)} ({e.metric.objective}), strategy {e.strategy}",
+        f"  {'metric ' if len(e.metrics) == 1 else 'metrics'}      {', '.join(_metric(m) for m in e.metrics)}, strategy {e.strategy}",
         f"  observed     {r['OBS/BUDGET']} (budget)   open {r['OPEN/BW']} (bandwidth)   last activity {r['LAST ACTIVITY']}",
     ]
+    cut_short = stopped_early(view)
+    if e.early_stopping.get("rule", "none") != "none" or cut_short:
+        lines.append(f"  early stop   {_rule(e.early_stopping)}: {cut_short} suggestion(s) cut short")
     if best is None:
         lines.append("  best         - (no successful observation yet)")
     else:
@@ -97,6 +101,23 @@ def summary(view: ExperimentReport, now: float) -> str:
         for o in failed[-RECENT_FAILURES:]:
             lines.append(f"    {_ago(o.created_at, now):>9}  {o.suggestion_id or o.id}  {json.dumps(o.assignments, sort_keys=True)}")
     return "\n".join(lines)
+
+
+def _metric(m: Metric) -> str:
+    if m.constraint is not None:
+        return f"{shown(m.name)} (constraint {m.constraint.op} {m.constraint.bound:g})"
+    return f"{shown(m.name)} ({m.objective})"
+
+
+def _rule(rule: Mapping[str, Any]) -> str:
+    options = {k: v for k, v in rule.items() if k != "rule"}
+    name = str(rule.get("rule", "none"))
+    return name + (" " + json.dumps(options, sort_keys=True) if options else "")
+
+
+def stopped_early(view: ExperimentReport) -> int:
+    """How many suggestions the early-stopping rule stopped (observed with stopped=True)."""
+    return sum(1 for o in view.observations if o.stopped_at_step is not None)
 
 
 def as_json(view: ExperimentReport) -> dict[str, Any]:

@@ -71,6 +71,7 @@ CATALOGUE: Mapping[str, ErrorKind] = _kinds(
     _K("request_timeout", 408, "DEADLINE_EXCEEDED", "the request body did not arrive within the body timeout"),
     _K("name_taken", 409, "ALREADY_EXISTS", "a study with this name exists"),
     _K("trial_finished", 409, "FAILED_PRECONDITION", "the trial is finished; it cannot change"),
+    _K("suggestions_open", 409, "FAILED_PRECONDITION", "a delete while suggestions are open; close them or force it"),
     _K("payload_too_large", 413, "RESOURCE_EXHAUSTED", "request body over the size limit"),
     # backpressure: a slot returns within a worker's evaluation, so "try again in a second"
     _K("bandwidth_full", 429, "RESOURCE_EXHAUSTED", "parallel_bandwidth suggestions are open", retry_after=1),

@@ -383,7 +383,8 @@ def parse_metrics(metric: Any = None, metrics: Any = None) -> tuple[Metric, ...]
         raise invalid("metrics: give a list of {'name', 'objective'} or {'name', 'constraint'} dicts")
     metrics = tuple(metrics)
     check_count("metrics", len(metrics), MAX_OBJECTIVES + MAX_CONSTRAINTS, "metrics")
-    parsed = tuple(Metric.parse(m, f"metrics[{i}]", default_objective=None) for i, m in enumerate(metrics))
+    # an entry with neither objective nor constraint is an objective to minimize, as in metric=
+    parsed = tuple(Metric.parse(m, f"metrics[{i}]") for i, m in enumerate(metrics))
     seen: set[str] = set()
     for i, m in enumerate(parsed):
         if m.name in seen:

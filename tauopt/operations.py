@@ -67,7 +67,12 @@ class Operations(Protocol):
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
         `max_consecutive_failures`: that many failed runs in a row stop the asks
-        (`too_many_failures`) until update_experiment sets it again (None: no cap)."""
+        (`too_many_failures`) until update_experiment sets it again (None: no cap).
+        E.g. parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"}, {"name": "n",
+        "type": "int", "bounds": [1, 4]}, {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}],
+        metric={"name": "loss"} (objective "minimize" by default), metrics=[{"name": "acc", "objective": "maximize"},
+        {"name": "mem_mb", "constraint": {"<=": 512}}], early_stopping={"rule": "median", "min_trials": 5} or
+        {"rule": "asha", "max_step": 81}, strategy_options={"seed": 0, "initial_points": 10, "grid_size": 5}."""
         ...
 
     async def experiment(self, experiment_id: str) -> Experiment:
@@ -97,6 +102,23 @@ class Operations(Protocol):
 
     async def archive_experiment(self, experiment_id: str) -> Experiment:
         """Archive: no more asks or observations; open suggestions close."""
+        ...
+
+    async def unarchive_experiment(self, experiment_id: str) -> Experiment:
+        """Undo an archive: active again (completed if its budget is used up)."""
+        ...
+
+    async def delete_experiment(self, experiment_id: str, force: bool = False) -> Experiment:
+        """Remove it and its history from the store; returns it as it was. Refused with
+        `suggestions_open` while suggestions are open, unless force=True."""
+        ...
+
+    async def export_experiment(self, experiment_id: str) -> dict[str, Any]:
+        """The experiment and its whole history as one JSON document, for import_experiment."""
+        ...
+
+    async def import_experiment(self, data: Mapping[str, Any]) -> Experiment:
+        """Recreate an exported experiment (a new id, the caller's) with the same history."""
         ...
 
     async def suggest(self, experiment_id: str, tag: str | None = None, wait_s: float | None = None) -> Suggestion:

@@ -13,6 +13,7 @@ import pytest
 
 from tauopt import ApiError, Engine
 from tauopt.engine import Admin, open_admin
+from tauopt.engine._auth import new_credential
 from tauopt.engine._engine import open_store
 
 X = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}]
@@ -52,7 +53,10 @@ async def test_admin_credentials_create_revoke_by_id_or_unique_name() -> None:
         a, token = await admin.create_credential("ci", 5)
         assert token.startswith("tau_") and a.suggestions_per_day == 5
         await admin.create_credential("twin")
-        await admin.create_credential("twin")
+        with pytest.raises(ApiError) as info:  # names are unique in a store
+            await admin.create_credential("twin")
+        assert info.value.error_type == "invalid_request" and "already named 'twin'" in info.value.message
+        await admin.store.put_credential(new_credential("twin")[0])  # as a store from before that rule may hold
         with pytest.raises(ApiError) as info:
             await admin.revoke_credential("twin")
         assert info.value.error_type == "invalid_request" and "revoke by id" in info.value.message

@@ -23,7 +23,7 @@ def test_every_operation_has_a_real_signature_and_a_docstring(cls: type, name: s
     params = inspect.signature(method).parameters
     kinds = {p.kind for p in params.values()}
     assert inspect.Parameter.VAR_POSITIONAL not in kinds, f"{cls.__name__}.{name}{inspect.signature(method)}"
-    assert "experiment_id" in params or name in ("create_experiment", "experiments")
+    assert "experiment_id" in params or name in ("create_experiment", "experiments", "import_experiment")
     doc = inspect.getdoc(method)
     assert doc and len(doc) > 20, f"{cls.__name__}.{name} has no docstring"
     assert "owner" not in params, f"{cls.__name__}.{name} shows the door's `owner`"

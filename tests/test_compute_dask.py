@@ -268,6 +268,22 @@ async def test_scheduler_stopped_and_restarted_asks_keep_answered_then_fits_resu
     assert sum(len(f) for f in ran.values()) >= 1  # fits ran on the new cluster's worker
     text = caplog.text
     assert "lost the Dask scheduler" in text and "reconnected to the Dask scheduler" in text
+    assert "Failed to reconnect" not in text  # the replaced client's give-up is not an error of the daemon's
+    assert f"tauopt_gp_fits_total {float(engine.pool.stats.fits)}" in scrape  # the fallbacks are not fits
+
+
+def test_the_replaced_clients_reconnect_failure_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    from tauopt.compute._dask import ReconnectNoise
+
+    noisy, quiet = logging.getLogger("distributed.client"), ReconnectNoise()
+    noisy.addFilter(quiet)
+    try:
+        with caplog.at_level(logging.ERROR, logger="distributed.client"):
+            noisy.error("Failed to reconnect to scheduler after %.2f seconds, closing client", 30.0)
+            noisy.error("another error")
+    finally:
+        noisy.removeFilter(quiet)
+    assert "Failed to reconnect" not in caplog.text and "another error" in caplog.text
 
 
 async def test_a_worker_without_gpytorch_is_refused_at_start_naming_the_extra(cluster: Cluster) -> None:

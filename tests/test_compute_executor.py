@@ -68,6 +68,14 @@ async def test_a_job_that_raises_is_a_job_failed_and_the_executor_goes_on(stuck:
     assert outcome.strategy_used == "sobol" and len(outcome.candidates) == 1
 
 
+async def test_a_failed_job_answered_by_sobol_counts_as_a_fallback_not_a_fit(stuck: Path) -> None:
+    request = SuggestRequest(Space.parse(X), Metric("loss"))
+    async with StrategyPool(LocalExecutor("thread")) as pool:
+        outcome = await pool.propose("e", "failing", request)
+    assert outcome.strategy_used == "sobol" and outcome.fallback_reason is not None
+    assert (pool.stats.jobs, pool.stats.fits, pool.stats.fallbacks) == (1, 0, 1)  # what tauopt_gp_fits_total reads
+
+
 async def test_a_killed_worker_process_fails_its_job_and_the_ask_gets_sobol(
     stuck: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -98,14 +98,26 @@ def report(run: subprocess.CompletedProcess[str]) -> str:
 
 def test_fuzzing_every_operation_finds_no_5xx_and_no_response_off_its_schema(fuzzed: subprocess.CompletedProcess[str]) -> None:
     assert fuzzed.returncode == 0, report(fuzzed)
-    assert "Tested: 22" in fuzzed.stdout, report(fuzzed)  # 14, plus summary, workers, importance (issue 14), report and list reports (issue 19), pareto_front (issue 18), the report log, columnar observations
+    assert "Tested: 26" in fuzzed.stdout, report(fuzzed)  # 14, plus summary, workers, importance (issue 14), report and list reports (issue 19), pareto_front (issue 18), the report log, columnar observations, unarchive, delete, export, import (issue 41)
     # "(?<!\d)": "10 covered" is not "0 covered"
     assert not re.search(r"(?<!\d)0 covered", fuzzed.stdout) and "API Links:" in fuzzed.stdout, report(fuzzed)
 
 
+# POST /v1/experiments/import takes an export: its history (each suggestion's and observation's assignments,
+# each report's suggestion) must fit its own experiment's space, which no schema can say (as observe's
+# assignments, given test data above). Its generated documents are still checked for 5xx and answer
+# conformance; only their mostly-refused rate is not a schema fault, so that operation alone may be listed.
+MAY_BE_MOSTLY_REJECTED = {"POST /v1/experiments/import"}
+
+
 @pytest.mark.parametrize("warning", ["repeatedly returned 404", "mostly rejected generated data"])
 def test_the_fuzzer_reaches_every_operation_with_data_it_accepts(fuzzed: subprocess.CompletedProcess[str], warning: str) -> None:
-    assert warning not in fuzzed.stdout, report(fuzzed)
+    if warning not in fuzzed.stdout:
+        return
+    assert warning == "mostly rejected generated data", report(fuzzed)
+    block = fuzzed.stdout[fuzzed.stdout.index(warning):].split("\n\n", 2)
+    listed = {m.group(1).strip() for m in re.finditer(r"^\s*- (\S+ \S+)", "\n\n".join(block[:2]), re.M)}
+    assert listed and listed <= MAY_BE_MOSTLY_REJECTED, report(fuzzed)
 
 
 def test_the_fuzzing_phase_alone_reaches_a_suggestions_operations_with_the_ids_it_made(tmp_path: Path) -> None:

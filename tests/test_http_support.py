@@ -6,8 +6,9 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import anyio
 
@@ -41,6 +42,22 @@ class ServerThread:
         self.server.should_exit = True
         self.thread.join(timeout=15)
         self.sock.close()
+
+
+@contextmanager
+def served_with_token(name: str = "me") -> Iterator[tuple[str, str]]:
+    """A real server on a memory store holding one credential: (url, its token)."""
+    import anyio
+
+    from tauopt.engine._auth import new_credential
+    from tauopt.store import MemoryStore
+    from tauopt.transport.http._server import create_app
+
+    store = MemoryStore()
+    cred, token = new_credential(name)
+    anyio.run(store.put_credential, cred)
+    with ServerThread(create_app(db=store)) as running:
+        yield running.url, token
 
 
 def free_port() -> int:

@@ -41,7 +41,7 @@ def test_metrics_list_puts_objectives_first_in_the_order_given():
         ([{"name": "a", "objective": "minimize"}, {"name": "c", "constraint": {"<=": float("inf")}}], "finite number"),
         ([{"name": "a", "objective": "minimize"}, {"name": "c", "constraint": {"<=": "1"}}], "finite number"),
         ([{"name": "a", "objective": "minimize", "constraint": {"<=": 1}}], "an objective or a constraint, not both"),
-        ([{"name": "a"}], "metrics[0] ('a'): give 'objective'"),
+        ([{"name": "a", "objective": None}], "metrics[0] ('a'): give 'objective'"),
         ([{"name": "a", "objective": "up"}], "metrics[0].objective: 'up'"),
         ([{"name": "a", "objective": "minimize", "weight": 2}], "metrics[0]: unknown key(s) ['weight']"),
         ({"name": "a"}, "give a list"),
@@ -72,3 +72,7 @@ def test_metrics_round_trip_through_the_wire_form():
     ms = parse_metrics(metrics=[{"name": "acc", "objective": "maximize"}, {"name": "mem", "constraint": {">=": 0}}])
     exp = Experiment("e", "n", (Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}),), ms[0], metrics=ms)
     assert Experiment.from_dict(exp.to_dict()) == exp
+
+
+def test_a_metric_without_objective_minimizes_in_metrics_as_in_metric() -> None:
+    assert parse_metrics(metrics=[{"name": "a"}]) == parse_metrics(metric={"name": "a"}) == (Metric("a", "minimize"),)

@@ -34,11 +34,12 @@ def _without_last(fn: Any, n: int) -> Any:
     return shim
 
 
-def test_the_protocol_lists_the_twenty_operations() -> None:
+def test_the_protocol_lists_the_twenty_four_operations() -> None:
     # thirteen, plus report/reports (issue 19), pareto_front (issue 18), summary/workers/importance (issue 14),
-    # report_log (issue 14's learning curves)
+    # report_log (issue 14's learning curves), unarchive/delete/export/import (issue 41)
     assert OPERATIONS == (
-        "create_experiment", "experiment", "experiments", "update_experiment", "archive_experiment", "suggest",
+        "create_experiment", "experiment", "experiments", "update_experiment", "archive_experiment",
+        "unarchive_experiment", "delete_experiment", "export_experiment", "import_experiment", "suggest",
         "observe", "report", "reports", "suggestions", "suggestion", "close_suggestion", "close_all_suggestions",
         "observations", "best", "pareto_front", "summary", "workers", "importance", "report_log",
     )  # fmt: skip

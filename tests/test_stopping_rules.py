@@ -135,7 +135,7 @@ def test_steps_must_increase_per_trial() -> None:
         ({"rule": "median", "max_step": 3}, "remove max_step"),
         ({"rule": "asha"}, "max_step"),
         ({"rule": "asha", "max_step": 9, "reduction_factor": 1}, "reduction_factor: give an integer >= 2"),
-        ({"rule": "asha", "min_step": 4, "max_step": 4}, "max_step: give an integer >= 5"),
+        ({"rule": "asha", "min_step": 4, "max_step": 4}, "max_step: 4 must be above min_step (4)"),
         ({"rule": "median", "grace_steps": True}, "grace_steps"),
         ([1, 2], "give an object"),
     ],

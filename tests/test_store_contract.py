@@ -11,17 +11,19 @@ import pytest
 
 from tauopt.store import (
     CredentialRecord,
+    DeleteExperiment,
     MemoryStore,
     PutCredential,
     PutExperiment,
     PutObservation,
     PutRecord,
+    PutReport,
     PutSuggestion,
     RevokeCredential,
     Store,
     StoreError,
 )
-from tauopt.models import Experiment, Metric, Observation, Parameter, Suggestion
+from tauopt.models import Experiment, Metric, Observation, Parameter, Report, Suggestion
 
 pytestmark = pytest.mark.anyio
 
@@ -90,6 +92,24 @@ async def test_load_returns_what_was_written(store: Store) -> None:
     assert snap.suggestions == (s1.evolve(state="observed"), s2)
     assert snap.observations == (o,)
     assert await store.has_experiment("e1")
+
+
+async def test_delete_removes_an_experiment_and_its_history_and_nothing_else(store: Store) -> None:
+    o = Observation("1", "e1", "s1", {"lr": 0.01, "act": True}, 0.25, False, 1002.0, {"acc": 0.9})
+    await store.write([
+        PutExperiment(experiment()), PutSuggestion(suggestion("s1")), PutObservation(o),
+        PutReport("e1", Report("s1", 1, 0.5, 1001.5)), PutExperiment(experiment("e2")), PutSuggestion(suggestion("s1", "e2")),
+    ])  # fmt: skip
+    await store.write([PutSuggestion(suggestion("s2")), DeleteExperiment("e1")])  # a write before the delete, same batch
+    assert await store.load("e1") is None and not await store.has_experiment("e1")
+    assert [e.id for e in await store.list_experiments()] == ["e2"]
+    assert await store.count_experiments("alice") == 1
+    kept = await store.load("e2")
+    assert kept is not None and [s.id for s in kept.suggestions] == ["s1"]
+    await store.write([DeleteExperiment("nope")])  # an unknown id changes nothing
+    await store.write([PutExperiment(experiment())])  # the id may be stored again, with no history left
+    again = await store.load("e1")
+    assert again is not None and (again.suggestions, again.observations, again.reports) == ((), (), ())
 
 
 async def test_the_failure_cap_its_count_and_stopped_reason_round_trip_in_load_and_listing(store: Store) -> None:

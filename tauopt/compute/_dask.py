@@ -43,6 +43,20 @@ __all__ = ["DaskExecutor", "DaskStats", "DaskUnavailable", "check_dask_cluster"]
 
 log = logging.getLogger("tauopt.compute.dask")
 
+
+class ReconnectNoise(logging.Filter):
+    """Drops distributed's "Failed to reconnect to scheduler ... closing client" error:
+    it comes from the old client this executor replaces (the watcher reconnects with
+    a new one and logs the loss and the reconnection itself), so in a daemon's log it
+    read as a failure after the search had resumed. Installed on `distributed.client`
+    while a DaskExecutor is open."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to reconnect to scheduler")
+
+
+_NOISE = ReconnectNoise()
+
 _DEADLINE_GRACE_S = 1.0  # past deadline_s + this, the caller gets a failure without the cluster
 _ATTEMPTS = 3  # runs of one job on workers that die under it, before it fails (Dask's allowed-failures)
 
@@ -110,6 +124,7 @@ class DaskExecutor:
             await self._close_all()
             raise
         self._connected = True
+        logging.getLogger("distributed.client").addFilter(_NOISE)  # once: addFilter ignores a repeat
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._watch)

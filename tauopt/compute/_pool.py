@@ -27,7 +27,8 @@ __all__ = ["StrategyPool", "PoolStats", "sobol_fallback"]
 class PoolStats:
     """Counters over pooled proposals (benchmarks and `inspect`)."""
 
-    jobs: int = 0
+    jobs: int = 0  # pooled proposals asked for, answered by the strategy or by a fallback
+    fits: int = 0  # of those, the ones the pooled strategy itself answered (no fallback)
     candidates: int = 0
     fit_seconds: float = 0.0
     fallbacks: int = 0
@@ -102,6 +103,7 @@ class StrategyPool:
         self.stats.candidates += len(result.candidates)
         self.stats.fit_seconds += result.fit_seconds
         self.stats.fallbacks += result.fallback_reason is not None
+        self.stats.fits += result.fallback_reason is None
         if result.fallback_reason is not None:
             kind = fallback_kind(result.fallback_reason)
             self.stats.fallback_kinds[kind] = self.stats.fallback_kinds.get(kind, 0) + 1

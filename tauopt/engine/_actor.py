@@ -34,6 +34,7 @@ from ..actors import ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
 from ..space import Space
+from ..store import DeleteExperiment as DeleteWrite
 from ..store import PutCounters, PutExperiment, PutObservation, PutRecord, PutReport, PutSuggestion, Snapshot, Store, Write
 from ..strategies import Draws, Strategy, SuggestRequest, design, grids, resolve_for
 from ..strategies import get as get_strategy
@@ -47,6 +48,8 @@ from ._messages import (
     Best,
     CloseAllSuggestions,
     CloseSuggestion,
+    DeleteExperiment,
+    ExportExperiment,
     GetExperiment,
     GetSuggestion,
     Inspect,
@@ -62,11 +65,13 @@ from ._messages import (
     Suggest,
     Summary,
     TrialOp,
+    UnarchiveExperiment,
     UpdateExperiment,
     ReportLog,
     Workers,
 )
 from ._activity import observations_after
+from ._export import export_document
 from ._leases import not_open_error, release
 from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
@@ -127,7 +132,20 @@ class ExperimentActor:
         self._self_ref: ActorRef | None = None
         self._receive: Any = None
         self._grid_size_cache: tuple[Space, int | None] | None = None
+        self._deleted = False  # deleted from the store: every later message answers not_found
         self.stats = ActorStats(max_open_seen=len(self._ledger.open))
+
+    @staticmethod
+    def check_snapshot(snapshot: Snapshot) -> None:
+        """Raise if the actor could not be rebuilt from `snapshot` (an import's history):
+        every point keyed in the space, every report a known suggestion's."""
+        space = Space(snapshot.experiment.parameters)
+        known = {s.id for s in snapshot.suggestions}
+        unknown = sorted({r.suggestion_id for r in snapshot.reports} - known)
+        if unknown:
+            raise invalid(f"import: reports of suggestions the document does not hold: {unknown[:5]}")
+        Ledger(snapshot, space)
+        Curves(snapshot)
 
     # -- lifetime ----------------------------------------------------------
 
@@ -174,7 +192,8 @@ class ExperimentActor:
     def _add_header(self, writes: list[Write]) -> None:
         """Every mutation carries the experiment's counters and `drawn`: just those
         (PutCounters), unless it rewrites the header anyway."""
-        if PutExperiment in map(type, writes):  # by exact type (no write type is subclassed), looped in C
+        types = set(map(type, writes))  # by exact type (no write type is subclassed)
+        if PutExperiment in types or DeleteWrite in types:
             return
         ledger = self._ledger
         writes.append(PutCounters(self.id, len(ledger.open), len(ledger.observations), self._drawn))
@@ -198,6 +217,10 @@ class ExperimentActor:
         msg = request.message
         if isinstance(msg, (ProposalReady, SlotWaitOver)):  # the actor's own messages
             reply(request, None)
+            if self._deleted:
+                return  # a fit or a timer that outlived the experiment: nothing to do
+        elif self._deleted:
+            raise api_error("not_found", f"experiment {self.id!r} not found (it was deleted)")
         # an unowned experiment (made in process, e.g. by the KerasTuner chief) is open to every credential
         elif msg.owner is not None and self._exp.owner is not None and msg.owner != self._exp.owner:
             raise api_error("not_found", f"experiment {self.id!r} not found")
@@ -221,6 +244,17 @@ class ExperimentActor:
             case ArchiveExperiment():
                 self._exp = self._exp.evolve(state="archived")
                 self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
+            case UnarchiveExperiment():
+                self._exp = self._exp.evolve(state=self._state_for(self._exp.evolve(state="active")))
+                self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
+            case DeleteExperiment():
+                self._on_delete(request, msg)
+            case ExportExperiment():
+                snapshot = Snapshot(
+                    self._header(), tuple(ledger.suggestions.values()), tuple(ledger.observations), self._drawn,
+                    tuple(self._curves.reports),
+                )  # fmt: skip
+                self._commit(request, [], export_document(snapshot))
             case GetSuggestion():
                 self._commit(request, [], ledger.suggestion(msg.suggestion_id))
             case ListSuggestions():
@@ -279,6 +313,27 @@ class ExperimentActor:
         self._commit(request, [PutExperiment(self._header(), self._drawn)], self._header())
         self._retry_slot_waiters()  # a wider bandwidth frees slots
 
+    def _on_delete(self, request: Request[Any], msg: DeleteExperiment) -> None:
+        """Remove it from the store; refused while suggestions are open (a worker is
+        evaluating one) unless forced. Waiting asks are refused; later messages answer
+        not_found, and the actor passivates like any idle one."""
+        n_open = len(self._ledger.open)
+        if n_open and msg.force is not True:
+            raise api_error(
+                "suggestions_open",
+                f"experiment {self.id!r} has {n_open} open suggestion(s); close them first "
+                "(close_all_suggestions, or `tauopt experiments close-all ID`) or delete with force=True (--force)",
+                open_suggestions=n_open,
+            )
+        header = self._header()
+        self._deleted = True
+        self._commit(request, [DeleteWrite(self.id)], header)
+        gone = api_error("not_found", f"experiment {self.id!r} was deleted while this ask waited")
+        while self._ahead.waiters:
+            self._commit(self._ahead.waiters.popleft()[0], [], gone)  # after the delete is durable
+        for waiting, _ in self._slot_waiters.ready(lambda: True):
+            self._commit(waiting, [], gone)
+
     def _state_for(self, exp: Experiment) -> str:
         if exp.state == "archived":
             return "archived"
@@ -333,15 +388,7 @@ class ExperimentActor:
         self._commit(request, writes, suggestion)
 
     def _check_can_suggest(self) -> None:
-        state = self._exp.state
-        if state == "archived":
-            raise api_error("experiment_archived", f"experiment {self.id!r} is archived; create a new experiment to keep searching")
-        if state == "completed":
-            raise api_error(
-                "experiment_completed",
-                f"experiment {self.id!r} reached its observation_budget={self._exp.observation_budget}; "
-                "raise observation_budget to continue",
-            )
+        self._check_not_done()
         if self._exp.stopped_reason is not None:
             raise stopped_error(self._exp)
         size = self._finite_size()
@@ -353,6 +400,18 @@ class ExperimentActor:
         n, bw = len(self._ledger.open) + len(self._ahead.waiters), self._exp.parallel_bandwidth
         if n >= bw:
             raise api_error("bandwidth_full", f"{n} open suggestions >= parallel_bandwidth={bw}; observe or close one first")
+
+    def _check_not_done(self) -> None:
+        """Archived or completed: no new points (an ask, an unsolicited observation)."""
+        state = self._exp.state
+        if state == "archived":
+            raise api_error("experiment_archived", f"experiment {self.id!r} is archived; create a new experiment to keep searching")
+        if state == "completed":
+            raise api_error(
+                "experiment_completed",
+                f"experiment {self.id!r} reached its observation_budget={self._exp.observation_budget}; "
+                "raise observation_budget to continue",
+            )
 
     @property
     def _grid_size(self) -> int | None:
@@ -535,6 +594,7 @@ class ExperimentActor:
             writes.append(PutSuggestion(s))
             assignments, sid = s.assignments, s.id
         elif msg.assignments is not None:
+            self._check_not_done()  # an unsolicited result is a new point: refused like an ask
             assignments, sid = self._space.validate(msg.assignments), None
         else:
             raise invalid("give suggestion_id (an open suggestion) or assignments (an unsolicited observation)")

@@ -163,14 +163,23 @@ class Admin:
         nothing is stored (a first start's token file must exist before its
         credential does)."""
         cred, token = new_credential(name, suggestions_per_day, max_active_experiments)
+        taken = [c for c in await self.store.credentials() if c.name == cred.name]
+        if taken:
+            raise invalid(
+                f"a credential is already named {cred.name!r} (id {taken[0].id}{', revoked' if taken[0].revoked else ''}); "
+                "names pick a credential in `token revoke`, `token transfer` and --owner, so each is unique: "
+                "pick another name"
+            )
         if write_token is not None:
             write_token(token)
         return await self.store.put_credential(cred), token
 
     async def revoke_credential(self, id_or_name: str) -> CredentialRecord:
-        """Revoke by id, or by a name only one credential has."""
+        """Revoke by id, or by a name only one credential has. Returns the credential as it
+        was: one revoked already (its `revoked_at` set) is left as it is."""
         cred = _one(await self.store.credentials(), id_or_name, "revoke by id")
-        await self.store.revoke_credential(cred.id)
+        if not cred.revoked:
+            await self.store.revoke_credential(cred.id)
         return cred
 
     async def transfer_experiments(self, source: str, target: str) -> Transfer:
@@ -180,6 +189,8 @@ class Admin:
             raise invalid("moving experiments needs the store to itself: stop `tauopt serve`, then transfer")
         found = await self.store.credentials()
         src, dst = _one(found, source, "pass the id"), _one(found, target, "pass the id")
+        if src.id == dst.id:
+            raise invalid(f"{source!r} and {target!r} are the same credential ({src.id}); name another target")
         if dst.revoked:
             raise invalid(f"{target!r} is revoked; transfer to a live credential (`tauopt token create`)")
         moved = 0

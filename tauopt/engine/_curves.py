@@ -60,7 +60,13 @@ class Curves:
             raise invalid(f"step: {exc}; report steps in increasing order") from exc
         report = Report(suggestion_id, step, value, now)
         self.reports.append(report)
-        return report, ReportDecision(decision.should_stop, decision.reason)
+        reason = decision.reason
+        if reason is None and self.stats.rule.rule == "none":
+            reason = (
+                "recorded; this experiment has no early-stopping rule, so nothing is ever stopped: set one with "
+                'update_experiment(id, early_stopping={"rule": "median"}) or {"rule": "asha", "max_step": N}'
+            )
+        return report, ReportDecision(decision.should_stop, reason)
 
     def observed(self, suggestion_id: str, stopped: bool) -> int | None:
         """The suggestion was observed; returns the step it stopped at (stopped=True)."""

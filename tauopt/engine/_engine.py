@@ -31,6 +31,7 @@ from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
 from ._curves import check_early_stopping
+from ._export import check_document, check_imported_state, imported_writes
 from ._importance import ImportanceCache
 from ._shared import FrontCache
 from ._studies import StudyIndex
@@ -307,7 +308,8 @@ class Engine:
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
     ) -> Experiment:
-        """create_experiment's checks and defaults, not yet committed."""
+        """A new active experiment of this owner, every field checked, claimed but not yet
+        committed (create, import and the Optuna door's studies)."""
         all_metrics = parse_metrics(metric, metrics)
         options = StrategyOptions.parse(strategy_options)
         stopping = check_early_stopping(early_stopping)
@@ -387,6 +389,47 @@ class Engine:
     async def archive_experiment(self, experiment_id: str) -> Experiment:
         """Archive: no more asks or observations; its open suggestions close. Returns it."""
         return await self._ask(experiment_id, m.ArchiveExperiment(self._owner))
+
+    async def unarchive_experiment(self, experiment_id: str) -> Experiment:
+        """Undo an archive: active again (completed if its budget is used up). Returns it."""
+        return await self._ask(experiment_id, m.UnarchiveExperiment(self._owner))
+
+    async def delete_experiment(self, experiment_id: str, force: bool = False) -> Experiment:
+        """Remove the experiment and its whole history from the store; returns it as it was.
+        Refused (409 `suggestions_open`) while suggestions are open, unless `force=True`."""
+        if not isinstance(force, bool):
+            raise invalid(f"force: give true or false, not {force!r}")
+        return await self._ask(experiment_id, m.DeleteExperiment(self._owner, force))
+
+    async def export_experiment(self, experiment_id: str) -> dict[str, Any]:
+        """The experiment and its whole history as one JSON-ready document (its spec,
+        suggestions, observations with every metric, reports, tags, timestamps), for
+        `import_experiment` into this or any other store."""
+        out: dict[str, Any] = await self._ask(experiment_id, m.ExportExperiment(self._owner))
+        return out
+
+    async def import_experiment(self, data: Mapping[str, Any]) -> Experiment:
+        """Recreate an exported experiment: a new id, this credential's, the same history
+        (states, values, timestamps). Its strategies start from the imported observations.
+        The spec is checked as create_experiment checks it."""
+        doc = check_document(data)
+        e = doc["experiment"]
+        metrics = e.get("metrics") or None
+        fresh = await self._new_experiment(
+            e.get("name"), e.get("parameters"), None if metrics else e.get("metric"), e.get("parallel_bandwidth", 1),
+            e.get("suggestion_ttl_s"), e.get("observation_budget"), e.get("strategy", "auto"), e.get("strategy_options"),
+            e.get("early_stopping"), metrics, e.get("max_consecutive_failures"),
+        )  # fmt: skip
+        exp = fresh.evolve(**check_imported_state(e))
+        snapshot, writes = imported_writes(doc, exp)
+        try:
+            ExperimentActor.check_snapshot(snapshot)
+        except ApiError:
+            raise
+        except Exception as exc:
+            raise invalid(f"import: the history does not fit the experiment ({type(exc).__name__}: {exc})") from None
+        await self._commit(writes)
+        return snapshot.experiment
 
     # -- suggestions and observations -------------------------------------------------
 

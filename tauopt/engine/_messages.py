@@ -35,6 +35,23 @@ class ArchiveExperiment(Msg):
 
 
 @dataclass(slots=True)
+class UnarchiveExperiment(Msg):
+    pass
+
+
+@dataclass(slots=True)
+class DeleteExperiment(Msg):
+    """Remove the experiment and its history; refused while suggestions are open unless `force`."""
+
+    force: bool = False
+
+
+@dataclass(slots=True)
+class ExportExperiment(Msg):
+    """The experiment and its whole history as one document (see _export.py)."""
+
+
+@dataclass(slots=True)
 class Suggest(Msg):
     """wait_s: when the bandwidth is full, wait up to this many seconds for a slot
     (long-poll) instead of answering bandwidth_full at once. None or 0: no wait."""

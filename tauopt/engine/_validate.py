@@ -143,6 +143,13 @@ def check_observation(
         return value, failed, {}
     primary = experiment.metric.name
     given = _numbers("values", values)
+    names = [m.name for m in experiment.metrics]
+    unknown = [k for k in given if k not in names]
+    if unknown:
+        raise invalid(
+            f"values: {unknown} not a metric of this experiment ({names}); values= takes its objectives and "
+            "constraint metrics, anything else goes in metrics="
+        )
     if primary in given:
         if value is not None:
             raise invalid(f"values: {primary!r} is given twice (value= and values=); give it once")
@@ -155,6 +162,12 @@ def check_observation(
             f"({[m.name for m in experiment.metrics]}) in values=, or failed=true"
         )
     value, failed, extra = check_value_and_metrics(value, failed, metrics)
+    for name, v in (*given.items(), (primary, value)):
+        if v is not None and name in extra and extra[name] != v:
+            raise invalid(
+                f"metrics: {name!r} is given twice with different values ({extra[name]!r} in metrics=, {v!r} in "
+                f"{'values=' if name in given else 'value='}); give each metric once"
+            )
     merged = {**extra, **given}
     if not failed:
         missing = [m.name for m in experiment.metrics[1:] if m.name not in merged]

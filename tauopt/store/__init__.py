@@ -20,6 +20,7 @@ from __future__ import annotations
 from ._base import (
     CredentialRecord,
     CredentialStore,
+    DeleteExperiment,
     Done,
     IndexRow,
     PutCounters,
@@ -42,6 +43,7 @@ from ._url import is_url_of_server, open_store
 __all__ = [
     "CredentialRecord",
     "CredentialStore",
+    "DeleteExperiment",
     "Done",
     "GroupCommitWriter",
     "IndexRow",

@@ -44,6 +44,7 @@ __all__ = [
     "PutObservation",
     "PutReport",
     "PutRecord",
+    "DeleteExperiment",
     "PutCredential",
     "RevokeCredential",
     "CredentialRecord",
@@ -106,6 +107,15 @@ class PutRecord:
 
 
 @dataclass(frozen=True)
+class DeleteExperiment:
+    """Remove an experiment and its history (suggestions, observations, reports, records).
+    Applied after the other writes of its transaction; an unknown id changes nothing.
+    Every store implements it: the contract suite checks a deleted experiment is gone."""
+
+    experiment_id: str
+
+
+@dataclass(frozen=True)
 class CredentialRecord:
     """A bearer token as stored: only the token's hash is kept. Limits left as
     None mean the server's defaults."""
@@ -154,7 +164,8 @@ class RevokeCredential:
 
 
 Write = Union[
-    PutExperiment, PutCounters, PutSuggestion, PutObservation, PutReport, PutRecord, PutCredential, RevokeCredential
+    PutExperiment, PutCounters, PutSuggestion, PutObservation, PutReport, PutRecord, DeleteExperiment, PutCredential,
+    RevokeCredential,
 ]
 Done = Callable[[BaseException | None], None]
 

@@ -8,6 +8,7 @@ from typing import Any, Callable, Sequence
 from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
     CredentialRecord,
+    DeleteExperiment,
     Done,
     IndexRow,
     PutCredential,
@@ -62,6 +63,7 @@ class MemoryStore(Store):
             PutExperiment: self._put_experiment,
             PutReport: self._put_report,
             PutRecord: self._put_record,
+            DeleteExperiment: self._delete_experiment,
             PutCredential: self._put_credential,
             RevokeCredential: self._revoke_credential,
         }
@@ -106,6 +108,8 @@ class MemoryStore(Store):
 
     def _put_record(self, w: PutRecord) -> None:
         self._data[w.experiment_id].records[w.key] = w.body
+    def _delete_experiment(self, w: DeleteExperiment) -> None:
+        self._data.pop(w.experiment_id, None)
 
     def _put_credential(self, w: PutCredential) -> None:
         self._credentials[w.credential.id] = w.credential

@@ -121,6 +121,12 @@ _UPDATE_COUNTERS = (
     "UPDATE experiments SET open_suggestions = v.o, observations = v.n, drawn = v.d "
     "FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[]) AS v(id, o, n, d) WHERE experiments.id = v.id"
 )
+# An experiment deleted: its rows of every table, in one statement each for the group's deletes.
+_DELETE_EXPERIMENT = tuple(
+    f"DELETE FROM {table} WHERE {key} = ANY($1::text[])"
+    for table, key in (("records", "experiment_id"), ("reports", "experiment_id"), ("observations", "experiment_id"),
+                       ("suggestions", "experiment_id"), ("experiments", "id"))
+)  # fmt: skip
 # Revocations are rare and may name one credential twice in a group: one statement per row, in order.
 _REVOKE_CREDENTIAL = "UPDATE credentials SET revoked_at = $1 WHERE id = $2"
 
@@ -160,7 +166,11 @@ def _plan(rows: GroupRows) -> Plan:
         (_UPSERT_OBSERVATION, [observation_row(x) for x in rows.observations.values()]),
         (_UPSERT_CREDENTIAL, [credential_row(x) for x in rows.credentials.values()]),
     ]
-    plan: list[tuple[str, list[Any], bool]] = [(sql, _columns(r), True) for sql, r in arrays if r]
+    plan: list[tuple[str, list[Any], bool]] = []
+    if rows.deletes:  # first: the writes of the group before a delete were forgotten, the later ones stay
+        deletes = _columns([(text(i),) for i in rows.deletes])
+        plan += [(sql, deletes, True) for sql in _DELETE_EXPERIMENT]
+    plan += [(sql, _columns(r), True) for sql, r in arrays if r]
     if rows.revokes:
         revokes = [(float(r.revoked_at), text(r.credential_id)) for r in rows.revokes]
         _columns(revokes)
@@ -170,7 +180,7 @@ def _plan(rows: GroupRows) -> Plan:
     if rows.records:
         plan.append((_UPSERT_RECORD, _columns([record_row(k, b) for k, b in rows.records.items()]), True))
     ids = {*rows.experiments, *rows.counters, *(k[0] for k in rows.suggestions), *(k[0] for k in rows.observations),
-           *(r.experiment_id for r in rows.reports), *(k[0] for k in rows.records)}  # fmt: skip
+           *(r.experiment_id for r in rows.reports), *(k[0] for k in rows.records), *rows.deletes}  # fmt: skip
     return Plan(plan, sorted(ids))
 
 

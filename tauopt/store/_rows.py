@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
     CredentialRecord,
+    DeleteExperiment,
     PutCounters,
     PutCredential,
     PutExperiment,
@@ -134,10 +135,11 @@ class GroupRows:
     revokes: list[RevokeCredential]
     reports: list[PutReport]
     records: dict[tuple[str, str], str]
+    deletes: dict[str, None]  # experiment ids, deleted before the group's other statements
 
     @classmethod
     def of(cls, batches: Sequence[Sequence[Write]]) -> "GroupRows":
-        rows = cls({}, {}, {}, {}, {}, [], [], {})
+        rows = cls({}, {}, {}, {}, {}, [], [], {}, {})
         for writes in batches:
             for w in writes:
                 if isinstance(w, PutExperiment):
@@ -162,9 +164,20 @@ class GroupRows:
                     rows.reports.append(w)
                 elif isinstance(w, PutRecord):
                     rows.records[(w.experiment_id, w.key)] = w.body
+                elif isinstance(w, DeleteExperiment):
+                    rows.forget(w.experiment_id)  # what came before it in the group is deleted with it
+                    rows.deletes[w.experiment_id] = None
                 else:
                     raise TypeError(f"not a store write: {w!r}")
         return rows
+
+    def forget(self, experiment_id: str) -> None:
+        self.experiments.pop(experiment_id, None)
+        self.counters.pop(experiment_id, None)
+        self.suggestions = {k: v for k, v in self.suggestions.items() if k[0] != experiment_id}
+        self.observations = {k: v for k, v in self.observations.items() if k[0] != experiment_id}
+        self.reports = [r for r in self.reports if r.experiment_id != experiment_id]
+        self.records = {k: v for k, v in self.records.items() if k[0] != experiment_id}
 
 
 def prepare(

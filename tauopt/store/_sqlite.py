@@ -232,6 +232,11 @@ _UPSERT_RECORD = _Upsert(
     "ON CONFLICT (experiment_id, key) DO UPDATE SET body = excluded.body",
 )
 _REVOKE_CREDENTIAL = "UPDATE credentials SET revoked_at = ? WHERE id = ?"
+_DELETE_EXPERIMENT = tuple(
+    f"DELETE FROM {table} WHERE {key} = ?"
+    for table, key in (("records", "experiment_id"), ("reports", "experiment_id"), ("observations", "experiment_id"),
+                       ("suggestions", "experiment_id"), ("experiments", "id"))
+)  # fmt: skip
 # Every mutation updates its experiment's counters, so a group over many experiments
 # updates many rows: one UPDATE ... FROM (VALUES ...) statement (SQLite >= 3.33), not
 # executemany's step per row, each of which gives up and takes back the GIL (with 100
@@ -246,8 +251,11 @@ _UPDATE_COUNTERS: "_Upsert | str" = (
     else "UPDATE experiments SET open_suggestions = ?, observations = ?, drawn = ? WHERE id = ?"
 )
 def _statements(rows: GroupRows) -> Plan:
-    """The SQL and its rows; raises if an object cannot be turned into a row."""
-    plan = [
+    """The SQL and its rows; raises if an object cannot be turned into a row.
+    Deletes first: the writes of the group before a delete were forgotten, the later ones stay."""
+    deletes = [(text(i),) for i in rows.deletes]
+    plan: Plan = [(sql, deletes) for sql in _DELETE_EXPERIMENT]
+    plan += [
         (_UPSERT_EXPERIMENT, [experiment_row(w) for w in rows.experiments.values()]),
         (_UPDATE_COUNTERS, [_counters_row(c) for c in rows.counters.values()]),
         (_UPSERT_SUGGESTION, [suggestion_row(x) for x in rows.suggestions.values()]),

@@ -70,6 +70,11 @@ class AshaRule:
 
     def __post_init__(self) -> None:
         _check_int("early_stopping.min_step", self.min_step, 1)
+        if isinstance(self.max_step, int) and not isinstance(self.max_step, bool) and self.max_step <= self.min_step:
+            raise invalid(
+                f"early_stopping.max_step: {self.max_step} must be above min_step ({self.min_step}); "
+                "max_step is the full budget in steps, min_step the first rung"
+            )
         _check_int("early_stopping.max_step", self.max_step, self.min_step + 1)
         _check_int("early_stopping.reduction_factor", self.reduction_factor, 2)
 

@@ -141,7 +141,7 @@ async def _engine_snapshot(engine: Any, top: int) -> dict[str, Any]:
     return {
         "states": states,
         "top": [(e.id, e.open_suggestions, e.observations) for e in live[:top]],
-        "fits": 0 if pool is None else pool.stats.jobs,
+        "fits": 0 if pool is None else pool.stats.fits,  # a Sobol fallback (a cluster outage) is no fit
         "fallbacks": {} if pool is None else dict(pool.stats.fallback_kinds),
         "queue": 0 if pool is None else getattr(pool, "queue_depth", 0),
         "cluster": _cluster_counts(pool),
@@ -176,7 +176,7 @@ class _EngineCollector:
             obs.add_metric([eid], n_obs)
         yield open_
         yield obs
-        yield CounterMetricFamily("tauopt_gp_fits", "GP proposals computed on the pool", value=snap["fits"])
+        yield CounterMetricFamily("tauopt_gp_fits", "GP proposals computed on the pool (fallbacks counted apart)", value=snap["fits"])
         fallbacks = CounterMetricFamily("tauopt_gp_fallbacks", "GP proposals answered by Sobol instead, by reason", labels=["reason"])
         for reason, n in sorted(snap["fallbacks"].items()):
             fallbacks.add_metric([reason], n)

@@ -57,13 +57,16 @@ def _missing(db: str) -> bool:
 
 def register(subparsers: Any) -> None:
     serve = subparsers.add_parser("serve", help="run the HTTP API daemon")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default %(default)s; 0.0.0.0: every interface)")
+    serve.add_argument("--port", type=int, default=8080, help="the HTTP port (default %(default)s)")
     serve.add_argument(
         "--db", "--store", dest="db", default=DEFAULT_DB, metavar="PATH|URL",
         help="SQLite file (created if missing) or postgresql://user@host:port/database; default %(default)s",
     )
-    serve.add_argument("--durability", choices=["os", "fsync"], default="os")
+    serve.add_argument(
+        "--durability", choices=["os", "fsync"], default="os",
+        help="os: commits survive a killed process; fsync: also power loss (default %(default)s)",
+    )  # fmt: skip
     serve.add_argument(
         "--advertise-url", default=None, metavar="http://HOST:PORT",
         help="share a postgresql:// --store with other daemons; the URL they reach this one at",
@@ -72,7 +75,9 @@ def register(subparsers: Any) -> None:
         "--lease-s", type=float, default=3.0,
         help="with --advertise-url: a dead daemon's experiments move after this many seconds (default %(default)g)",
     )
-    serve.add_argument("--pool", choices=["thread", "process", "dask"], default="process", help="where GP fits run")
+    serve.add_argument(
+        "--pool", choices=["thread", "process", "dask"], default="process", help="where GP fits run (default %(default)s)"
+    )
     serve.add_argument(
         "--no-warm-pool", dest="warm_pool", action="store_false",
         help="start the GP pool at the first GP ask, not in the background at start (saves its memory until then)",
@@ -86,7 +91,7 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--suggestions-per-day", type=int, default=1000, help="default per-credential quota")
     serve.add_argument("--max-active-experiments", type=int, default=100, help="default per-credential cap")
     serve.add_argument("--heavy-read-rate", type=float, default=15.0, help="listings per second per credential")
-    serve.add_argument("--heavy-read-burst", type=int, default=30)
+    serve.add_argument("--heavy-read-burst", type=int, default=30, help="listings allowed at once before the rate applies")
     serve.add_argument(
         "--max-wait-s", type=_wait_cap, default=MAX_WAIT_S,
         help="the longest a waiting ask (suggest with wait_s) is held here; longer waits are cut to it (default %(default)g)",
@@ -113,16 +118,18 @@ def register(subparsers: Any) -> None:
         help="require `Authorization: Bearer <this>` on GET /metrics (default: open; env TAUOPT_METRICS_TOKEN)",
     )
     serve.add_argument("--metrics-top-experiments", type=int, default=10, help="experiments with per-experiment gauges (served with --metrics-token only)")
-    serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    serve.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"], help="(default %(default)s)"
+    )
     serve.set_defaults(func=_serve)
 
-    token = subparsers.add_parser("token", help="manage bearer tokens (create, list, revoke)")
+    token = subparsers.add_parser("token", help="manage bearer tokens (create, list, revoke, transfer)")
     tsub = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
     create = tsub.add_parser("create", help="create a token and print it once, alone on stdout")
-    create.add_argument("--db", default=DEFAULT_DB)
-    create.add_argument("--name", required=True)
-    create.add_argument("--suggestions-per-day", type=int, default=None)
-    create.add_argument("--max-active-experiments", type=int, default=None)
+    create.add_argument("--db", default=DEFAULT_DB, help="the daemon's database (default %(default)s)")
+    create.add_argument("--name", required=True, help="a name unique in the database (revoke, transfer and --owner take it)")
+    create.add_argument("--suggestions-per-day", type=int, default=None, help="this token's quota (default: the server's)")
+    create.add_argument("--max-active-experiments", type=int, default=None, help="this token's cap (default: the server's)")
     create.add_argument("--create", action="store_true", help="start a new database if --db does not exist")
     create.set_defaults(func=_token_create)
     listing = tsub.add_parser("list", help="list credentials (never tokens)")
@@ -425,9 +432,13 @@ def _token_revoke(args: argparse.Namespace) -> int:
         return await admin.revoke_credential(args.credential)
 
     try:
-        _with_admin(args.db, revoke, create=False)
+        was = _with_admin(args.db, revoke, create=False)
     except ApiError as exc:
         return _fail(exc.message)
+    if was.revoked_at is not None:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(was.revoked_at))
+        print(f"tauopt: {args.credential} was already revoked (at {when}); nothing changed", file=sys.stderr)
+        return 0
     print(f"tauopt: revoked {args.credential} (a running server stops accepting it within seconds)", file=sys.stderr)
     return 0
 
@@ -446,8 +457,12 @@ def _token_transfer(args: argparse.Namespace) -> int:
     try:
         done = _with_admin(args.db, transfer, create=False, exclusive=True)
     except ApiError as exc:
-        if exc.error_type == "store_in_use":  # the daemon runs
-            return _fail(f"{exc.message}; stop `tauopt serve` first, transfer, then start it again")
+        if exc.error_type == "store_in_use":  # the daemon runs: the advice for this command first
+            return _fail(
+                f"stop `tauopt serve` first, transfer, then start it again: {args.db} is open in a running engine "
+                f"(pid {exc.details.get('pid', '?')} on {exc.details.get('host', '?')}), which keeps each live "
+                "experiment's owner in memory"
+            )
         return _fail(exc.message)
     src, dst = done.source, done.target
     print(done.moved, flush=True)

@@ -108,6 +108,12 @@ class HttpDriver:
                 f"(where `tauopt serve` listens, by default {DEFAULT_BASE_URL}), and the token with token= "
                 "or TAUOPT_TOKEN"
             )
+        if "://" not in base_url:
+            raise invalid(
+                f"base_url {base_url!r} has no scheme; write it as a URL: http://{base_url} (or https://)"
+            )
+        # where the token came from, for a 401's message: the server only knows it was refused
+        self.token_source = "token=" if token is not None else "TAUOPT_TOKEN"
         token = token if token is not None else os.environ.get("TAUOPT_TOKEN")
         headers = {"Accept": "application/json", "User-Agent": "tauopt-http"}
         if token:
@@ -197,10 +203,11 @@ class HttpDriver:
             try:
                 content = _ENCODE(plain_json(body)).encode()
             except ValueError as exc:
-                raise invalid(
-                    f"{method} {path}: the body holds NaN or infinity, which JSON cannot carry; "
-                    "send a finite value, or failed=True for a failed evaluation"
-                ) from exc
+                advice = (
+                    "report a finite intermediate value" if path.endswith("/reports")
+                    else "send a finite value, or failed=True for a failed evaluation"
+                )  # fmt: skip
+                raise invalid(f"{method} {path}: the body holds NaN or infinity, which JSON cannot carry; {advice}") from exc
             except TypeError as exc:
                 raise invalid(f"{method} {path}: the body is not JSON-serializable: {exc}") from exc
         if params:
@@ -214,7 +221,11 @@ class HttpDriver:
         if 200 <= status < 300:  # httpx's is_success
             return _DECODE(answer.decode()) if answer else None
         assert response is not None  # every answer but a direct 2xx has one
-        raise _api_error(response)
+        error = _api_error(response, self.base_url)
+        if error.error_type == "unauthorized" and "TAUOPT_TOKEN" in error.message and self.token_source != "TAUOPT_TOKEN":
+            error.message = error.message.replace("TAUOPT_TOKEN", f"the token given ({self.token_source})")
+            error.args = (error.message,)
+        raise error
 
     async def _send_handling_retries(self, method: str, path: str, content: bytes | None) -> Answer:
         attempt = 1
@@ -330,7 +341,7 @@ class HttpDriver:
             "observation_budget": observation_budget,
             "strategy": strategy,
             "strategy_options": _as_dict(strategy_options) if strategy_options is not None else None,
-            "early_stopping": dict(early_stopping) if early_stopping is not None else None,
+            "early_stopping": dict(early_stopping) if isinstance(early_stopping, Mapping) else early_stopping,
             "max_consecutive_failures": max_consecutive_failures,
         }
         return Experiment.from_dict(await self._request("POST", "/v1/experiments", body=body))
@@ -369,6 +380,22 @@ class HttpDriver:
     async def archive_experiment(self, experiment_id: str) -> Experiment:
         return Experiment.from_dict(await self._request("POST", _exp(experiment_id) + "/archive"))
 
+    async def unarchive_experiment(self, experiment_id: str) -> Experiment:
+        return Experiment.from_dict(await self._request("POST", _exp(experiment_id) + "/unarchive"))
+
+    async def delete_experiment(self, experiment_id: str, force: bool = False) -> Experiment:
+        params = {"force": "true"} if force is True else None
+        if not isinstance(force, bool):
+            raise invalid(f"force: give true or false, not {force!r}")
+        return Experiment.from_dict(await self._request("DELETE", _exp(experiment_id), params=params))
+
+    async def export_experiment(self, experiment_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = await self._request("GET", _exp(experiment_id) + "/export")
+        return data
+
+    async def import_experiment(self, data: Mapping[str, Any]) -> Experiment:
+        return Experiment.from_dict(await self._request("POST", "/v1/experiments/import", body=data))
+
     async def suggest(self, experiment_id: str, tag: str | None = None, wait_s: float | None = None) -> Suggestion:
         path = _exp(experiment_id) + "/suggestions"
         if tag is None and wait_s is None:  # the body is optional: none is the worker loop's plain ask
@@ -393,7 +420,7 @@ class HttpDriver:
         if stopped:
             body["stopped"] = True
         if suggestion_id is not None:
-            body["suggestion_id"] = suggestion_id
+            body["suggestion_id"] = str(suggestion_id)  # as the engine takes it: "3" or 3
         if assignments is not None:
             body["assignments"] = dict(assignments) if isinstance(assignments, Mapping) else assignments
         if value is not None:
@@ -530,8 +557,9 @@ def _proxied(base_url: str) -> bool:
     return not urllib.request.proxy_bypass(parts.hostname or "")
 
 
-def _api_error(response: httpx.Response) -> ApiError:
-    """The ApiError a non-2xx answer stands for, with its headers and Retry-After."""
+def _api_error(response: httpx.Response, base_url: str = "") -> ApiError:
+    """The ApiError a non-2xx answer stands for, with its headers and Retry-After. An
+    answer without tauopt's error body is from something else (another server, a proxy)."""
     response.read()  # the direct path hands it over unread (its body is in memory): readable as usual
     status = response.status_code
     headers = dict(response.headers)
@@ -549,4 +577,11 @@ def _api_error(response: httpx.Response) -> ApiError:
         hint = " (redirects are not followed; check base_url)" if 300 <= status < 400 else ""
         message = f"HTTP {status} from {response.request.method} {response.request.url}{hint}: {snippet!r}"
         details = {}
+        if status in (404, 405, 501):  # the path or method is unknown there: not a tauopt daemon
+            error_type = "not_found"
+            message = (
+                f"no tauopt API at {base_url or response.request.url}: {response.request.method} "
+                f"{response.request.url.path} answered HTTP {status} without tauopt's error body; check base_url "
+                "(the address `tauopt serve` prints) and any proxy in between"
+            )
     return ApiError(status, error_type, message, details, headers=headers, retry_after=retry_after)

@@ -39,6 +39,7 @@ from ._schema import (
     COMMON_ERRORS,
     ClosedOut,
     CreateExperimentBody,
+    ExperimentDocument,
     ExperimentOut,
     ExperimentStateQ,
     HealthOut,
@@ -233,6 +234,37 @@ async def update_experiment(call: Call) -> Any:
 @operation("POST", EXP + "/archive", response=ExperimentOut)
 async def archive_experiment(call: Call) -> Any:
     return (await call.engine.archive_experiment(call.path["id"])).to_dict()
+
+
+@operation("POST", EXP + "/unarchive", response=ExperimentOut)
+async def unarchive_experiment(call: Call) -> Any:
+    return (await call.engine.unarchive_experiment(call.path["id"])).to_dict()
+
+
+@operation("DELETE", EXP, query={"force": bool}, response=ExperimentOut, errors=COMMON_ERRORS + (409,))
+async def delete_experiment(call: Call) -> Any:
+    """Removes the experiment and its history; 409 `suggestions_open` while suggestions
+    are open, unless `?force=true`. Answers the experiment as it was."""
+    return (await call.engine.delete_experiment(call.path["id"], bool(call.query["force"]))).to_dict()
+
+
+@operation("GET", EXP + "/export", response=ExperimentDocument, errors=COMMON_ERRORS + (429,))
+async def export_experiment(call: Call) -> Any:
+    """The experiment and its whole history, for POST /v1/experiments/import (a heavy read)."""
+    if call.cred is not None:
+        call.gate.heavy_read(call.cred)
+    return await call.engine.export_experiment(call.path["id"])
+
+
+@operation("POST", "/v1/experiments/import", status=201, body=ExperimentDocument, response=ExperimentOut,
+           errors=COMMON_ERRORS + (429,))  # fmt: skip
+async def import_experiment(call: Call) -> Any:
+    """A new experiment (new id, the caller's) with the exported history; counts as a create."""
+    data = call.body.model_dump()
+    if call.cred is None:
+        return (await call.engine.import_experiment(data)).to_dict()
+    async with call.gate.experiment_creation(call.cred):
+        return (await call.engine.import_experiment(data)).to_dict()
 
 
 @operation("POST", EXP + "/suggestions", status=201, body=SuggestBody, body_required=False, response=SuggestionOut,

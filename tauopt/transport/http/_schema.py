@@ -30,6 +30,7 @@ __all__ = [
     "CreateExperimentBody", "UpdateExperimentBody", "SuggestBody", "ObserveBody", "ExperimentOut",
     "SuggestionOut", "ObservationOut", "ClosedOut", "HealthOut", "ErrorOut", "error_responses",
     "ExperimentStateQ", "SuggestionStateQ", "NonNegative", "Positive", "integral_values", "ReportBody", "ReportOut", "ReportItemOut",
+    "ExperimentDocument",
 ]
 
 ExperimentStateQ = Literal["active", "completed", "archived"]
@@ -50,8 +51,9 @@ def _integral(value: Any) -> Any:
 JsonInt = Annotated[int, BeforeValidator(_integral)]
 
 
-def integral_values(options: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if options is None else {k: _integral(v) for k, v in options.items()}
+def integral_values(options: Any) -> Any:
+    """A dict's integral floats as ints; anything else as it is (the engine refuses it, saying why)."""
+    return {k: _integral(v) for k, v in options.items()} if isinstance(options, dict) else options
 
 
 def _says(**schema: Any) -> Any:
@@ -121,7 +123,8 @@ class CreateExperimentBody(BaseModel):
     strategy_options: dict[str, Any] | None = Field(
         default=None, json_schema_extra=_says(anyOf=[STRATEGY_OPTIONS_SCHEMA, {"type": "null"}])
     )
-    early_stopping: dict[str, Any] | None = Field(
+    # Any: the engine checks it, so every door refuses a bad rule with the same message and example
+    early_stopping: Any = Field(
         default=None, description=_EARLY_STOPPING_DOC, examples=[{"rule": "asha", "max_step": 81}],
         json_schema_extra=_says(anyOf=[EARLY_STOPPING_SCHEMA, {"type": "null"}]),
     )
@@ -142,7 +145,8 @@ class UpdateExperimentBody(BaseModel):
         default=None, description="the full list: the stored parameters unchanged, plus any new ones",
         json_schema_extra=_instead(PARAMETERS_SCHEMA),
     )
-    early_stopping: dict[str, Any] | None = Field(
+    # Any: the engine checks it, so every door refuses a bad rule with the same message and example
+    early_stopping: Any = Field(
         default=None, description=_EARLY_STOPPING_DOC, examples=[{"rule": "asha", "max_step": 81}],
         json_schema_extra=_says(anyOf=[EARLY_STOPPING_SCHEMA, {"type": "null"}]),
     )
@@ -166,7 +170,8 @@ class SuggestBody(BaseModel):
 class ObserveBody(BaseModel):
     # the engine's rules: exactly one of suggestion_id or assignments; a finite value unless failed
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_says(allOf=OBSERVE_RULES))
-    suggestion_id: str | None = None
+    # an integer too: ids are sequence numbers, and the engine takes 3 as "3" in every door
+    suggestion_id: str | int | None = Field(default=None, description="the suggestion's id, as text or an integer")
     assignments: dict[str, Any] | None = Field(
         default=None, description="for an unsolicited observation: a value for every active parameter",
         json_schema_extra=_or_null(ASSIGNMENTS_SCHEMA),
@@ -255,6 +260,20 @@ class ObservationOut(BaseModel):
     metrics: dict[str, float] = Field(description="the metrics other than the first objective")
     stopped_at_step: int | None
     values: dict[str, float] = Field(description="every metric the observation carries, by name, the first objective first")
+
+
+class ExperimentDocument(BaseModel):
+    """An experiment with its whole history, as export writes it and import reads it
+    (the engine checks the contents as create_experiment does)."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: Literal["tauopt.experiment"]
+    version: int
+    experiment: dict[str, Any]
+    drawn: int = 0
+    suggestions: list[dict[str, Any]]
+    observations: list[dict[str, Any]]
+    reports: list[dict[str, Any]]
 
 
 class ClosedOut(BaseModel):
