@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ...engine._auth import Gate, Limits
 from ...errors import ApiError, api_error
 from .._columns import ColumnsCache
+from ._pages import EncodedPages
 from ._dashboard import dashboard_routes
 from ._docs_page import swagger_page
 from ._insight_routes import INSIGHT
@@ -140,7 +141,7 @@ def create_app(
                 eng = await stack.enter_async_context(Engine(store=db, **(engine_options or {})))
             app.state.gate = Gate(eng.store, limits, clock=clock)
             metrics.bind(eng)
-            yield {"engine": eng, "gate": app.state.gate, "auth": auth, "columns": ColumnsCache()}
+            yield {"engine": eng, "gate": app.state.gate, "auth": auth, "columns": ColumnsCache(), "pages": EncodedPages()}
 
     schema: dict[str, Any] = {}
 
