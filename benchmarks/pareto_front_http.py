@@ -5,7 +5,8 @@ each better in one objective and worse in the other (all on the front). Times, f
 client on the same machine: `cold_s` the first page (the experiment loaded, the front
 computed, the page encoded), `warm_ms` the same page again (median of 10: the kept
 bytes), `pages_ms` each page of the front asked once more, `client_s` the whole front
-through `Client.pareto_front` (following the pages). Prints JSON.
+through `Client.pareto_front` (following the pages); and the same for the pages of
+`observations/columns` (`columns`). Prints JSON.
 
     python benchmarks/pareto_front_http.py --observations 100000
 """
@@ -57,6 +58,18 @@ def _free_port() -> int:
         return port
 
 
+def _pages_again(http: httpx.Client, url: str | None) -> list[float]:
+    """Each page from `url` on, read once, then timed when asked again (its bytes kept)."""
+    times = []
+    while url:
+        got = http.get(url)
+        t = time.perf_counter()
+        http.get(url)
+        times.append(time.perf_counter() - t)
+        url = got.links.get("next", {}).get("url")
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--observations", type=int, default=100_000)
@@ -78,7 +91,7 @@ def main() -> None:
                         break
                 except httpx.TransportError:
                     time.sleep(0.05)
-            path = "/v1/experiments/front/pareto_front"
+            path, path_columns = "/v1/experiments/front/pareto_front", "/v1/experiments/front/observations/columns"
             with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=300) as http:
                 t = time.perf_counter()
                 first = http.get(path)
@@ -88,13 +101,11 @@ def main() -> None:
                     t = time.perf_counter()
                     http.get(path)
                     warm.append(time.perf_counter() - t)
-                pages, next_url = [], first.links.get("next", {}).get("url")
-                while next_url:  # each further page's first read, then again
-                    got = http.get(next_url)
-                    t = time.perf_counter()
-                    http.get(next_url)
-                    pages.append(time.perf_counter() - t)
-                    next_url = got.links.get("next", {}).get("url")
+                pages = _pages_again(http, first.links.get("next", {}).get("url"))
+                t = time.perf_counter()
+                columns = http.get(path_columns)
+                columns_cold = time.perf_counter() - t
+                columns_pages = _pages_again(http, path_columns)
             with Client(driver="http", base_url=url, token=token) as c:
                 t = time.perf_counter()
                 size = len(c.pareto_front("front"))
@@ -106,6 +117,8 @@ def main() -> None:
         "observations": n, "front": size, "load": round(os.getloadavg()[0], 1), "page_rows": len(first.json()),
         "page_bytes": len(first.content), "cold_s": round(cold, 3), "warm_ms": round(statistics.median(warm) * 1000, 1),
         "pages_ms": [round(p * 1000, 1) for p in pages], "client_s": round(whole, 3),
+        "columns": {"page_bytes": len(columns.content), "first_cold_s": round(columns_cold, 3),
+                    "pages_again_ms": [round(p * 1000, 1) for p in columns_pages]},
     }))  # fmt: skip
 
 
