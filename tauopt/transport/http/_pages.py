@@ -46,9 +46,6 @@ class EncodedPages:
         self._size = 0
         self._held: OrderedDict[Hashable, tuple[bytes, Mapping[str, str] | None, int]] = OrderedDict()
 
-    def __len__(self) -> int:
-        return len(self._held)
-
     async def answer(
         self, key: Hashable, rows: Sequence[Any], path: str, limit: int, encode: Callable[[Sequence[Any]], bytes]
     ) -> tuple[Response, int]:
