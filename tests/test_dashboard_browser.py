@@ -548,6 +548,41 @@ def test_learning_curves_show_each_suggestions_reports_and_mark_stopped_trials(w
     assert pg.evaluate("document.getElementById('curves').classList.contains('hidden')")
 
 
+def test_the_page_reads_every_page_of_observations_and_reports_without_waiting_for_ticks(world: World, page: Any) -> None:
+    r = world.http.post("/v1/experiments", json={"name": "paged", "parameters": PARAMS[:2], "metric": METRIC,
+                                                 "strategy": "random", "parallel_bandwidth": 8})  # fmt: skip
+    eid = r.json()["id"]
+    for sid in [world.http.post(f"/v1/experiments/{eid}/suggestions", json={}).json()["id"] for _ in range(3)]:
+        for step in range(1, 11):
+            assert world.http.post(f"/v1/experiments/{eid}/suggestions/{sid}/reports", json={"step": step, "value": 1 / step}).status_code == 200
+    for i in range(30):
+        a = {"learning_rate": 10 ** (-4 + 3 * ((i * 0.37) % 1.0)), "dropout": (i * 0.21) % 0.6}
+        assert world.http.post(f"/v1/experiments/{eid}/observations", json={"assignments": a, "value": 1 + i / 100}).status_code == 201
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+
+    def small_pages(route: Any) -> None:  # pages of 7 observations and 5 reports: a few make several pages
+        url = route.request.url
+        route.continue_(url=url if "limit=" in url else url + ("&limit=7" if "/columns" in url else "&limit=5"))
+
+    ticks: list[Any] = []
+
+    def first_tick_only(route: Any) -> None:  # later ticks wait: what follows the first page comes without them
+        ticks.append(route)
+        if len(ticks) == 1:
+            route.continue_()
+
+    pg.route("**/v1/experiments/*/observations/columns*", small_pages)
+    pg.route("**/v1/experiments/*/reports*", small_pages)
+    pg.route(f"**/v1/experiments/{eid}/summary", first_tick_only)
+    pg.goto(f"{world.url}/#/e/{eid}")
+    wait_js(pg, "document.querySelectorAll('#plot-history .scatterlayer .trace:nth-child(1) path.point').length === 30")
+    reveal(pg, "#plot-curves", "#plot-curves .scatterlayer .trace")
+    lines = "[...document.querySelectorAll('#plot-curves .scatterlayer .trace path.js-line')].map(p => (p.getAttribute('d') || '').split('L').length)"
+    assert pg.evaluate(lines) == [10, 10, 10]  # every report, read in one tick
+    assert len(ticks) <= 2, "one tick (and at most the next, waiting) read all of it"
+
+
 def test_a_gp_experiment_ranks_importance_by_fitted_length_scales_and_says_so(world: World, page: Any) -> None:
     from tauopt.strategies import get
 

@@ -92,6 +92,29 @@ def test_raw_bodies_validation_names_the_field(http: httpx.Client) -> None:
     assert http.get("/v1/experiments/nope/pareto_front").status_code == 404
 
 
+def test_a_kept_page_of_the_front_follows_every_change_of_the_front(http: httpx.Client) -> None:
+    exp_id = http.post("/v1/experiments", json={"name": "paged-front", "parameters": X, "metrics": METRICS[:2]}).json()["id"]
+    path = f"/v1/experiments/{exp_id}/pareto_front"
+
+    def post(acc: float, lat: float) -> str:
+        r = http.post(f"/v1/experiments/{exp_id}/observations", json={"assignments": {"x": 0.5}, "values": {"acc": acc, "latency_ms": lat}})
+        assert r.status_code == 201, r.text
+        return str(r.json()["id"])
+
+    ids = [post(0.1 * i, 10.0 * i) for i in range(1, 6)]  # all on the front
+    ids_of = lambda r: [o["id"] for o in r.json()]  # noqa: E731
+    first = http.get(path, params={"limit": 2})
+    assert ids_of(first) == ids[:2] and first.links["next"]["url"] == f"{path}?after={ids[1]}&limit=2"
+    assert ids_of(http.get(first.links["next"]["url"])) == ids[2:4]
+    assert ids_of(http.get(path, params={"after": ids[3], "limit": 2})) == ids[4:]
+    post(0.05, 60.0)  # dominated: the front is unchanged, and so is every page
+    assert http.get(path, params={"limit": 2}).content == first.content
+    new = post(0.45, 35.0)  # beats ids[3] (0.4, 40): the front keeps its length, its last point changes
+    assert ids_of(http.get(path, params={"after": ids[1], "limit": 2})) == [ids[2], ids[4]]
+    assert ids_of(http.get(path, params={"after": ids[4]})) == [new]
+    assert ids_of(http.get(path)) == [*ids[:3], ids[4], new]
+
+
 def test_openapi_documents_metrics_values_and_the_pareto_front(url: str) -> None:
     with httpx.Client(base_url=url, timeout=10) as http:
         spec = http.get("/openapi.json").json()

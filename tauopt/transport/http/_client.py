@@ -458,12 +458,15 @@ class HttpDriver:
         return [Report(d["suggestion_id"], int(d["step"]), float(d["value"]), float(d["created_at"])) for d in data]
 
     async def observations(self, experiment_id: str, after: int | None = None) -> list[Observation]:
-        """Every observation (after `after`), read page by page: the server answers at most
-        MAX_PAGE per request, and a full page means more may follow its last id."""
+        return await self._pages(_exp(experiment_id) + "/observations", after)
+
+    async def _pages(self, path: str, after: int | None = None) -> list[Observation]:
+        """Every observation of a paged listing (after `after`), read page by page: the server
+        answers at most MAX_PAGE per request, and a full page means more may follow its last id."""
         out: list[Observation] = []
         while True:
             params = {"after": after, "limit": MAX_PAGE}
-            page = await self._request("GET", _exp(experiment_id) + "/observations", params=params)
+            page = await self._request("GET", path, params=params)
             out += [Observation.from_dict(d) for d in page]
             if len(page) < MAX_PAGE or not str(page[-1]["id"]).isdigit():
                 return out
@@ -474,8 +477,7 @@ class HttpDriver:
         return None if data is None else Observation.from_dict(data)
 
     async def pareto_front(self, experiment_id: str) -> list[Observation]:
-        data = await self._request("GET", _exp(experiment_id) + "/pareto_front")
-        return [Observation.from_dict(d) for d in data]
+        return await self._pages(_exp(experiment_id) + "/pareto_front")
 
     async def summary(self, experiment_id: str) -> dict[str, Any]:
         data = await self._request("GET", _exp(experiment_id) + "/summary")

@@ -20,14 +20,15 @@ path), in this module's own list `INSIGHT`, which the app serves beside the rest
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
-from ...limits import MAX_PAGE
+from ...models import Observation
 from .._columns import observation_columns as to_columns
-from ._render import encode_off_loop, render_built
+from ._pages import page_limit
+from ._render import json_bytes, render_built
 from ._routes import Call, Operation, operation
 from ._schema import COMMON_ERRORS, NonNegative, Positive
 
@@ -128,22 +129,31 @@ async def workers(call: Call) -> Any:
     )
 
 
-@operation("GET", _EXP + "/observations/columns", into=INSIGHT, query={"after": NonNegative}, response=ObservationColumnsOut,
-           errors=_ERRORS, tag="insight")  # fmt: skip
+@operation("GET", _EXP + "/observations/columns", into=INSIGHT, query={"after": NonNegative, "limit": Positive},
+           response=ObservationColumnsOut, errors=_ERRORS, tag="insight")  # fmt: skip
 async def observation_columns(call: Call) -> Any:
     """The observations as one array per field (a third of the JSON at scale); `after`: only
-    observations with an id above this (the last you have)."""
+    observations with an id above this (the last you have). At most `limit` per answer
+    (default and maximum 10,000), the oldest first; a cut answer has a
+    `Link: <...?after=<its last id>&limit=<limit>>; rel="next"` header: read on from there."""
     if call.cred is not None:
         call.gate.heavy_read(call.cred)  # as the row listing: it may read the whole history
-    after = call.query["after"]
-    observations = await call.engine.observations(call.path["id"], after=after)
+    eid, after, limit = call.path["id"], call.query["after"] or 0, page_limit(call.query["limit"])
+    observations = await call.engine.observations(eid, after=after)
     if call.cred is not None:
-        call.gate.heavy_read_rows(call.cred, len(observations))
-    if after:
-        return await render_built(lambda: to_columns(observations), len(observations))
-    # a full read (a page opening): encoded once, then only what arrived since
-    body = await call.request.state.columns.read_full(call.path["id"], observations)
-    return Response(body, media_type="application/json")
+        call.gate.heavy_read_rows(call.cred, min(len(observations), limit))
+    if not after and len(observations) <= limit:
+        # the whole history (a page opening): encoded once, then only what arrived since
+        body = await call.request.state.columns.read_full(eid, observations)
+        return Response(body, media_type="application/json")
+    response, _ = await call.request.state.pages.answer(
+        ("columns", eid, after), observations, call.request.url.path, limit, _encode_columns
+    )
+    return response
+
+
+def _encode_columns(observations: Sequence[Observation]) -> bytes:
+    return json_bytes(to_columns(observations))
 
 
 @operation("GET", _EXP + "/importance", into=INSIGHT, response=ImportanceOut, errors=_ERRORS, tag="insight")
@@ -160,7 +170,7 @@ async def report_log(call: Call) -> Any:
     `limit`: at most this many reports (the oldest first; default and maximum 10,000);
     `more` says whether to ask again from `cursor`."""
     after = call.query["after"]
-    limit = min(call.query["limit"] or MAX_PAGE, MAX_PAGE)
+    limit = page_limit(call.query["limit"])
     out = await call.engine.report_log(call.path["id"], after=0 if after is None else after, limit=limit)
     if call.cred is not None:
         call.gate.heavy_read_rows(call.cred, len(out["reports"]))

@@ -22,7 +22,7 @@ from ...errors import ApiError, api_error, error_type_for_status, kind_of
 from ..._numbers import PASS_FLOAT
 
 __all__ = [
-    "render_error", "render_json", "render_rows", "render_built", "encode_off_loop", "bad_json", "invalid_fields", "from_http_exception", "internal_error",
+    "render_error", "json_bytes", "render_json", "render_rows", "render_built", "encode_off_loop", "bad_json", "invalid_fields", "from_http_exception", "internal_error",
     "MAX_BODY_BYTES",
 ]
 
@@ -34,9 +34,14 @@ _JSON = "application/json"
 _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
+def json_bytes(value: Any) -> bytes:
+    """`value` as compact, strict JSON (NaN and Infinity are not JSON)."""
+    return _ENCODE(value).encode()
+
+
 def render_json(value: Any, status: int = 200) -> Response:
     """A JSON answer, compact and strict (NaN and Infinity are not JSON)."""
-    return Response(_ENCODE(value).encode(), status_code=status, media_type=_JSON)
+    return Response(json_bytes(value), status_code=status, media_type=_JSON)
 
 
 # Rows encoded on the event loop at most; a longer answer is encoded on a worker thread

@@ -20,9 +20,10 @@ is nothing but those two calls.
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 import anyio
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -32,9 +33,11 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ApiError, api_error
-from ...limits import MAX_PAGE, check_wait
+from ...limits import check_wait
+from ...models import Observation
 from .._json import loads_body
-from ._render import bad_json, invalid_fields, render_error, render_json, render_rows
+from ._pages import cut, page_limit
+from ._render import bad_json, invalid_fields, json_bytes, render_error, render_json, render_rows
 from ._schema import (
     COMMON_ERRORS,
     ClosedOut,
@@ -386,12 +389,8 @@ async def list_observations(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
     found = await call.engine.observations(call.path["id"], after=call.query["after"])
-    limit = min(call.query["limit"] or MAX_PAGE, MAX_PAGE)
-    if len(found) <= limit:
-        return await _rows_read(call, found)
-    page = found[:limit]
-    link = f'<{call.request.url.path}?after={page[-1].id}&limit={limit}>; rel="next"'
-    return await _rows_read(call, page, {"Link": link})
+    page, link = cut(found, call.request.url.path, page_limit(call.query["limit"]))
+    return await _rows_read(call, page, link)
 
 
 @operation("GET", EXP + "/best", response=ObservationOut | None, tag="observations")
@@ -400,11 +399,33 @@ async def best(call: Call) -> Any:
     return None if o is None else o.to_dict()
 
 
-@operation("GET", EXP + "/pareto_front", response=list[ObservationOut], errors=COMMON_ERRORS + (429,), tag="observations")
+@operation("GET", EXP + "/pareto_front", query={"after": NonNegative, "limit": Positive}, response=list[ObservationOut],
+           errors=COMMON_ERRORS + (429,), tag="observations")  # fmt: skip
 async def pareto_front(call: Call) -> Any:
+    """Paged like the observations: `after` (the last id you have of the front), `limit`
+    (default and maximum 10,000), a cut answer's `Link: <...>; rel="next"`. A page asked
+    again while the front has not changed is answered from the bytes kept."""
     if call.cred is not None:
         call.gate.heavy_read(call.cred)  # it may read the whole history
-    return await _rows_read(call, await call.engine.pareto_front(call.path["id"]))
+    eid, after = call.path["id"], call.query["after"] or 0
+    front = await call.engine.pareto_front(eid)
+    # the front is in arrival order (ids ascending); what follows the cursor, and its
+    # count and last row, name the page: a new point enters only at the end of the front
+    rest = front[bisect.bisect_right(front, after, key=_numeric_id) :] if after else front
+    response, rows = await call.request.state.pages.answer(
+        ("pareto_front", eid, after), rest, call.request.url.path, page_limit(call.query["limit"]), _encode_rows
+    )
+    if call.cred is not None:
+        call.gate.heavy_read_rows(call.cred, rows)
+    return response
+
+
+def _numeric_id(o: Observation) -> int:
+    return int(o.id) if o.id.isdigit() else 0
+
+
+def _encode_rows(rows: Sequence[Observation]) -> bytes:
+    return json_bytes([r.to_dict() for r in rows])
 
 
 # The worker loop's two calls, POST EXP/suggestions and POST EXP/observations, by

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ...engine._auth import Gate, Limits
 from ...errors import ApiError, api_error
 from .._columns import ColumnsCache
+from ._pages import EncodedPages
 from ._dashboard import dashboard_routes
 from ._docs_page import swagger_page
 from ._forward import ForwardToOwner
@@ -156,7 +157,7 @@ def create_app(
                 for door in doors:
                     _, stop = await door(group, eng, "127.0.0.1")
                     stack.callback(stop)  # before the group's exit: the door's task ends
-            yield {"engine": eng, "gate": app.state.gate, "auth": auth, "columns": ColumnsCache()}
+            yield {"engine": eng, "gate": app.state.gate, "auth": auth, "columns": ColumnsCache(), "pages": EncodedPages()}
 
     schema: dict[str, Any] = {}
 

@@ -80,7 +80,10 @@ class ApiError extends Error {
   constructor(status, type, message) { super(message); this.status = status; this.type = type; }
 }
 
-async function api(path, options) {
+async function api(path, options) { return (await apiPage(path, options)).data; }
+
+// An answer and the address of the next page of a paged listing (its Link rel="next"), or null.
+async function apiPage(path, options) {
   const token = sessionStorage.getItem(TOKEN_KEY);
   const headers = { Accept: "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
@@ -93,7 +96,25 @@ async function api(path, options) {
     if (res.status === 401) { signOut(e.message || "Your token was refused; sign in again."); }
     throw new ApiError(res.status, e.type || "http_" + res.status, e.message || res.statusText);
   }
-  return data;
+  const next = (res.headers.get("Link") || "").match(/<([^>]+)>;\s*rel="next"/);
+  return { data, next: next ? next[1] : null };
+}
+
+// Every row of a paged listing (the Pareto front): page after page until there is no next.
+async function apiAll(path) {
+  let rows = [];
+  for (let url = path; url;) { const page = await apiPage(url); rows = rows.concat(page.data); url = page.next; }
+  return rows;
+}
+
+// Every report since `after`: pages (of up to 10,000) until `more` says there are no others.
+async function reportsSince(id, after) {
+  let reports = [], page;
+  do {
+    page = await api(`/v1/experiments/${id}/reports?after=${after}`);
+    reports = reports.concat(page.reports); after = page.cursor;
+  } while (page.more);
+  return { reports, cursor: after };
 }
 
 // -- shell: sign-in, routing, polling ---------------------------------------------------
@@ -231,7 +252,8 @@ function sparkline(points) {
 function experimentPage(view, id) {
   const st = { exp: null, obs: [], lastId: 0, cursor: 0, sugg: new Map(), workers: null, sort: { key: "id", desc: true },
     filter: "", xAxis: "number", pair: [null, null], importance: null, importanceAt: -1, drawnAt: -1,
-    visible: new Set(), watching: false, pending: new Map(), front: [], curves: new Map(), reportCursor: 0 };
+    visible: new Set(), watching: false, pending: new Map(), front: [], frontAt: -1, curves: new Map(), reportCursor: 0,
+    following: null };
   crumbs({ text: "Experiments", href: "#/" }, { text: id });
   const root = el("div", { class: "experiment" });
   view.append(root);
@@ -240,22 +262,24 @@ function experimentPage(view, id) {
   const lazy = lazyDrawing(st);
   const polling = poller(async () => {
     const first = st.drawnAt < 0, t0 = performance.now();
-    const [summary, fresh, workers, importance, reports] = await Promise.all([
+    const [summary, columns, workers, importance, reports] = await Promise.all([
       api(`/v1/experiments/${id}/summary`),
-      api(`/v1/experiments/${id}/observations/columns?after=${st.lastId}`).then((c) => timed("rows", () => rowsOf(c, id))),
+      st.following ? { data: null, next: null } : apiPage(`/v1/experiments/${id}/observations/columns?after=${st.lastId}`),
       api(`/v1/experiments/${id}/workers?after=${st.cursor}&limit=${LIMITS.timeline}`),
       first ? api(`/v1/experiments/${id}/importance`) : null, // in parallel: it is in the first view
-      api(`/v1/experiments/${id}/reports?after=${st.reportCursor}`),
+      reportsSince(id, st.reportCursor),
     ]);
     st.exp = summary.experiment; st.summary = summary;
-    for (const o of fresh) { o.values = namedValues(o, st.exp.metric.name); st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
+    const fresh = columns.data ? addRows(st, columns.data) : [];
     for (const row of workers.changes) st.sugg.set(row.id, row);
     if (st.sugg.size > 2 * LIMITS.timeline) { // the timeline shows the latest only: keep those
       const keep = [...st.sugg.keys()].sort((a, b) => Number(a) - Number(b)).slice(-LIMITS.timeline);
       st.sugg = new Map(keep.map((k) => [k, st.sugg.get(k)]));
     }
     st.cursor = workers.cursor; st.workers = workers;
-    if (objectives(st).length > 1 && (fresh.length || first)) st.front = await api(`/v1/experiments/${id}/pareto_front`);
+    if (objectives(st).length > 1 && !columns.next && !st.following && st.frontAt !== st.obs.length) {
+      st.frontAt = st.obs.length; st.front = await apiAll(`/v1/experiments/${id}/pareto_front`);
+    }
     for (const r of reports.reports) { if (!st.curves.has(r.suggestion_id)) st.curves.set(r.suggestion_id, []); st.curves.get(r.suggestion_id).push(r); }
     st.reportCursor = reports.cursor;
     if (importance) { st.importance = importance; st.importanceAt = scored(st).length; }
@@ -267,13 +291,37 @@ function experimentPage(view, id) {
     await plotlyReady;
     show("pareto", objectives(st).length > 1); show("curves", st.curves.size > 0);
     drawPlots(st, fresh.length > 0 || first || importance !== null || reports.reports.length > 0);
+    if (columns.next) st.following = followRows(st, columns.next);
     if (!first) return;
     performance.mark("tauopt:experiment-drawn"); // what is in view is drawn; read by benchmarks/dashboard_load.py
     // watched from now on: before the first draw the empty page would put every plot in view
     for (const [pid] of LAZY) lazy.observe(document.getElementById(pid));
     st.watching = true;
   });
-  return { stop() { polling.stop(); lazy.disconnect(); } };
+  return { stop() { st.stopped = true; polling.stop(); lazy.disconnect(); } };
+}
+
+// The observations as they arrive (a page of columns): kept, and returned as rows.
+function addRows(st, columns) {
+  const fresh = timed("rows", () => rowsOf(columns, st.exp.id));
+  for (const o of fresh) { o.values = namedValues(o, st.exp.metric.name); st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
+  return fresh;
+}
+
+// The rest of a long history after the first paint drew its first page: page after page,
+// in the background, each drawn as it arrives (the ticks leave the observations to it).
+async function followRows(st, url) {
+  try {
+    while (url && !st.stopped) {
+      const page = await apiPage(url);
+      if (st.stopped) return;
+      addRows(st, page.data); url = page.next;
+      drawPlots(st, true);
+    }
+  } catch (e) {
+    const live = document.getElementById("live");
+    live.classList.add("stale"); live.title = `reading the observations failed: ${e.message}`;
+  } finally { st.following = null; }
 }
 
 // A plot is drawn when it is in view, and redrawn on new data only while it is: one out of
