@@ -30,13 +30,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ...engine._auth import Gate, Limits
 from ...errors import ApiError, api_error
 from .._columns import ColumnsCache
-from ._pages import EncodedPages
 from ._dashboard import dashboard_routes
 from ._docs_page import swagger_page
 from ._forward import ForwardToOwner
 from ._insight_routes import INSIGHT
 from ._metrics import TOP_EXPERIMENTS, Metrics, MetricsMiddleware, metrics_route
 from ._openapi import openapi_document
+from ._pages import EncodedPages
 from ._render import MAX_BODY_BYTES, from_http_exception, internal_error, render_error
 from ._routes import OPERATIONS, HotRoutes, Operation, routes
 
