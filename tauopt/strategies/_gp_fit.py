@@ -84,7 +84,7 @@ def _covar(d: int, priors: bool) -> gpytorch.kernels.ScaleKernel:
     loc, scale = lengthscale_prior(d)
     base = gpytorch.kernels.MaternKernel(
         nu=2.5, ard_num_dims=d, lengthscale_constraint=_log_space(),
-        lengthscale_prior=LogNormalPrior(loc, scale) if priors else None,
+        lengthscale_prior=LogNormalPrior(loc, scale, validate_args=False) if priors else None,
     )
     return gpytorch.kernels.ScaleKernel(
         base, outputscale_constraint=_log_space(), outputscale_prior=GammaPrior(*OUTPUTSCALE_PRIOR) if priors else None
@@ -172,15 +172,26 @@ def hyper_of(model: GP) -> Hyper:
 
 
 class _Objective:
-    """Raw parameter vector (numpy) -> (-mll, gradient), checking the deadline at every evaluation."""
+    """Raw parameter vector (numpy) -> (-mll, gradient), checking the deadline at
+    every evaluation. The last evaluation is kept: the start's check and the
+    optimizer's first call are one evaluation."""
 
     def __init__(self, model: GP, deadline: float | None) -> None:
         self.model, self.deadline, self.evals = model, deadline, 0
+        self._last: tuple[bytes, tuple[float, np.ndarray]] | None = None
         self.mll = gpytorch.mlls.ExactMarginalLogLikelihood(model.likelihood, model)
         self.params = [p for p, _ in _parameters(model)]
         self.x, self.y = model.train_inputs[0], model.train_targets
 
     def __call__(self, raw: np.ndarray) -> tuple[float, np.ndarray]:
+        key = np.asarray(raw, dtype=np.float64).tobytes()
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        out = self._evaluate(raw)
+        self._last = (key, out)
+        return out
+
+    def _evaluate(self, raw: np.ndarray) -> tuple[float, np.ndarray]:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise FitTimeout(f"hyperparameter fit passed its deadline after {self.evals} evaluations")
         self.evals += 1
