@@ -25,7 +25,9 @@ evaluation writes the parameter vector in place.
 Exact linear algebra: `exact()` turns gpytorch's iterative solvers and
 approximations off (`fast_computations` all False, `max_cholesky_size` above any
 training set the strategy builds), so every solve and log determinant is a
-Cholesky, in float64.
+Cholesky, in float64. It also evaluates kernels at once and skips gpytorch's
+debug checks: lazily evaluated kernels tripled the cost of an evaluation at the
+sizes fitted here (BENCHMARKS.md, "The GP on gpytorch").
 
 torch and gpytorch are imported here, at module level: import this module
 inside functions only (importing `tauopt` loads neither).
@@ -140,11 +142,10 @@ def _parameters(model: GP) -> list[tuple[torch.nn.Parameter, tuple[float, float]
 
 def set_hyper(model: GP, h: Hyper) -> None:
     """Write h into the model's modules (clipped into the fit's bounds)."""
-    d = len(h.lengthscale)
     raw = _clip(np.concatenate([
         np.log(h.lengthscale), [math.log(h.outputscale), math.log(max(h.noise - NOISE_MIN, 1e-9)), h.mean]
     ]), model)
-    _write(model, raw, d)
+    _write(model, raw)
 
 
 def _clip(raw: np.ndarray, model: GP) -> np.ndarray:
@@ -156,7 +157,7 @@ def _bounds(model: GP) -> list[tuple[float, float]]:
     return [b for p, b in _parameters(model) for _ in range(p.numel())]
 
 
-def _write(model: GP, raw: np.ndarray, d: int) -> None:
+def _write(model: GP, raw: np.ndarray) -> None:
     with torch.no_grad():
         torch.nn.utils.vector_to_parameters(torch.as_tensor(raw, dtype=torch.float64), [p for p, _ in _parameters(model)])
 
@@ -225,7 +226,7 @@ def fit(
             raise FloatingPointError("marginal likelihood is not finite at the start")
         res = minimize(obj, start, jac=True, method="L-BFGS-B", bounds=_bounds(model),
                        options={"maxiter": max(1, max_iters), "maxfun": 3 * max(1, max_iters) + 5})
-        _write(model, np.asarray(res.x, dtype=float), x.shape[1])
+        _write(model, np.asarray(res.x, dtype=float))
         return hyper_of(model), int(res.nit)
 
 
