@@ -27,38 +27,15 @@ from tauopt.models import Metric, Observation
 from tauopt.strategies import propose, resolve
 from tauopt.strategies._request import SuggestRequest
 
-# name -> GPConfig switches; "gp" is the default model, the others turn opt-in refinements on
-# (or, gp_old and gp_lbfgs, the default's own changes off: what each bought)
+# name -> GPConfig switches; "gp" is the default model, the others switch one of its choices off
 GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp": {},
-    "gp_old": {"fit_optimizer": "adam", "noise_prior": "lognormal", "choose_warp": False},  # the default before
-    "gp_lbfgs": {"noise_prior": "lognormal"},  # L-BFGS-B fit, the old noise prior
-    "gp_iw": {"input_warp": True},
-    "gp_hr": {"half_rank": True},  # half-rank output warp always, separated batches (min_separation 0.02)
-    "gp_grad": {"gradient": True},
-    "gp_warp": {"output_warp": True},
-    "gp_tr": {"trust_region": True},  # the default since issue 17's third round
-    "gp_notr": {"trust_region": False},  # the default before: no trust region at any d
-    "gp_grad_warp": {"gradient": True, "output_warp": True},
-    "gp_grad_iw": {"gradient": True, "input_warp": True},
-    "gp_all": {"gradient": True, "output_warp": True, "trust_region": True},
-    # pending points believed at a pessimistic value (issue 17, fourth round: 8 workers)
-    "gp_clinc": {"believer": "incumbent"},
-    "gp_clmed": {"believer": "median"},
-    "gp_clmax": {"believer": "max"},
-    # one suggestion in 2 (4) made while others are pending believes them at the median
-    "gp_mix2": {"believer": "median", "explore_every": 2},
-    "gp_mix4": {"believer": "median", "explore_every": 4},
-    # pending points' outcomes drawn from their joint posterior, EI averaged (q-EI's marginal gain)
-    "gp_fant": {"believer": "fantasy"},
-    # the output warp chosen per fit by leave-one-out rank agreement (standardized or
-    # half-rank): the default since issue 17's sixth round; gp_nocw the default before
-    "gp_cw": {"min_separation": 0.0},  # chosen, half-rank batches not separated
-    "gp_nocw": {"choose_warp": False},
+    "gp_notr": {"trust_region": False},  # no trust region at any d
+    "gp_cw": {"min_separation": 0.0},  # the warp chosen, half-rank batches not separated
+    "gp_nocw": {"choose_warp": False},  # standardized outputs only
     # every proposal fits and chooses the warp, at any history size (the default
     # reuses both from GPConfig.large_history = 256 observations until the history grows)
     "gp_everyfit": {"large_history": 10**9},
-    "gp_hr0": {"half_rank": True, "min_separation": 0.0},  # the half-rank warp alone
 }
 
 

@@ -3,7 +3,7 @@ round): one JSON line per (function, seed, method), strategy-only as in
 quality.py (W suggestions open, the oldest observed next).
 
     PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/gp_batch_spread.py \\
-        --functions hartmann6,levy,ackley --methods gp,gp_mix4 --seeds 100,101,102 --workers 8
+        --functions hartmann6,levy,ackley --methods gp,gp_cw --seeds 100,101,102 --workers 8
 
 Per GP ask, over the W open points (the new one and the W-1 pending): `spread`,
 the median over asks of their mean pairwise distance in the unit cube;
@@ -94,7 +94,7 @@ def run(fname: str, d: int, seed: int, method: str, workers: int, mult: int) -> 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--functions", default="hartmann6,levy,ackley")
-    ap.add_argument("--methods", default="gp,gp_mix4")
+    ap.add_argument("--methods", default="gp,gp_cw")
     ap.add_argument("--seeds", default="100,101,102")
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--dim", type=int, default=2, help="d for functions defined in several dimensions")

@@ -5,7 +5,7 @@ CmaEsSampler, in one run, strategy-only and through the engine.
     .venv/bin/python benchmarks/quality.py --quick            # the subset quoted in the README (< 10 min, 2 cores)
     .venv/bin/python benchmarks/quality.py                    # the full suite (see the README for its time)
     .venv/bin/python benchmarks/quality.py --functions sphere,ellipsoid --dims 5 --seeds 3 --workers 1 \\
-        --methods gp,gp_old,optuna_gp --engine ''
+        --methods gp,gp_nocw,optuna_gp --engine ''
 
 Cells are (function, d, workers, budget). Functions and their transforms:
 benchmarks/_suite.py (published formulas, sources cited; shifted and rotated,
@@ -14,10 +14,9 @@ read at 10*d and 20*d (--budgets). Methods (benchmarks/_quality_drivers.py):
 
   gp, sobol, random           tauopt strategies, driven directly; gp is `auto` as
                               users get it (Sobol for the first max(5, 2d) points)
-  gp_grad, gp_iw, gp_hr,      gp with opt-in refinements of GPConfig on: what
-  gp_warp, gp_tr, gp_notr,    each one buys, measured in the same run
-  gp_grad_iw, gp_grad_warp,   (_quality_drivers.GP_VARIANTS; gp_notr: the trust
-  gp_all                      region, on by default from d = 10, off)
+  gp_notr, gp_cw, gp_nocw,    gp with one of GPConfig's choices switched off: what
+  gp_everyfit                 each one buys, measured in the same run
+                              (_quality_drivers.GP_VARIANTS)
   optuna_gp, optuna_tpe,      Optuna 5.0 GPSampler, TPESampler(multivariate=True),
   optuna_cmaes                CmaEsSampler (d >= 5 only), through ask/tell
   engine@E                    gp through AsyncClient (local engine, process pool)

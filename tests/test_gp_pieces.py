@@ -1,5 +1,6 @@
-"""The GP's refinements, each pinned on its own: the gradient acquisition
-optimizer, the output warp, and the trust region (issue 17)."""
+"""The GP's pieces, each pinned on its own: the gpytorch model and its fit
+against gpytorch's own marginal likelihood and posterior, the output warps,
+the trust region, the warp choice and the in-place believer updates."""
 
 from __future__ import annotations
 
@@ -14,17 +15,8 @@ pytest.importorskip("gpytorch")
 from tauopt.models import Metric, Observation  # noqa: E402
 from tauopt.space import Space  # noqa: E402
 from tauopt.strategies import _gp_trust_region as tr  # noqa: E402
-from tauopt.strategies._gp_acquisition import log_ei_torch, maximize  # noqa: E402
 from tauopt.strategies._gp_encode import Encoder  # noqa: E402
-from tauopt.strategies._gp_model import log_ei  # noqa: E402
-from tauopt.strategies._gp_warping import (  # noqa: E402
-    HalfRankWarp,
-    OutputWarp,
-    box_cox,
-    box_cox_inverse,
-    yeo_johnson,
-    yeo_johnson_inverse,
-)
+from tauopt.strategies._gp_warping import HalfRankWarp, Standardize  # noqa: E402
 from tauopt.strategies._request import SuggestRequest  # noqa: E402
 from tauopt.strategies.gp import GPConfig, propose_gp  # noqa: E402
 
@@ -37,101 +29,21 @@ def one_torch_thread():  # type: ignore[no-untyped-def]
         yield
 
 
-# -- acquisition optimizer ------------------------------------------------------------
-
-
-def _quadratic(center: np.ndarray, weights: np.ndarray):  # type: ignore[no-untyped-def]
-    import torch
-
-    c, w = torch.as_tensor(center), torch.as_tensor(weights)
-    return lambda x: -((x - c) ** 2 * w).sum(1)
-
-
-def test_maximize_converges_to_the_optimum_of_a_known_quadratic_from_every_start() -> None:
-    rng = np.random.default_rng(0)
-    center = np.array([0.31, 0.72, 0.5, 0.13, 0.9])
-    weights = np.array([1.0, 3.0, 10.0, 30.0, 100.0])  # condition 100
-    starts = rng.random((6, 5))
-    end, val = maximize(_quadratic(center, weights), starts, np.zeros(5), np.ones(5))
-    assert np.abs(end - center).max() < 1e-5
-    assert np.all(val > -1e-9)
-
-
-def test_maximize_stops_at_the_box_when_the_optimum_is_outside_and_never_ends_worse_than_its_start() -> None:
-    center = np.array([1.5, 0.4])
-    starts = np.array([[0.1, 0.1], [0.9, 0.9]])
-    fn = _quadratic(center, np.ones(2))
-    end, val = maximize(fn, starts, np.zeros(2), np.array([0.8, 1.0]))
-    np.testing.assert_allclose(end, [[0.8, 0.4], [0.8, 0.4]], atol=1e-6)
-    import torch
-
-    start_val = fn(torch.as_tensor(starts)).numpy()
-    assert np.all(val >= start_val)
-
-
-def test_log_ei_torch_matches_the_numpy_log_ei_and_keeps_finite_gradients_deep_in_the_tail() -> None:
-    import torch
-
-    mu = torch.linspace(-3.0, 60.0, 200, dtype=torch.float64, requires_grad=True)
-    sd = torch.full((200,), 0.7, dtype=torch.float64)
-    v = log_ei_torch(mu, sd, 0.0)
-    np.testing.assert_allclose(v.detach().numpy(), log_ei(mu.detach().numpy(), sd.numpy(), 0.0), rtol=1e-9, atol=1e-9)
-    v.sum().backward()
-    g = mu.grad.numpy()  # type: ignore[union-attr]
-    assert np.all(np.isfinite(g)) and np.all(g < 0)  # a higher mean is always worse
-
-
 # -- output warping ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("lam", [-2.0, -0.5, 0.0, 0.5, 1.0, 1.7, 2.0])
-def test_yeo_johnson_is_strictly_increasing_and_inverted_exactly_for_every_lambda(lam: float) -> None:
-    x = np.linspace(-5.0, 5.0, 401)
-    t = yeo_johnson(x, lam)
-    assert np.all(np.diff(t) > 0)
-    np.testing.assert_allclose(yeo_johnson_inverse(t, lam), x, atol=1e-9)
-    xp = np.geomspace(1e-6, 1e3, 401)
-    b = box_cox(xp, lam)
-    assert np.all(np.diff(b) > 0)
-    np.testing.assert_allclose(box_cox_inverse(b, lam), xp, rtol=1e-9, atol=1e-10)  # (x**2 - 1) / 2 rounds tiny x
+def test_standardize_centres_scales_and_inverts() -> None:
+    raw = np.exp(np.random.default_rng(4).normal(10.0, 2.0, 500))
+    w = Standardize.fit(raw)
+    np.testing.assert_allclose(w.forward(raw), (raw - raw.mean()) / raw.std())
+    np.testing.assert_allclose(w.inverse(w.forward(raw)), raw, rtol=1e-12)
+    assert Standardize.fit(np.full(4, 3.0)).scale == 1.0  # constant values: no division by zero
 
 
-def test_output_warp_compresses_a_heavy_tail_keeps_the_order_and_inverts() -> None:
-    rng = np.random.default_rng(3)
-    raw = np.exp(rng.normal(0.0, 3.0, 200))  # values spanning ~8 orders of magnitude
-    w = OutputWarp.fit(raw)
-    y = w.forward(raw)
-    assert w.kind == "bc" and abs(w.lam) < 0.2  # chosen by the data: ~ a log, for log-normal values
-    assert np.array_equal(np.argsort(y, kind="stable"), np.argsort(raw, kind="stable"))
-    assert abs(float(y.mean())) < 1e-9 and abs(float(y.std()) - 1.0) < 1e-9
-    np.testing.assert_allclose(w.inverse(y), raw, rtol=1e-7)
-    # the skew that swamped the signal is gone
-    skew = lambda v: float(((v - v.mean()) ** 3).mean() / v.std() ** 3)  # noqa: E731
-    assert skew(raw) > 5 and abs(skew(y)) < 1.0
-
-
-def test_output_warp_of_values_of_any_sign_is_yeo_johnson_and_inverts() -> None:
-    rng = np.random.default_rng(5)
-    raw = np.exp(rng.normal(0.0, 2.0, 100)) - 3.0  # heavy tail, some values negative
-    w = OutputWarp.fit(raw)
-    assert w.kind == "yj" and w.lam < 1.0
-    y = w.forward(raw)
-    assert np.array_equal(np.argsort(y, kind="stable"), np.argsort(raw, kind="stable"))
-    np.testing.assert_allclose(w.inverse(y), raw, rtol=1e-7, atol=1e-9)
-
-
-def test_output_warp_leaves_gaussian_data_almost_alone_and_can_be_switched_off() -> None:
-    rng = np.random.default_rng(4)
-    raw = rng.normal(10.0, 2.0, 500)
-    assert abs(OutputWarp.fit(raw).lam - 1.0) < 0.3
-    off = OutputWarp.fit(np.exp(raw), warp=False)
-    assert off.lam == 1.0
-    np.testing.assert_allclose(off.forward(np.exp(raw)), (np.exp(raw) - np.exp(raw).mean()) / np.exp(raw).std())
-
-
-def test_output_warp_refuses_non_finite_values_with_a_message() -> None:
-    with pytest.raises(ValueError, match="impute failures first"):
-        OutputWarp.fit(np.array([1.0, np.nan]))
+def test_output_warps_refuse_non_finite_values_with_a_message() -> None:
+    for warp in (Standardize, HalfRankWarp):
+        with pytest.raises(ValueError, match="impute failures first"):
+            warp.fit(np.array([1.0, np.nan]))
 
 
 # -- trust region --------------------------------------------------------------------
@@ -239,116 +151,11 @@ def test_gp_uses_the_trust_region_by_default_from_ten_dimensions() -> None:
     assert r.info.fallback_reason is None and r.info.tr_length is not None
 
 
-def test_the_opt_in_refinements_propose_distinct_points_without_falling_back() -> None:
-    req = _sphere_request(5, 30, pending=2)
-    for config in (GPConfig(gradient=True), GPConfig(output_warp=True), GPConfig(True, True, True)):
-        r = propose_gp(req, np.random.default_rng(0), config=config)
-        assert r.info.fallback_reason is None, (config, r.info.fallback_reason)
-        assert len(r.candidates) == 2 and r.candidates[0] != r.candidates[1]
-
-
-def test_a_batch_with_exploring_picks_keeps_the_kriging_believer_picks_and_adds_distinct_ones() -> None:
-    """The engine's batch of 8 (drawn 32, 2 pending): picks 0 and 4 explore
-    (draw index a multiple of 4); the six exploiting picks come first and are
-    the kriging believer's own six."""
-    req = replace(_sphere_request(5, 30, pending=2), n=8)
-    old = propose_gp(req, np.random.default_rng(0))
-    mix = propose_gp(req, np.random.default_rng(0), config=GPConfig(believer="median", explore_every=4))
-    assert old.info.fallback_reason is None and mix.info.fallback_reason is None
-    assert mix.candidates[:6] == old.candidates[:6]
-    assert len({tuple(sorted(c.items())) for c in mix.candidates}) == 8
-
-
-def test_gp_config_refuses_an_unknown_believer_or_share_with_what_to_give() -> None:
-    with pytest.raises(ValueError, match="give 'mean', 'fantasy', 'incumbent', 'median' or 'max'"):
-        GPConfig(believer="optimistic")
-    with pytest.raises(ValueError, match="integer >= 1"):
-        GPConfig(explore_every=0)
+def test_gp_config_refuses_bad_values_with_what_to_give() -> None:
     with pytest.raises(ValueError, match="large_history: give an integer >= 1"):
         GPConfig(large_history=0)
-
-
-def test_the_gradient_ascent_ends_no_lower_than_the_candidate_search_on_the_same_posterior() -> None:
-    from tauopt.strategies import gp
-
-    req = _sphere_request(2, 15)
-    enc = Encoder(req.space)
-    rng = np.random.default_rng(0)
-    pts = [o.assignments for o in req.history]
-    raw = np.array([o.value for o in req.history], dtype=float)
-    y = (raw - raw.mean()) / raw.std()
-    x = enc.features(enc.latent(pts))
-    hyper, _ = gp.fit(x, y)
-    post = gp.Posterior(x, y, np.full(len(y), hyper.noise), hyper)
-    best = float(y.min())
-    lo, hi = np.zeros(2), np.ones(2)
-    z = gp._initial_candidates(enc, pts, raw, len(y), rng, lo, hi)
-    mu, sd = post.predict(enc.features(z, project=False))
-    s = log_ei(mu, sd, best)
-    up = gp._ascend(enc, post, best, z, s, lo, hi)
-    mu2, sd2 = post.predict(enc.features(up, project=False))
-    assert float(log_ei(mu2, sd2, best).max()) >= float(s.max()) - 1e-12
-
-
-# -- input warping (Kumaraswamy) -------------------------------------------------------
-
-
-def test_input_warp_is_monotone_and_invertible_for_every_shape_in_its_bounds() -> None:
-    from tauopt.strategies._gp_input_warp import BOUNDS, unwarp, warp
-
-    x = np.linspace(0.0, 1.0, 2001)
-    for a in (BOUNDS[0], 0.5, 1.0, 2.0, BOUNDS[1]):
-        for b in (BOUNDS[0], 0.7, 1.0, 3.0, BOUNDS[1]):
-            u = warp(x, a, b)
-            assert np.all(np.diff(u) >= 0), (a, b)  # never decreasing, even where float64 saturates
-            inner = (u > 1e-12) & (u < 1.0 - 1e-12)  # strictly increasing and invertible wherever float64 resolves it
-            assert inner.mean() > 0.97, (a, b)
-            assert np.all(np.diff(u[inner]) > 0), (a, b)
-            assert u[0] >= 0.0 and u[-1] <= 1.0
-            np.testing.assert_allclose(unwarp(u[inner], a, b), x[inner], atol=1e-4)
-    np.testing.assert_allclose(warp(x, 1.0, 1.0), x, atol=3e-6)  # a = b = 1: the identity
-
-
-def test_input_warp_in_torch_matches_numpy_and_has_finite_gradients_at_the_edges() -> None:
-    import torch
-
-    from tauopt.strategies._gp_input_warp import warp, warp_torch
-
-    x = torch.tensor([[0.0, 1.0], [0.3, 0.999999], [1.0, 0.0]], dtype=torch.float64, requires_grad=True)
-    a = torch.tensor([0.2, 5.0], dtype=torch.float64, requires_grad=True)
-    b = torch.tensor([5.0, 0.2], dtype=torch.float64, requires_grad=True)
-    u = warp_torch(x, a, b)
-    np.testing.assert_allclose(u.detach().numpy(), warp(x.detach().numpy(), a.detach().numpy(), b.detach().numpy()))
-    u.sum().backward()
-    for g in (x.grad, a.grad, b.grad):
-        assert torch.isfinite(g).all()  # type: ignore[union-attr]
-
-
-def test_fitted_input_warp_stretches_the_coordinate_where_the_function_moves_fast_and_leaves_a_linear_one() -> None:
-    from tauopt.strategies._gp_model import fit
-
-    rng = np.random.default_rng(1)
-    x = rng.random((40, 2))
-    y = np.sin(1.0 / (x[:, 0] + 0.08)) + 0.3 * x[:, 1]  # fast near x0 = 0, linear in x1
-    y = (y - y.mean()) / y.std()
-    h, _ = fit(x, y, input_warp=True, max_iters=200)
-    assert h.warp_a is not None and h.warp_b is not None
-    assert h.warp_a[0] < 0.5  # a < 1: a steep warp near 0 gives that end more room
-    assert abs(math.log(h.warp_a[1])) < 0.1 and abs(math.log(h.warp_b[1])) < 0.1
-    plain, _ = fit(x, y, max_iters=200)
-    assert plain.warp_a is None
-
-
-def test_posterior_with_input_warp_interpolates_its_training_points() -> None:
-    from tauopt.strategies._gp_model import Hyper, Posterior
-
-    rng = np.random.default_rng(2)
-    x = rng.random((12, 3))
-    y = rng.normal(size=12)
-    h = Hyper(np.full(3, 0.3), 1.0, 1e-6, 0.0, np.array([0.3, 1.0, 3.0]), np.array([2.0, 1.0, 0.5]))
-    mu, sd = Posterior(x, y, np.full(12, h.noise), h).predict(x)
-    np.testing.assert_allclose(mu, y, atol=1e-3)
-    assert np.all(sd < 1e-2)
+    with pytest.raises(ValueError, match="min_separation: give a distance >= 0"):
+        GPConfig(min_separation=-0.1)
 
 
 # -- the hyperparameter fit ------------------------------------------------------------
@@ -361,35 +168,150 @@ def _bowl(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return x, (y - y.mean()) / y.std()
 
 
-def test_lbfgs_fit_converges_to_a_lower_loss_than_the_adam_steps_it_replaced() -> None:
+def test_the_model_is_gpytorchs_exact_gp_with_the_priors_and_noise_floor_registered() -> None:
+    import gpytorch
+    from gpytorch.priors import GammaPrior, LogNormalPrior
+
+    from tauopt.strategies import _gp_fit
+
+    x, y = _bowl(12, 4, 0)
+    model = _gp_fit.build(x, y)
+    assert isinstance(model, gpytorch.models.ExactGP)
+    assert isinstance(model.covar_module, gpytorch.kernels.ScaleKernel)
+    base = model.covar_module.base_kernel
+    assert isinstance(base, gpytorch.kernels.MaternKernel) and base.nu == 2.5 and base.ard_num_dims == 4
+    priors = {name: prior for name, _, prior, _, _ in model.named_priors()}
+    ls, os_, noise = (priors[k] for k in (
+        "covar_module.base_kernel.lengthscale_prior", "covar_module.outputscale_prior", "likelihood.noise_covar.noise_prior"))
+    assert isinstance(ls, LogNormalPrior) and isinstance(os_, GammaPrior) and isinstance(noise, GammaPrior)
+    loc, scale = _gp_fit.lengthscale_prior(4)
+    assert (float(ls.loc), float(ls.scale)) == pytest.approx((math.sqrt(2) + 0.5 * math.log(4), math.sqrt(3)))
+    assert (float(ls.loc), float(ls.scale)) == pytest.approx((loc, scale))
+    assert (float(os_.concentration), float(os_.rate)) == pytest.approx((2.0, 0.15))
+    assert (float(noise.concentration), float(noise.rate)) == pytest.approx((1.1, 30.0))
+    with torch_no_grad():
+        model.likelihood.noise_covar.raw_noise.fill_(-1e3)  # as low as the raw value goes
+        assert float(model.likelihood.noise) == pytest.approx(_gp_fit.NOISE_MIN)
+    assert all(p.dtype == np.float64 or str(p.dtype) == "torch.float64" for p in model.parameters())
+
+
+def torch_no_grad():  # type: ignore[no-untyped-def]
     import torch
 
-    from tauopt.strategies import _gp_mll
+    return torch.no_grad()
+
+
+def test_exact_settings_give_gpytorchs_marginal_likelihood_by_cholesky_at_a_thousand_points() -> None:
+    """Under `exact()` gpytorch's ExactMarginalLogLikelihood at n = 1,000 (past its
+    default max_cholesky_size of 800, where it would switch to CG and Lanczos) is
+    the exact Gaussian log density plus the priors' log densities, over n."""
+    import torch
+    from scipy import stats
+
+    from tauopt.strategies import _gp_fit
+    from tauopt.strategies._gp_model import Hyper
+
+    rng = np.random.default_rng(0)
+    n, d = 1000, 3
+    x, y = rng.random((n, d)), rng.standard_normal(n)
+    h = Hyper(np.array([0.3, 0.7, 1.5]), 1.3, 0.05, 0.2)
+    import gpytorch
+
+    with _gp_fit.exact(), torch.no_grad():
+        model = _gp_fit.build(x, y, h)
+        model.train()
+        mll = gpytorch.mlls.ExactMarginalLogLikelihood(model.likelihood, model)
+        got = float(mll(model(model.train_inputs[0]), model.train_targets))
+        k = model.covar_module(model.train_inputs[0]).to_dense().numpy() + h.noise * np.eye(n)
+    loc, scale = _gp_fit.lengthscale_prior(d)
+    priors = (stats.lognorm(scale, scale=math.exp(loc)).logpdf(h.lengthscale).sum()
+              + stats.gamma(2.0, scale=1 / 0.15).logpdf(h.outputscale) + stats.gamma(1.1, scale=1 / 30.0).logpdf(h.noise))
+    want = (stats.multivariate_normal(np.full(n, h.mean), k).logpdf(y) + priors) / n
+    assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_fit_ends_at_a_maximum_of_gpytorchs_marginal_likelihood_above_its_start() -> None:
+    """The fitted hyperparameters are a stationary point of gpytorch's
+    ExactMarginalLogLikelihood (with the priors) in the fit's log-space
+    parameters, and a higher one than the cold start's."""
+    import gpytorch
+    import torch
+
+    from tauopt.strategies import _gp_fit
     from tauopt.strategies._gp_model import fit
 
     x, y = _bowl(30, 5, 0)
+    h, iters = fit(x, y, max_iters=500)
+    assert iters > 1
 
-    def loss_of(h) -> float:  # type: ignore[no-untyped-def]
-        theta = _gp_mll.initial(5, h, False)
-        return float(_gp_mll.loss(torch.as_tensor(theta), torch.as_tensor(x), torch.as_tensor(y), False, "lognormal"))
+    def mll_at(hyper, grad: bool = False):  # type: ignore[no-untyped-def]
+        with _gp_fit.exact():
+            model = _gp_fit.build(x, y, hyper)
+            model.train()
+            mll = gpytorch.mlls.ExactMarginalLogLikelihood(model.likelihood, model)
+            value = mll(model(model.train_inputs[0]), model.train_targets)
+            if not grad:
+                return float(value.detach())
+            value.backward()
+            return torch.cat([p.grad.reshape(-1) for p in model.parameters()]).numpy()
 
-    lb, _ = fit(x, y, optimizer="lbfgs", noise_prior="lognormal", max_iters=500)
-    ad, _ = fit(x, y, optimizer="adam", noise_prior="lognormal")
-    assert loss_of(lb) < loss_of(ad) - 1e-3
-    theta = torch.as_tensor(_gp_mll.initial(5, lb, False)).requires_grad_(True)
-    _gp_mll.loss(theta, torch.as_tensor(x), torch.as_tensor(y), False, "lognormal").backward()
-    assert float(theta.grad.abs().max()) < 1e-3  # type: ignore[union-attr]  # a stationary point
+    assert mll_at(h) > mll_at(_gp_fit.cold_start(5)) + 0.1
+    assert np.abs(mll_at(h, grad=True)).max() < 1e-3
 
 
 def test_noise_prior_lets_a_noiseless_smooth_function_be_fitted_nearly_noiseless() -> None:
     from tauopt.strategies._gp_model import fit
 
     x, y = _bowl(30, 5, 0)
-    gamma, _ = fit(x, y, noise_prior="gamma")
-    lognormal, _ = fit(x, y, noise_prior="lognormal")
-    # the old prior held the noise at ~2e-3 of unit variance: blur near the optimum
-    assert lognormal.noise > 1e-3
-    assert gamma.noise < 3e-4
+    h, _ = fit(x, y)
+    assert h.noise < 3e-4  # Gamma(1.1, 30) is nearly flat down to the floor: no blur near the optimum
+
+
+def test_the_posterior_with_pending_points_is_gpytorchs_own(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Posterior (and CandidateBatch's in-place believers) from the fitted
+    hyperparameters equal gpytorch's posterior of the same ExactGP conditioned on
+    the observations and the pending points at their believed values (a fixed
+    noise per point: the observations' fitted noise, PENDING_NOISE for the
+    pending ones): mean and variance to 1e-6 relative, on random data."""
+    import gpytorch
+    import torch
+
+    from tauopt.strategies import _gp_fit
+    from tauopt.strategies._gp_model import Posterior, fit
+    from tauopt.strategies.gp import PENDING_NOISE
+
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        n, d = 25 + 10 * seed, 2 + seed
+        x = rng.random((n, d))
+        y = np.sin(5 * x).sum(1) + 0.1 * rng.standard_normal(n)
+        y = (y - y.mean()) / y.std()
+        h, _ = fit(x, y)
+        pend, probe = rng.random((4, d)), rng.random((200, d))
+        post = Posterior(x, y, np.full(n, h.noise), h)
+        y_p, _ = post.predict(pend)
+        mu, sd = post.with_points(pend, y_p, PENDING_NOISE).predict(probe)
+        batch = post.candidates(np.vstack([pend, probe]))
+        for j in range(len(pend)):
+            batch.believe(j, PENDING_NOISE)
+        mu_b, sd_b = batch.predict(probe)
+
+        tx = torch.as_tensor(np.vstack([x, pend]))
+        ty = torch.as_tensor(np.concatenate([y, y_p]))
+        noise = torch.as_tensor(np.concatenate([np.full(n, h.noise), np.full(len(pend), PENDING_NOISE)]))
+        lik = gpytorch.likelihoods.FixedNoiseGaussianLikelihood(noise=noise)
+        model = _gp_fit.GP(tx, ty, lik).double()
+        model.covar_module.base_kernel.lengthscale = torch.as_tensor(h.lengthscale)
+        model.covar_module.outputscale = h.outputscale
+        model.mean_module.constant = h.mean
+        model.eval()
+        with _gp_fit.exact(), torch.no_grad():
+            f = model(torch.as_tensor(probe))
+            want_mu, want_var = f.mean.numpy(), f.variance.numpy()
+        np.testing.assert_allclose(mu, want_mu, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(sd**2, want_var, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(mu_b, want_mu, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(sd_b**2, want_var, rtol=1e-6, atol=1e-9)
 
 
 def test_fit_stops_at_its_deadline() -> None:
@@ -425,18 +347,6 @@ def test_half_rank_warp_is_monotone_and_invertible_everywhere_and_keeps_the_bett
     assert y.max() < 4.0 and abs(y.mean()) < 1e-9 and abs(y.std() - 1.0) < 1e-9
 
 
-def test_half_rank_targets_reach_the_gp_when_switched_on() -> None:
-    space = Space.parse([{"name": f"x{i}", "type": "double", "bounds": [0, 1]} for i in range(2)])
-    rng = np.random.default_rng(3)
-    hist = []
-    for i in range(12):
-        u = rng.random(2)
-        hist.append(Observation(str(i), "e", None, space.from_unit(u), float(10 ** (6 * u[0]) + u[1])))
-    req = SuggestRequest(space, Metric("y"), tuple(hist))
-    r = propose_gp(req, np.random.default_rng(0), config=GPConfig(half_rank=True))
-    assert r.info.fallback_reason is None and len(r.candidates) == 1
-
-
 def test_leave_one_out_means_equal_the_posterior_without_each_point() -> None:
     from tauopt.strategies._gp_model import Hyper, Posterior
 
@@ -456,7 +366,7 @@ def _warp_choice(raw_of, n: int) -> bool:  # type: ignore[no-untyped-def]
 
     x = np.random.default_rng(0).random((n, 3))
     raw = raw_of(x)
-    plain = OutputWarp.fit(raw, warp=False).forward(raw)
+    plain = Standardize.fit(raw).forward(raw)
     warped = HalfRankWarp.fit(raw).forward(raw)
     return _choose_warp(x, raw, (plain, fit(x, plain)[0]), (warped, fit(x, warped)[0]))
 
@@ -488,8 +398,11 @@ def test_chosen_warp_is_reported_and_separation_applies_only_when_half_rank_is_k
         assert (r.candidates == plain.candidates) is (not kept)
 
 
-def test_min_separation_keeps_half_rank_batches_of_pending_points_apart() -> None:
+def test_min_separation_keeps_half_rank_batches_of_pending_points_apart(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tauopt.strategies import gp
     from tauopt.strategies._gp_encode import Encoder as _Enc
+
+    monkeypatch.setattr(gp, "_choose_warp", lambda *a: True)  # the half-rank model kept, whatever the data
 
     space = Space.parse([{"name": "x1", "type": "double", "bounds": [-5, 10]}, {"name": "x2", "type": "double", "bounds": [0, 15]}])
 
@@ -512,8 +425,8 @@ def test_min_separation_keeps_half_rank_batches_of_pending_points_apart() -> Non
         d = np.sqrt(((z[:, None] - z[None]) ** 2).sum(-1))
         return float(d[np.triu_indices(8, 1)].min())
 
-    assert min_gap(GPConfig(half_rank=True, min_separation=0.0)) < 0.02  # the sharper model alone clusters the batch here
-    assert min_gap(GPConfig(half_rank=True, min_separation=0.02)) >= 0.02
+    assert min_gap(GPConfig(min_separation=0.0)) < 0.02  # the sharper model alone clusters the batch here
+    assert min_gap(GPConfig(min_separation=0.02)) >= 0.02
 
 
 def _toy_posterior(seed: int):  # type: ignore[no-untyped-def]
@@ -546,141 +459,6 @@ def test_a_candidate_batch_updates_as_the_posterior_rebuilt_with_each_believer()
         np.testing.assert_allclose(batch.mu, mu, atol=1e-9)
         np.testing.assert_allclose(batch.sd, sd, atol=1e-9)
         np.testing.assert_allclose(np.vstack(batch.predict(probe)), np.vstack(rebuilt.predict(probe)), atol=1e-9)
-
-
-def test_a_candidate_batch_with_pessimistic_believers_equals_the_rebuilt_posterior() -> None:
-    """A believer above its mean (GPConfig(believer="median")) moves the means
-    around it: CandidateBatch's in-place update equals the posterior rebuilt
-    with the believers at those values, on the set, on points added later and
-    on new points."""
-    y, post, cands, extra, probe = _toy_posterior(1)
-    batch, rebuilt, every = post.candidates(cands), post, cands
-    lie = float(np.median(y))
-    for step, j in enumerate((3, 77, 310, 12)):
-        if step == 2:
-            batch.add(extra)
-            every = np.vstack([cands, extra])
-        before = float(batch.mu[j])
-        assert batch.believe(j, 1e-6, max(before, lie)) == before
-        rebuilt = rebuilt.with_points(every[j : j + 1], np.array([max(before, lie)]), 1e-6)
-        mu, sd = rebuilt.predict(every)
-        np.testing.assert_allclose(batch.mu, mu, atol=1e-8)
-        np.testing.assert_allclose(batch.sd, sd, atol=1e-8)
-        np.testing.assert_allclose(np.vstack(batch.predict(probe)), np.vstack(rebuilt.predict(probe)), atol=1e-8)
-
-
-def test_fantasy_draws_of_the_believers_have_the_joint_posterior_covariance() -> None:
-    """CandidateBatch.believer_draws turns standard-normal draws into the
-    believers' values: their mean and covariance are the posterior's (without
-    the believers) at those points."""
-    _, post, cands, _, _ = _toy_posterior(2)
-    pend = cands[[5, 40, 41, 200]]
-    batch = post.candidates(pend)
-    for j in range(len(pend)):
-        batch.believe(j, 1e-6)
-    z = np.random.default_rng(0).standard_normal((200_000, len(pend)))
-    draws = batch.believer_draws(z)
-    mu, _ = post.predict(pend)
-    np.testing.assert_allclose(draws.mean(0), mu, atol=0.01)
-    np.testing.assert_allclose(np.cov(draws.T), _posterior_cov(post, pend), atol=0.01)
-
-
-def test_fantasy_ei_is_the_mean_ei_over_posteriors_rebuilt_with_each_draw() -> None:
-    """Fantasies.log_ei at a point equals, draw by draw, the EI of the posterior
-    rebuilt with the pending points at that draw's values, against the incumbent
-    lowered to the draw's best pending value, averaged over the draws: q-EI's gain
-    for one more point, computed without a posterior per draw."""
-    from scipy.special import logsumexp
-
-    from tauopt.strategies._gp_model import Fantasies
-
-    y, post, cands, _, probe = _toy_posterior(3)
-    pend = cands[[7, 8, 120]]
-    batch = post.candidates(pend)
-    for j in range(len(pend)):
-        batch.believe(j, 1e-6)
-    fz = Fantasies(len(pend), np.random.default_rng(0), draws=16)
-    best = float(y.min())
-    mu, var, u = batch.predict_u(probe)
-    got = fz.log_ei(batch, mu, var, u, best)
-    values = batch.believer_draws(fz.z)
-    want = []
-    for q in range(len(fz.z)):
-        m, sd = post.with_points(pend, values[q], 1e-6).predict(probe)
-        want.append(log_ei(m, sd, min(best, float(values[q].min()))))
-    np.testing.assert_allclose(got, logsumexp(want, axis=0) - math.log(len(want)), rtol=1e-6, atol=1e-6)
-    # no pending point: the plain log EI
-    plain = post.candidates(probe)
-    m0, v0, u0 = plain.moments()
-    np.testing.assert_allclose(fz.log_ei(plain, m0, v0, u0, best), log_ei(*post.predict(probe), best), atol=1e-12)
-
-
-def test_a_fantasy_batch_proposes_distinct_points_away_from_the_pending_ones() -> None:
-    """GPConfig(believer="fantasy"), the engine's batch of 8 with 2 pending:
-    eight distinct points, none a pending one, no fallback; one pick without a
-    pending point is the kriging believer's own (no believer to draw)."""
-    req = replace(_sphere_request(5, 30, pending=2), n=8)
-    r = propose_gp(req, np.random.default_rng(0), config=GPConfig(believer="fantasy"))
-    assert r.info.fallback_reason is None
-    keys = {tuple(sorted(c.items())) for c in r.candidates}
-    assert len(keys) == 8 and not keys & {tuple(sorted(p.items())) for p in req.pending}
-    one = replace(_sphere_request(5, 30), n=1)
-    assert propose_gp(one, np.random.default_rng(0), config=GPConfig(believer="fantasy")).candidates == \
-        propose_gp(one, np.random.default_rng(0)).candidates
-
-
-def _posterior_cov(post, pts: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """The joint posterior covariance at pts: k(P, P) - v'v with v = L^-1 k(X, P)."""
-    import torch
-
-    from tauopt.strategies._gp_model import matern52
-
-    with torch.no_grad():
-        wp = post.h.warp_inputs(torch.as_tensor(pts, dtype=torch.float64))
-        _, _, v = post._moments(wp)
-        return (matern52(wp, wp, post.h) - v.T @ v).numpy()
-
-
-def _crowded_incumbent(seed: int):  # type: ignore[no-untyped-def]
-    """Two separated wells, the deeper one at A holding the incumbent and 7
-    pending points (a batch that collapsed onto one basin, as 8 workers' kriging
-    believers did on Hartmann-6: open points within 0.008 of each other)."""
-    from scipy.stats import qmc
-
-    a, b = np.array([0.25, 0.3]), np.array([0.75, 0.7])
-
-    def wells(u: np.ndarray) -> float:
-        return float(-math.exp(-((u - a) ** 2).sum() / 0.005) - 0.8 * math.exp(-((u - b) ** 2).sum() / 0.005))
-
-    space = Space.parse([{"name": f"x{i}", "type": "double", "bounds": [0, 1]} for i in range(2)])
-    u0 = np.vstack([qmc.Sobol(2, scramble=True, rng=seed).random(16), a + [0.02, -0.015], b + [-0.02, 0.02]])
-    hist = tuple(Observation(str(i), "e", None, space.from_unit(u), wells(u)) for i, u in enumerate(u0))
-    rng = np.random.default_rng(seed)
-    pending = tuple(space.from_unit(a + 0.02 * rng.normal(size=2)) for _ in range(7))
-    return space, hist, pending
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_an_exploring_pick_keeps_away_from_a_crowded_basin_and_the_others_exploit_as_before(seed: int) -> None:
-    space, hist, pending = _crowded_incumbent(seed)
-    crowd = np.array([[p["x0"], p["x1"]] for p in pending])
-    # the standardized model, where the kriging believer crowds this basin (the
-    # default's chosen half-rank model leaves it by itself here)
-    plain = GPConfig(choose_warp=False)
-    mix = replace(plain, believer="median", explore_every=4)
-
-    def pick(config: GPConfig, drawn: int, pend: tuple = pending) -> np.ndarray:
-        r = propose_gp(SuggestRequest(space, Metric("y"), hist, pend, 1, 0, drawn), np.random.default_rng(0), config=config)
-        assert r.info.fallback_reason is None
-        return np.array([r.candidates[0]["x0"], r.candidates[0]["x1"]])
-
-    def gap(z: np.ndarray) -> float:
-        return float(np.sqrt(((crowd - z) ** 2).sum(1)).min())
-
-    old = pick(plain, 24)
-    assert gap(pick(mix, 24)) > gap(old) + 0.01  # drawn 24: a multiple of 4, the exploring pick
-    np.testing.assert_array_equal(pick(mix, 25), old)  # the other picks: the kriging believer's
-    np.testing.assert_array_equal(pick(mix, 24, ()), pick(plain, 24, ()))  # one worker: unchanged
 
 
 def test_from_a_large_history_the_warp_choice_and_the_fit_stand_until_the_history_grows(monkeypatch) -> None:  # type: ignore[no-untyped-def]

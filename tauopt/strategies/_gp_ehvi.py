@@ -23,6 +23,9 @@ using (u - max(y, l))^+ = (u - y)^+ - (l - y)^+ for l <= u. psi_j(b) is the
 expected improvement below b, whose logarithm `_gp_model.log_ei` already
 computes stably far into the tail, so log EHVI keeps ranking candidates where
 EHVI itself underflows (as log EI does for one objective).
+
+Written here: gpytorch has no acquisition functions; BoTorch's (qLogEHVI) are
+not a dependency, and this closed form for two objectives is a few lines.
 """
 
 from __future__ import annotations

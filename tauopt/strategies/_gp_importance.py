@@ -11,7 +11,7 @@ the parameters. The metric modelled is the first objective, signed so smaller
 is better, failures imputed with the worst value seen (as the strategy does).
 
 Cheap compared with the strategy: one hyperparameter fit, no acquisition. torch
-and gpytorch are imported inside `fit` only.
+and gpytorch are imported inside `fit` only (`_gp_fit`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..models import Metric, Observation
 from ..space import Space
 from ._gp_encode import Encoder
 from ._gp_model import fit
-from ._gp_warping import OutputWarp
+from ._gp_warping import Standardize
 from .gp import SUBSET_FIT, _subset
 
 __all__ = ["METHOD", "MIN_OBSERVATIONS", "lengthscale_importance"]
@@ -44,7 +44,7 @@ def lengthscale_importance(space: Space, metric: Metric, history: Sequence[Obser
         raise ValueError(f"needs {MIN_OBSERVATIONS} successful observations and a tunable parameter")
     raw = np.array([np.nan if o.failed or o.value is None else metric.sign * o.value for o in history], dtype=float)
     raw[~np.isfinite(raw)] = np.nanmax(raw)  # failures: the worst value seen
-    y = OutputWarp.fit(raw, warp=False).forward(raw)
+    y = Standardize.fit(raw).forward(raw)
     x = enc.features(enc.latent([o.assignments for o in history]))
     keep = _subset(y, SUBSET_FIT, np.random.default_rng(seed))
     hyper, _ = fit(x[keep], y[keep])

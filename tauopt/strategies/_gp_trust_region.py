@@ -16,6 +16,9 @@ The state is not stored: `replay` recomputes it from the history in
 observation order, so it survives restarts and needs nothing in the store.
 The box is stretched per coordinate by the GP's lengthscales (normalized to a
 geometric mean of 1), as TuRBO does: long along directions that barely matter.
+
+Written here: neither gpytorch nor BoTorch ships TuRBO's state (BoTorch shows it
+in a tutorial only), and this one is replayed from the stored history.
 """
 
 from __future__ import annotations

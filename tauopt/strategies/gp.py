@@ -6,9 +6,11 @@
 Choices (see the README `gp` section):
 - Encoding: `_gp_encode` (unit cube, log scales in log space, integers relaxed
   then rounded, categoricals one-hot, inactive conditionals at a neutral value).
-- Model: `_gp_model` (Matern-5/2 ARD), hyperparameters by L-BFGS-B on the
-  marginal likelihood plus priors (`_gp_mll`); opt-in Kumaraswamy input
-  warping (GPConfig(input_warp=True), `_gp_input_warp`).
+- Model: an exact GP in gpytorch (`_gp_fit`: `ExactGP`, Matern-5/2 ARD under
+  a scale kernel, Gaussian likelihood with a noise floor, priors on every
+  hyperparameter), fitted by L-BFGS-B on gpytorch's `ExactMarginalLogLikelihood`;
+  candidates are scored from a cached Cholesky of the fitted kernel
+  (`_gp_model.Posterior`).
 - Outputs: value * metric.sign (so smaller is better), then, per fit, either
   standardized or half-rank warped (`_gp_warping.HalfRankWarp`): both models
   are fitted and the one whose leave-one-out means rank the observations better
@@ -16,9 +18,7 @@ Choices (see the README `gp` section):
   objective; from GPConfig.large_history = 256 observations the choice stands,
   carried in the warm state, until the history has grown by a quarter:
   `_standing_warp`, and the fit itself until it has grown by a tenth:
-  `_standing_fit`). Opt-in instead: a Box-Cox / Yeo-Johnson warp fitted to the data
-  (GPConfig(output_warp=True)), the half-rank warp always (half_rank=True), or
-  standardization only (choose_warp=False).
+  `_standing_fit`).
 - Failed observations are kept, imputed with the worst finite value seen, so
   the model steers away from regions that crash; never a crash here.
 - Pending points (open suggestions, and points already chosen in this call)
@@ -26,26 +26,14 @@ Choices (see the README `gp` section):
   mean with a near-zero noise, and the incumbent becomes min(best, believed
   values). The variance at and around a pending point collapses, so N parallel
   workers get N different points.
-  Opt-in (GPConfig(believer="median", explore_every=4)): the picks whose draw
-  index is a multiple of 4 believe every pending point at no better than the
-  observed median instead, so they look for improvement away from the points
-  being evaluated (8 kriging-believer workers on Hartmann-6 kept their open
-  points within 0.008 of each other); measured mixed, so off (README).
-  Opt-in (GPConfig(believer="fantasy")): the pending points' outcomes are drawn
-  from their joint posterior instead (_gp_model.Fantasies) and a candidate
-  scores its EI averaged over the draws, as q-EI (Optuna 5's GPSampler with
-  running trials, BoTorch's qLogEI) credits one more point; also mixed, off.
 - Acquisition: log expected improvement, scored on 256-2,048 scrambled Sobol
   candidates plus perturbations of the best observed points, then a hill-climb
-  of the best few over the continuous coordinates (opt-in,
-  GPConfig(gradient=True): multi-start L-BFGS-B with torch gradients,
-  `_gp_acquisition`); the winners are projected to the space and re-scored,
+  of the best few over the continuous coordinates; the winners are projected to the space and re-scored,
   and the best unused one is taken. In a batch (the engine's job asks for one
   point per worker) each pick joins as a believer by an in-place variance
   update of every candidate scored so far (`_gp_model.CandidateBatch`); a later
   pick re-scores them and hill-climbs its best few, with no new posterior and
-  no new Sobol set. With GPConfig(gradient=True) only the first pick ascends
-  by gradient; the later ones hill-climb.
+  no new Sobol set.
 - Several objectives (GPConfig.multi_objective): two by expected hypervolume
   improvement (`_gp_ehvi`, exact; one GP per objective, pending points believed
   in both and on the front), three or four by ParEGO (`_scalarize`: a random
@@ -56,8 +44,7 @@ Choices (see the README `gp` section):
   a TuRBO box around the incumbent that grows and shrinks with success,
   replayed from the history.
 - Bounded cost: hyperparameters come from at most COLD_ITERS L-BFGS-B iterations
-  of the marginal likelihood (WARM_ITERS when warm-started; `_gp_mll.py`; the
-  older Adam fit stays selectable), on at most SUBSET_FIT points; the posterior
+  of the marginal likelihood (WARM_ITERS when warm-started), on at most SUBSET_FIT points; the posterior
   conditions on at most SUBSET_POSTERIOR points. Beyond those sizes a subset is
   used: the best fifth (by value) plus a uniform random draw of the rest, so
   the incumbent region is always represented and cost stops growing cubically.
@@ -77,11 +64,10 @@ import numpy as np
 
 from ..models import Value
 from . import _gp_trust_region as tr
-from ._gp_acquisition import log_ei_torch, maximize
 from ._gp_ehvi import log_ehvi
 from ._gp_encode import Encoder
-from ._gp_model import CandidateBatch, Fantasies, GPState, Hyper, Posterior, fit, log_ei
-from ._gp_warping import HalfRankWarp, OutputWarp
+from ._gp_model import CandidateBatch, GPState, Hyper, Posterior, fit, log_ei
+from ._gp_warping import HalfRankWarp, Standardize
 from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
 from ._scalarize import Targets, chebyshev, draw_weights, normalized, targets
@@ -94,84 +80,41 @@ PENDING_NOISE = 1e-6  # in standardized units: a pending point is "known" to the
 _TOP_K = 5
 _ROUNDS = (0.1, 0.03, 0.01, 0.003, 0.001)
 _PER_ROUND = 32
-_N_STARTS = 10  # L-BFGS-B starts: the best-scored candidates
 
 
 @dataclass(frozen=True)
 class GPConfig:
-    """Which of issue 17's refinements are on, chosen by measurement (README,
-    "What each direction bought"; benchmarks/quality.py runs each switch as a
-    variant: gp_old, gp_lbfgs, gp_hr, gp_iw, gp_grad, gp_warp, gp_tr). On by
-    default: the L-BFGS-B fit and the Gamma noise prior (sphere d=2: log10
-    regret -4.64 against -2.58 with the Adam fit and log-normal prior), and the
-    trust region, which acts only from tr.MIN_DIM continuous coordinates (d=10,
-    100 evaluations, choosing seeds 100-102: lower median regret on sphere,
-    ellipsoid and Rosenbrock with 1 and 8 workers, ellipsoid by 0.5-0.9 orders).
-    On since the sixth round: the output warp chosen per fit (choose_warp, with
-    min_separation 0.02 where the half-rank model is kept; choosing seeds 100-104,
-    d=5 W=8, 20d: Rosenbrock 2.88 -> 1.06, Styblinski-Tang 1.39 -> 0.48, Levy
-    -0.12 -> -0.65, the sphere -4.04 -> -4.02, where half-rank always lost it
-    0.8 orders at 10d; ~1.4x the suggestion time).
-    Off: the gradient ascent (mixed, 2-4x the suggestion time), the power output
-    warp (cost the sphere 2 orders), input warping (mixed; worse with 8 workers
-    on sphere d=5), the half-rank warp always (better with 1 worker, worse with 8:
-    it clusters batches unless min_separation is set, and that costs the sphere;
-    the ellipsoid d=2 W=8 2.06 against 0.59)."""
+    """The GP strategy's choices (README, `gp` section)."""
 
-    gradient: bool = False  # L-BFGS-B on log EI; off: random hill-climb of the best candidates
-    output_warp: bool = False  # Box-Cox / Yeo-Johnson on the outputs; off: standardize only
-    # TuRBO box when >= tr.MIN_DIM continuous coordinates; below that the global search.
+    # A TuRBO box around the incumbent (`_gp_trust_region`) when there are at least
+    # tr.MIN_DIM continuous coordinates; False: the global search at every size.
     trust_region: bool = True
-    half_rank: bool = False  # the worse half of the outputs warped by rank (_gp_warping.HalfRankWarp)
-    # When the model kept is half-rank warped (chosen or forced), a new point keeps
-    # this far (unit-cube distance, times the search box's mean side) from pending
-    # points when the acquisition offers one that does; 0: off. The half-rank model
-    # is sharp enough near the incumbent that 8 believer picks on Branin came within
-    # 0.008-0.013 of each other. The standardized model's kriging believer spreads
-    # its batches alone, so it never applies there (with the half-rank warp forced
-    # on every problem, 0.02 cost the sphere d=5 W=8 0.85 orders; README).
-    min_separation: float = 0.02
     # Per fit, model both the standardized and the half-rank-warped outputs and keep
-    # the model whose leave-one-out predictions rank the observations better
-    # (Kendall's tau, _choose_warp). On by default since issue 17's sixth round (README);
-    # half_rank=True (always half-rank) or output_warp=True (a power warp) override it.
-    # One objective only (several: standardized, as before).
+    # the model whose leave-one-out means rank the observations better (_choose_warp;
+    # one objective only). False: standardized outputs only.
     choose_warp: bool = True
+    # When the half-rank model is kept, a new point keeps this far (unit-cube distance,
+    # times the search box's mean side) from pending points when the acquisition offers
+    # one that does; 0: off. The standardized model's kriging believer spreads its
+    # batches alone, so it never applies there.
+    min_separation: float = 0.02
     # From this many observations a proposal reuses the previous one's choice of warp
     # (until the history grows by a quarter) and hyperparameters (by a tenth) instead
-    # of fitting again (_standing_warp, _standing_fit); below it, every proposal fits
-    # (and chooses), as every run of the quality suite does (at most 200 points).
+    # of fitting again (_standing_warp, _standing_fit); below it, every proposal fits.
     large_history: int = 256
-    input_warp: bool = False  # Kumaraswamy CDF per feature, fitted with the hyperparameters
-    fit_optimizer: str = "lbfgs"  # "lbfgs" (to convergence) or "adam" (60 steps, the fit before)
-    noise_prior: str = "gamma"  # "gamma" (Optuna's, lets a smooth function be near-noiseless) or "lognormal" (before)
-    # The value a pending point is believed at: "mean" (the kriging believer, its
-    # predicted mean), or at least the incumbent ("incumbent"), the median or the
-    # worst of the observed targets ("median", "max"; constant liars), or
-    # "fantasy": 64 quasi-random draws of the pending points' joint posterior, EI
-    # averaged over them (q-EI's gain for one more point; _gp_model.Fantasies).
-    believer: str = "mean"
-    # Which picks made while others are pending use that believer: those whose draw
-    # index is a multiple of this (1: every one); the others use the mean.
-    explore_every: int = 1
-
     # Several objectives: "ehvi" (expected hypervolume improvement, `_gp_ehvi`; two
     # objectives only, three or four fall back to ParEGO) or "parego" (a random
     # Chebyshev scalarization per suggestion, `_scalarize`). "auto": EHVI for two
-    # objectives, ParEGO for three or four (README, "More than one metric").
+    # objectives, ParEGO for three or four.
     multi_objective: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.believer not in ("mean", "incumbent", "median", "max", "fantasy"):
-            raise ValueError(
-                f"GPConfig.believer: give 'mean', 'fantasy', 'incumbent', 'median' or 'max', got {self.believer!r}"
-            )
-        if self.explore_every < 1:
-            raise ValueError(f"GPConfig.explore_every: give an integer >= 1 (1: every pick), got {self.explore_every}")
         if self.multi_objective not in ("auto", "ehvi", "parego"):
             raise ValueError(f"GPConfig.multi_objective must be 'auto', 'ehvi' or 'parego', not {self.multi_objective!r}")
         if self.large_history < 1:
             raise ValueError(f"GPConfig.large_history: give an integer >= 1 (a huge one: fit on every proposal), got {self.large_history}")
+        if self.min_separation < 0:
+            raise ValueError(f"GPConfig.min_separation: give a distance >= 0 (0: off), got {self.min_separation}")
 
     def mo_mode(self, k: int) -> str:
         """How k objectives are modelled: "single", "parego" or "ehvi"."""
@@ -271,18 +214,16 @@ def _sobol_unit(d: int, n: int, rng: np.random.Generator) -> np.ndarray:
     return np.asarray(engine.random_base2(max(0, (n - 1).bit_length()))[:n], dtype=float)
 
 
-def _targets(request: SuggestRequest, config: GPConfig, t: Targets, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _targets(t: Targets, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(raw, y): values to minimize with failures imputed as the worst seen, and
-    the GP's targets (standardized, warped when `warp`). Several objectives: a
-    fresh ParEGO scalarization (see _scalarize) on every call."""
+    the GP's targets (standardized). Several objectives: a fresh ParEGO
+    scalarization (see _scalarize) on every call."""
     k = t.objectives.shape[1]
     raw = t.objectives[:, 0].copy() if k == 1 else chebyshev(t.objectives, draw_weights(k, rng))
     raw[~np.isfinite(raw)] = np.nanmax(raw)  # failures: the worst value seen
     if not (math.isfinite(float(raw.mean())) and math.isfinite(float(raw.std()))):
         raise FloatingPointError("observed values overflow when standardized")
-    if config.half_rank and not config.output_warp:  # an explicit power warp wins
-        return raw, HalfRankWarp.fit(raw).forward(raw)
-    return raw, OutputWarp.fit(raw, warp=config.output_warp).forward(raw)
+    return raw, Standardize.fit(raw).forward(raw)
 
 
 WARP_MIN_TRAIN = 8  # below this the leave-one-out ranks are too few to choose by: standardize
@@ -356,14 +297,14 @@ def _propose(
         hv = HVTargets.of(t, rng)
         raw, ys = hv.rank, hv.y
     else:
-        raw, y = _targets(request, config, t, rng)
+        raw, y = _targets(t, rng)
         ys = y[:, None]
     x_all = enc.features(enc.latent(points))
     keep = _subset(raw, SUBSET_POSTERIOR, rng)
     x, ys = x_all[keep], ys[keep]
     fit_idx = _subset(raw[keep], SUBSET_FIT, rng)
-    half_rank = config.half_rank and not config.output_warp
-    choosing = mode == "single" and config.choose_warp and not config.half_rank and not config.output_warp
+    half_rank = False
+    choosing = mode == "single" and config.choose_warp
     choosing = choosing and len(fit_idx) >= WARP_MIN_TRAIN  # fewer: no choice, so no second fit
     standing = _standing_warp(warm, enc.n_features, len(raw), config) if choosing else None
     if standing is not None and standing[0]:  # the half-rank model stands: fit it alone
@@ -376,8 +317,7 @@ def _propose(
         hypers.append(warm.hyper)
     else:
         for j in range(ys.shape[1]):  # one GP per modelled output (two with EHVI)
-            h, it = fit(x[fit_idx], ys[fit_idx, j], _warm_for(warm, j), deadline, input_warp=config.input_warp,
-                        optimizer=config.fit_optimizer, noise_prior=config.noise_prior)
+            h, it = fit(x[fit_idx], ys[fit_idx, j], _warm_for(warm, j), deadline)
             hypers.append(h)
             iters += it
     warp_state = standing
@@ -385,8 +325,7 @@ def _propose(
         half_rank = standing[0]
     elif choosing:
         ys_hr = HalfRankWarp.fit(raw).forward(raw)[keep][:, None]
-        h_hr, it = fit(x[fit_idx], ys_hr[fit_idx, 0], _warm_for(warm, 0), deadline, input_warp=config.input_warp,
-                       optimizer=config.fit_optimizer, noise_prior=config.noise_prior)
+        h_hr, it = fit(x[fit_idx], ys_hr[fit_idx, 0], _warm_for(warm, 0), deadline)
         iters += it
         half_rank = _choose_warp(x[fit_idx], raw[keep][fit_idx], (ys[fit_idx, 0], hypers[0]), (ys_hr[fit_idx, 0], h_hr))
         if half_rank:
@@ -412,7 +351,8 @@ def _propose(
     lo, hi, length = _region(enc, request, points, raw, hyper, config)
     z_cand = _initial_candidates(enc, points, raw, len(ys), rng, lo, hi)
     if mode == "single" or (mode == "parego" and request.n == 1):
-        out = _select_roles(request, x, ys[:, 0], feasible, hyper, believed, enc, used, z_cand, rng, lo, hi, deadline, config, feas)
+        post, best = _posterior(x, ys[:, 0], feasible, hyper, believed)
+        out = _select(request, enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
     else:  # each pick of the batch gets its own model: ParEGO a fresh scalarization, EHVI the pick believed
         post, best, acq = model(believed)
         out = []
@@ -423,7 +363,7 @@ def _propose(
             out += picked
             if len(out) < request.n:
                 if mode == "parego":
-                    _, y_next = _targets(request, config, t, rng)
+                    _, y_next = _targets(t, rng)
                     ys = y_next[keep][:, None]
                 mine = enc.features(enc.latent(out))
                 believed = mine if believed is None else np.vstack([believed, mine])
@@ -431,44 +371,6 @@ def _propose(
     info = (iters, len(fit_idx), len(request.history) > SUBSET_FIT, time.monotonic() - t_acq, length, False, half_rank,
             standing is not None, hyper_reused)
     return out, state, info
-
-
-def _explorers(request: SuggestRequest, config: GPConfig) -> int:
-    """How many of this call's request.n picks explore: a pick made while other
-    points are pending (open suggestions, or this call's earlier picks) whose
-    draw index (request.drawn + i) is a multiple of config.explore_every."""
-    if config.believer == "mean":
-        return 0
-    k = config.explore_every
-    return sum(1 for i in range(0 if request.pending else 1, request.n) if (request.drawn + i) % k == 0)
-
-
-def _select_roles(  # type: ignore[no-untyped-def]
-    request: SuggestRequest, x: np.ndarray, y: np.ndarray, feasible: np.ndarray, hyper: Hyper, believed: np.ndarray | None,
-    enc: Encoder, used: set, z_cand: np.ndarray, rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray,
-    deadline: float | None, config: GPConfig, feas: "_Feasibility | None",
-) -> list[dict[str, Value]]:
-    """The exploiting picks (every pending point a kriging believer), then the
-    exploring ones (every pending point and exploiting pick believed at no
-    better than the lie, so they look for improvement away from the points
-    already being evaluated)."""
-    if config.believer == "fantasy":  # pending points join _select's batch, their outcomes drawn
-        post, best = _posterior(x, y, feasible, hyper, None)
-        return _select(request, enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas, pending=believed)
-    n_explore = _explorers(request, config)
-    out: list[dict[str, Value]] = []
-    if request.n > n_explore:
-        post, best = _posterior(x, y, feasible, hyper, believed)
-        out = _select(replace(request, n=request.n - n_explore), enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
-    late = deadline is not None and time.monotonic() > deadline and bool(out)
-    if n_explore and len(out) == request.n - n_explore and not late:
-        if out:
-            mine = enc.features(enc.latent(out))
-            believed = mine if believed is None else np.vstack([believed, mine])
-        lie = _lie(config, y, feasible)
-        post, best = _posterior(x, y, feasible, hyper, believed, lie)
-        out += _select(replace(request, n=n_explore), enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas, lie)
-    return out
 
 
 def _warm_for(warm: GPState | None, j: int) -> GPState | None:
@@ -540,76 +442,45 @@ class _EHVI:
 
 
 def _posterior(
-    x: np.ndarray, y: np.ndarray, feasible: np.ndarray, hyper: Hyper, believed: np.ndarray | None, lie: float = -math.inf
+    x: np.ndarray, y: np.ndarray, feasible: np.ndarray, hyper: Hyper, believed: np.ndarray | None
 ) -> tuple[Posterior, float | None]:
-    """The objective posterior with pending points as believers (each at
-    max(its mean, lie)), and the incumbent: the best feasible target, or a
-    lower believed value (None while nothing is feasible)."""
+    """The objective posterior with pending points as believers (each at its
+    mean), and the incumbent: the best feasible target, or a lower believed
+    value (None while nothing is feasible)."""
     post = Posterior(x, y, np.full(len(y), hyper.noise), hyper)
     best = float(y[feasible].min()) if feasible.any() else None
     if believed is not None and len(believed):
-        mu_p, _ = post.predict(believed)
-        y_p = np.maximum(mu_p, lie)
+        y_p, _ = post.predict(believed)
         post = post.with_points(believed, y_p, PENDING_NOISE)
         best = None if best is None else min(best, float(y_p.min()))
     return post, best
 
 
-def _lie(config: GPConfig, y: np.ndarray, feasible: np.ndarray) -> float:
-    """The floor of a believed value, from the observed targets (-inf: the
-    kriging believer's own mean)."""
-    if config.believer == "mean":
-        return -math.inf
-    if config.believer == "incumbent":
-        return float(y[feasible].min()) if feasible.any() else -math.inf
-    if config.believer == "median":
-        return float(np.median(y))
-    return float(np.max(y))  # "max" (GPConfig checks the name)
-
-
 def _select(  # type: ignore[no-untyped-def]
     request: SuggestRequest, enc: Encoder, post: Posterior, best: float | None, used: set, z_cand: np.ndarray,
     rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, deadline: float | None, config: GPConfig,
-    feas: "_Feasibility | None" = None, lie: float = -math.inf, acq: "_EHVI | None" = None,
-    pending: np.ndarray | None = None,
+    feas: "_Feasibility | None" = None, acq: "_EHVI | None" = None,
 ) -> list[dict[str, Value]]:
     """Pick request.n points one at a time; each pick joins the posterior as a
     pending point (kriging believer) before the next is chosen. Every candidate
     scored stays in one CandidateBatch, whose variances each pick updates in place:
     a later pick re-scores them and hill-climbs its own best few without a new
     posterior (a Cholesky) or a new scoring of the Sobol set, which every ask
-    waited for when evaluations take no time (issue 16).
+    waited for when evaluations take no time.
 
     With `acq` (EHVI; request.n must be 1) candidates are scored by it instead of
-    log EI, and `best` only says whether anything is feasible yet.
-
-    With GPConfig(believer="fantasy") the `pending` features (not in `post`) open
-    the batch as its first believers, and every believer's outcome is drawn
-    (Fantasies) instead of believed at its mean: a candidate scores its EI
-    averaged over the draws, and `best` stays the observed incumbent."""
+    log EI, and `best` only says whether anything is feasible yet."""
     out: list[dict[str, Value]] = []
     assert acq is None or request.n == 1, "an acquisition other than log EI picks one point per call"
     near = enc.latent(list(request.pending)) if request.pending else np.zeros((0, len(enc.dims)))
     batch, z_all, pof = None, z_cand[:0], np.zeros(0)
-    fz, off = None, 0  # the fantasies, and how many leading batch entries are pending points
-    if config.believer == "fantasy" and acq is None:
-        off = 0 if pending is None else len(pending)
-        if off + request.n > 1:  # some pick will have a believer to draw
-            fz = Fantasies(off + request.n - 1, rng)
-        if pending is not None and off:
-            batch = post.candidates(pending)
-            for j in range(off):
-                batch.believe(j, PENDING_NOISE)
 
     def batch_scores() -> np.ndarray:
-        """The acquisition of every candidate in the batch (after the pending entries), pof added."""
+        """The acquisition of every candidate in the batch, pof added."""
         if best is None:
             return pof
         assert batch is not None, "scored after the first pick has filled the batch"
-        if fz is None:
-            return log_ei(batch.mu, batch.sd, best) + pof
-        mu, var, u = batch.moments()
-        return fz.log_ei(batch, mu[off:], var[off:], u[:, off:], best) + pof
+        return log_ei(batch.mu, batch.sd, best) + pof
     for i in range(request.n):
         if deadline is not None and time.monotonic() > deadline:
             if out:
@@ -623,9 +494,6 @@ def _select(  # type: ignore[no-untyped-def]
                 return np.zeros(len(feats)) + pof  # nothing feasible yet: find the feasible region first
             if acq is not None:
                 return acq(feats) + pof
-            if fz is not None and batch is not None:
-                mu, var, u = batch.predict_u(feats)
-                return fz.log_ei(batch, mu, var, u, best) + pof
             mu, sd = (post if batch is None else batch).predict(feats)
             return log_ei(mu, sd, best) + pof
 
@@ -633,10 +501,7 @@ def _select(  # type: ignore[no-untyped-def]
             z_new, s = z_cand, score(z_cand, False)
         else:  # later picks climb from the best of the same set, under the believers
             z_new, s = z_cand[:0], batch_scores()[: len(z_cand)]
-        if config.gradient and feas is None and best is not None and i == 0 and acq is None and off == 0:
-            refined = _ascend(enc, post, best, z_cand, s, lo, hi)
-        else:
-            refined = _refine(enc, z_cand, s, score, rng, lo, hi)
+        refined = _refine(enc, z_cand, s, score, rng, lo, hi)
         feats = enc.features(np.vstack([z_new, refined]), project=True)
         if acq is not None:
             acq_proj = acq(feats) if best is not None else np.zeros(len(feats))
@@ -662,9 +527,8 @@ def _select(  # type: ignore[no-untyped-def]
         used.add(k)
         near = np.vstack([near, enc.latent([a])])
         if len(out) < request.n and batch is not None:
-            mu_j = batch.believe(j + off, PENDING_NOISE, None if lie == -math.inf else max(float(batch.mu[j + off]), lie))
-            if fz is None:  # fantasies lower the incumbent per draw instead
-                best = None if best is None else min(best, max(mu_j, lie))
+            mu_j = batch.believe(j, PENDING_NOISE)
+            best = None if best is None else min(best, mu_j)
     return out
 
 
@@ -737,38 +601,6 @@ def _region(
     return lo, hi, region.length
 
 
-def _ascend(
-    enc: Encoder, post: Posterior, best: float, z: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndarray
-) -> np.ndarray:
-    """Multi-start L-BFGS-B on log EI over the continuous coordinates, from the
-    best-scored candidates; the others stay as they are."""
-    import torch
-
-    num = enc.numeric_latent
-    if len(num) == 0:
-        return z[:0]
-    starts = z[np.argsort(-s, kind="stable")[:_N_STARTS]].copy()
-    base = enc.features(starts, project=False)
-    _, active = enc.decode(starts)
-    cols = [enc.dims[i].col for i in num]
-    sel = np.zeros((len(num), enc.n_features))
-    sel[np.arange(len(num)), cols] = 1.0  # latent coordinate -> its feature column
-    mask = np.zeros_like(base)
-    for j, i in enumerate(num):
-        mask[:, cols[j]] = active[enc.dims[i].param.name]
-    tb, tm, ts = (torch.as_tensor(a, dtype=torch.float64) for a in (base, mask, sel))
-
-    def acq(v):  # type: ignore[no-untyped-def]
-        mu, sd = post.predict_torch(tb * (1.0 - tm) + (v @ ts) * tm)
-        return log_ei_torch(mu, sd, best)
-
-    n = len(post.y)
-    maxiter = int(np.clip(2e8 / (n * n * len(starts)), 20, 100))  # bounded cost at n = 1,000
-    end, _ = maximize(acq, starts[:, num], lo[num], hi[num], maxiter=maxiter)
-    starts[:, num] = end
-    return starts
-
-
 def _initial_candidates(
     enc: Encoder, points: list, raw: np.ndarray, n_train: int, rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray
 ) -> np.ndarray:
@@ -791,8 +623,7 @@ def _initial_candidates(
 def _refine(  # type: ignore[no-untyped-def]
     enc: Encoder, z: np.ndarray, s: np.ndarray, score, rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray
 ) -> np.ndarray:
-    """Hill-climb the best few candidates over the continuous (relaxed) coordinates
-    (the acquisition optimizer before gradients; kept for GPConfig(gradient=False))."""
+    """Hill-climb the best few candidates over the continuous (relaxed) coordinates."""
     num = enc.numeric_latent
     if len(num) == 0:
         return z[:0]
