@@ -6,7 +6,7 @@ STAMP := $(VENV)/.tauopt-installed
 # torch is pinned and installed first: an unpinned torch pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: serve test bench grpc-stubs venv clean
+.PHONY: serve test bench docs grpc-stubs venv clean
 
 venv: $(STAMP)
 
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH)"
-	$(PY) -m pip install --quiet -e ".[all,test,bench,ray,lightning]" "$(TORCH)" --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e ".[all,test,bench,ray,lightning,docs]" "$(TORCH)" --config-settings editable_mode=compat
 	touch $(STAMP)
 
 serve: $(STAMP)
@@ -24,6 +24,10 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# The documentation site (mkdocs.yml, docs/) into build/site; --strict: no broken link or reference.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: $(STAMP)
 	$(PY) benchmarks/contention.py --quick

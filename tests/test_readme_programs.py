@@ -1,13 +1,13 @@
-"""The README's marked snippets, extracted from the README itself and run as
-real processes (issue 20: the README cannot rot), and every program in
-examples/ exits 0 (issue 10 item 7: a GP fit thread still inside torch at
-interpreter exit used to abort them with status 134).
+"""The documentation's marked snippets, extracted from the README and the site's
+pages (docs/**/*.md) themselves and run as real processes, so the documentation
+cannot rot; and every program in examples/ exits 0 (a GP fit thread still inside
+torch at interpreter exit used to abort them with status 134).
 
 A runnable block is marked `<!-- snippet: GROUP/FILE -->` on the line above its
-fence; an expected output `<!-- output: GROUP/NAME -->`. Every marked snippet
-must be run by a test (`test_every_marked_snippet_is_run`): here, or, for the
-integrations' snippets, in process in their own test modules (one Ray and one
-keras backend per process), through `run_in_process`."""
+fence; an expected output `<!-- output: GROUP/NAME -->`. Every marked snippet,
+wherever it is, must be run by a test (`test_every_marked_snippet_is_run`): here,
+or, for the integrations' snippets, in process in their own test modules (one Ray
+and one keras backend per process), through `run_in_process`."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ import pytest
 from test_http_daemon import Daemon, token_of
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+TEXTS = {path.relative_to(ROOT).as_posix(): path.read_text() for path in DOCUMENTS}
 MARKED = re.compile(r"<!-- (snippet|output): (\S+) -->\n```[a-z]*\n(.*?)```", re.S)
 RUN = {  # every marked snippet, and the test that runs it
     "quickstart/quickstart.py": "test_the_readme_quick_start_exits_0",
@@ -45,16 +46,18 @@ RUN = {  # every marked snippet, and the test that runs it
 
 def marked(kind: str = "snippet") -> dict[str, str]:
     found: dict[str, str] = {}
-    for k, name, body in MARKED.findall(README):
-        if k == kind:
-            assert name not in found, f"two README blocks are marked {kind}: {name}"
-            found[name] = body
+    for text in TEXTS.values():
+        for k, name, body in MARKED.findall(text):
+            if k == kind:
+                assert name not in found, f"two documentation blocks are marked {kind}: {name}"
+                found[name] = body
     return found
 
 
 def test_every_marked_snippet_is_run() -> None:
-    assert set(marked()) == set(RUN), "a marked README snippet has no test here (add it to RUN and run it)"
-    assert README.count("<!-- snippet:") == len(RUN), "a snippet marker is not directly above a code fence"
+    assert set(marked()) == set(RUN), "a marked documentation snippet has no test here (add it to RUN and run it)"
+    markers = sum(text.count("<!-- snippet:") for text in TEXTS.values())
+    assert markers == len(RUN), "a snippet marker is not directly above a code fence"
 
 
 def run_in_process(code: str, name: str) -> dict[str, Any]:

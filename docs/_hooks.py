@@ -1,0 +1,51 @@
+"""MkDocs hooks: pages that are generated from the code or kept at the root, not written twice.
+
+- `<!-- error-catalogue -->` on a page becomes the table of every error type, built
+  from `tauopt.errors.CATALOGUE` itself, so the documented catalogue cannot drift
+  from the one every door renders.
+- The repository's root files that readers of the site need, BENCHMARKS.md (the
+  maintainers' log of how each figure was reached) and CHANGELOG.md, become the
+  pages `benchmarks/log.md` and `changelog.md`; the plots under `benchmarks/`
+  are served as `img/<name>.png`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+MARK = "<!-- error-catalogue -->"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def catalogue_table() -> str:
+    from tauopt.errors import CATALOGUE
+
+    rows = ["| `error_type` | HTTP | gRPC | Retry-After | meaning |", "|---|---|---|---|---|"]
+    for kind in CATALOGUE.values():
+        retry = {"never": "never", "error": "when the engine knows"}.get(str(kind.retry_after), f"{kind.retry_after} s")
+        meaning = kind.meaning.replace("|", "\\|")
+        rows.append(f"| `{kind.error_type}` | {kind.http_status} | `{kind.grpc_code}` | {retry} | {meaning} |")
+    return "\n".join(rows)
+
+
+def _benchmarks_log() -> str:
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    return re.sub(r"\]\(benchmarks/([^)/]+\.png)\)", r"](../img/\1)", text)
+
+
+def on_files(files: Files, config: Any) -> Files:
+    files.append(File.generated(config, "benchmarks/log.md", content=_benchmarks_log()))
+    files.append(File.generated(config, "changelog.md", content=(ROOT / "CHANGELOG.md").read_text()))
+    for plot in sorted((ROOT / "benchmarks").glob("*.png")):
+        files.append(File.generated(config, f"img/{plot.name}", abs_src_path=str(plot)))
+    return files
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    if MARK in markdown:
+        markdown = markdown.replace(MARK, catalogue_table())
+    return markdown
