@@ -26,7 +26,7 @@ from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space, is_large_space
 from ..store import PutExperiment, PutRecord, Store, Write, open_store
 from ..store._filewatch import commit_error
-from ..strategies import AUTO, grids, uses_pool, warm_up_for
+from ..strategies import AUTO, MODEL_FREE, grids, uses_pool, warm_up_for
 from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
@@ -302,7 +302,7 @@ class Engine:
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
         observation_budget: int | None = None,
-        strategy: str = "auto",
+        strategy: str = AUTO,
         strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
@@ -417,7 +417,7 @@ class Engine:
         metrics = e.get("metrics") or None
         fresh = await self._new_experiment(
             e.get("name"), e.get("parameters"), None if metrics else e.get("metric"), e.get("parallel_bandwidth", 1),
-            e.get("suggestion_ttl_s"), e.get("observation_budget"), e.get("strategy", "auto"), e.get("strategy_options"),
+            e.get("suggestion_ttl_s"), e.get("observation_budget"), e.get("strategy", AUTO), e.get("strategy_options"),
             e.get("early_stopping"), metrics, e.get("max_consecutive_failures"),
         )  # fmt: skip
         exp = fresh.evolve(**check_imported_state(e))
@@ -586,7 +586,7 @@ class Engine:
         study_id = index.reserve(self._owner, name)
         try:
             exp = await self._new_experiment(
-                _experiment_name(name, study_id), [], metrics=_study_metrics(dirs), strategy="random",
+                _experiment_name(name, study_id), [], metrics=_study_metrics(dirs), strategy=MODEL_FREE,
                 parallel_bandwidth=_STUDY_BANDWIDTH,
             )
             study = Study(study_id, name, dirs)

@@ -31,11 +31,14 @@ from ._request import SuggestRequest
 
 __all__ = [
     "Strategy", "Propose", "Importance", "register", "get", "names", "resolve", "resolve_for", "warm_up_for", "uses_pool",
-    "importance_for", "grids", "design", "AUTO",
+    "importance_for", "grids", "design", "AUTO", "MODEL_FREE",
 ]  # fmt: skip
 
 Propose = Callable[[SuggestRequest, np.random.Generator], list[dict[str, Value]]]
 AUTO = "auto"  # not a strategy of its own: sobol for the initial design, then gp
+# The plainest model-free strategy: for experiments whose points mostly come from
+# elsewhere (a trial-based door's studies, where the client's sampler decides).
+MODEL_FREE = "random"
 _DESIGN = "sobol"  # the space-filling design: auto's and pooled strategies' first points, and their fallback
 
 

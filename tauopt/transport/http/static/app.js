@@ -735,7 +735,13 @@ function logAxis(values) {
   if (!pos.length) return { type: "log" };
   const min = Math.min(...pos), max = Math.max(...pos), lo = Math.floor(Math.log10(min)), hi = Math.ceil(Math.log10(max));
   const decades = Math.log10(max / min), step = Math.max(1, Math.ceil(decades / 5));
-  const mantissas = decades > 2.5 ? [1] : decades > 1.2 ? [1, 3] : [1, 2, 5];
+  if (decades > 2.5) {
+    // wide: whole decades, the axis widened to the decades around the data so there are always 3 or more
+    const tickvals = [];
+    for (let k = lo; k <= hi; k += step) tickvals.push(10 ** k);
+    return { type: "log", range: [lo, hi], tickmode: "array", tickvals, ticktext: tickvals.map(tickText) };
+  }
+  const mantissas = decades > 1.2 ? [1, 3] : [1, 2, 5];
   let tickvals = [];
   for (let k = lo; k <= hi; k += step) for (const m of mantissas) tickvals.push(m * 10 ** k);
   const inside = tickvals.filter((v) => v >= min / 1.05 && v <= max * 1.05);
