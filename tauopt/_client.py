@@ -237,7 +237,8 @@ class AsyncClient:
         deadline_s: float | None = None,
     ) -> Observation:
         """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments).
-        `values`: every objective and constraint metric by name; `stopped=True`: the
+        One of `value` (the first objective), `values` (every objective and constraint metric
+        by name) or `failed=True`; `stopped=True`: the
         suggestion was stopped early (told by `report`), `value` its last reported value."""
         with self._bounded(deadline_s):
             return await self._require().observe(
@@ -530,7 +531,8 @@ class Client:
         deadline_s: float | None = None,
     ) -> Observation:
         """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments).
-        `values`: every objective and constraint metric by name; `stopped=True`: the
+        One of `value` (the first objective), `values` (every objective and constraint metric
+        by name) or `failed=True`; `stopped=True`: the
         suggestion was stopped early (told by `report`), `value` its last reported value."""
         return self._run(
             self._client.observe, experiment_id, suggestion_id, assignments, value, failed, metrics, values, stopped,

@@ -138,7 +138,8 @@ class Operations(Protocol):
         stopped: bool = False,
     ) -> Observation:
         """Record a result, of a suggestion (suggestion_id) or unsolicited (assignments).
-        `values`: every objective and constraint metric by name; `stopped=True`: the
+        One of `value` (the first objective), `values` (every objective and constraint metric
+        by name) or `failed=True`; `stopped=True`: the
         suggestion was stopped early (told by `report`), `value` its last reported value."""
         ...
 

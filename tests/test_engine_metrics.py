@@ -69,7 +69,7 @@ async def test_best_is_none_while_nothing_is_feasible() -> None:
         exp = await engine.create_experiment(
             "c", SPACE, metrics=[{"name": "loss", "objective": "minimize"}, {"name": "mem", "constraint": {"<=": 1}}]
         )
-        await engine.observe(exp.id, assignments={"x": 0.5}, value=0.1, values={"mem": 2.0})
+        await engine.observe(exp.id, assignments={"x": 0.5}, values={"loss": 0.1, "mem": 2.0})
         assert await engine.best(exp.id) is None
         assert await engine.pareto_front(exp.id) == []
         ok = await engine.observe(exp.id, assignments={"x": 0.6}, values={"loss": 0.3, "mem": 0.5})
@@ -82,7 +82,11 @@ async def test_best_is_none_while_nothing_is_feasible() -> None:
         ({"values": {"acc": 0.9, "latency_ms": 3.0}}, "['mem_mb'] missing"),
         ({"value": 0.9}, "['latency_ms', 'mem_mb'] missing"),
         ({"values": {"acc": 0.9, "latency_ms": 3.0, "mem_mb": float("nan")}}, "values.mem_mb: give a finite number"),
-        ({"value": 0.9, "values": {"acc": 0.9, "latency_ms": 3.0, "mem_mb": 1.0}}, "'acc' is given twice"),
+        # one outcome: value=, values= or failed=true (value= with values= lacking the first objective was stored)
+        ({"value": 0.9, "values": {"acc": 0.9, "latency_ms": 3.0, "mem_mb": 1.0}}, "give value= or values=, not both"),
+        ({"value": 0.9, "values": {"latency_ms": 3.0, "mem_mb": 1.0}},
+         "not both: send values={'acc': ..., 'latency_ms': ..., 'mem_mb': ...} alone"),
+        ({"failed": True, "values": {"acc": 0.9, "latency_ms": 3.0, "mem_mb": 1.0}}, "give values= or failed=true, not both"),
         ({"values": ["acc"]}, "values: give a dict"),
         ({"values": {"latency_ms": 3.0, "mem_mb": 1.0}}, "['acc'] missing"),
     ],
@@ -208,7 +212,7 @@ async def test_the_summary_best_and_its_line_skip_infeasible_observations_as_bes
         exp = await engine.create_experiment(
             "c", SPACE, metrics=[{"name": "loss", "objective": "minimize"}, {"name": "mem", "constraint": {"<=": 1}}]
         )
-        await engine.observe(exp.id, assignments={"x": 0.5}, value=0.1, values={"mem": 2.0})  # better, infeasible
+        await engine.observe(exp.id, assignments={"x": 0.5}, values={"loss": 0.1, "mem": 2.0})  # better, infeasible
         await engine.observe(exp.id, assignments={"x": 0.6}, values={"loss": 0.3, "mem": 0.5})
         await engine.observe(exp.id, assignments={"x": 0.7}, values={"loss": 0.2, "mem": 1.5})  # better, infeasible
         summary = await engine.summary(exp.id)

@@ -241,7 +241,8 @@ def test_observe_bodies_the_server_refuses_for_any_experiment_are_invalid_by_the
     eid = create(http)["id"]
     sid = http.post(f"/v1/experiments/{eid}/suggestions", json={}).json()["id"]
     for body in ({"suggestion_id": sid, "values": None}, {"suggestion_id": sid}, {"suggestion_id": sid, "value": None, "failed": False},
-                 {"suggestion_id": sid, "assignments": {"x": 0.5}, "failed": True}, {"failed": True}):  # fmt: skip
+                 {"suggestion_id": sid, "assignments": {"x": 0.5}, "failed": True}, {"failed": True},
+                 {"suggestion_id": sid, "value": 0.5, "values": {}}, {"suggestion_id": sid, "failed": True, "values": {"y": 0.5}}):  # fmt: skip
         assert not validator.is_valid(body), body
         assert error_of(http.post(f"/v1/experiments/{eid}/observations", json=body)) == (400, "invalid_request"), body
     for body in ({"suggestion_id": sid, "value": 0.5}, {"suggestion_id": sid, "failed": True, "assignments": None}):

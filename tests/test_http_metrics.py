@@ -92,6 +92,36 @@ def test_raw_bodies_validation_names_the_field(http: httpx.Client) -> None:
     assert http.get("/v1/experiments/nope/pareto_front").status_code == 404
 
 
+def test_one_outcome_per_observation_is_what_the_schema_says_and_every_door_refuses_alike(server: tuple[str, str], http: httpx.Client) -> None:
+    # value= with values= lacking the first objective was valid by the schema and stored; failed=true with values=
+    # was too: exactly one of value, values or failed=true, refused with one message in process, by the client and raw
+    import jsonschema_rs
+
+    doc = http.get("/openapi.json").json()
+    schema = jsonschema_rs.Draft202012Validator({**doc["components"]["schemas"]["ObserveBody"], "components": doc["components"]})
+    every = {"acc": 0.5, "latency_ms": 1.0, "mem_mb": 100.0}
+    refused = [({"value": 0.5, "values": {"latency_ms": 1.0, "mem_mb": 100.0}}, "send values={'acc': ..., 'latency_ms': ..., 'mem_mb': ...} alone"),
+               ({"failed": True, "values": every}, "give values= or failed=true, not both")]  # fmt: skip
+    with Client(driver="local", pool=None) as local, Client(driver="http", base_url=server[0], token=server[1]) as remote:
+        for outcome, says in refused:
+            messages = []
+            for c in (local, remote):
+                exp = c.create_experiment("one outcome", X, metrics=METRICS, strategy="random")
+                with pytest.raises(ApiError) as info:
+                    c.observe(exp.id, assignments={"x": 0.5}, **outcome)
+                assert (info.value.status_code, info.value.error_type) == (400, "invalid_request") and says in info.value.message
+                messages.append(info.value.message)
+            body = {"assignments": {"x": 0.5}, **outcome}
+            assert not schema.is_valid(body), body
+            r = http.post(f"/v1/experiments/{exp.id}/observations", json=body)
+            assert (r.status_code, r.json()["error"]["type"]) == (400, "invalid_request")
+            assert messages == [r.json()["error"]["message"]] * 2
+            assert remote.observations(exp.id) == []
+        for outcome in ({"values": every}, {"failed": True, "metrics": {"mem_mb": 900.0}}):
+            assert schema.is_valid({"assignments": {"x": 0.5}, **outcome})
+            assert remote.observe(exp.id, assignments={"x": 0.5}, **outcome).failed is ("failed" in outcome)
+
+
 def test_a_kept_page_of_the_front_follows_every_change_of_the_front(http: httpx.Client) -> None:
     exp_id = http.post("/v1/experiments", json={"name": "paged-front", "parameters": X, "metrics": METRICS[:2]}).json()["id"]
     path = f"/v1/experiments/{exp_id}/pareto_front"

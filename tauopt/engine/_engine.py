@@ -453,9 +453,10 @@ class Engine:
         stopped: bool = False,
     ) -> Observation:
         """Record a result: of a suggestion (`suggestion_id`) or unsolicited (`assignments`).
-        `value` is the (first) objective (any number: numpy scalars and 0-d arrays are fine),
-        `values={name: number}` every objective and constraint metric, `metrics=` anything
-        else worth keeping, or `failed=True` without a value. `stopped=True`: the worker
+        The outcome is exactly one of `value` (the first objective; any number: numpy scalars
+        and 0-d arrays are fine), `values={name: number}` (every objective and constraint
+        metric, the first too) or `failed=True`; `metrics=` anything else worth keeping.
+        `stopped=True`: the worker
         stopped this suggestion early (told by `report`); `value` is its last reported value
         and the observation keeps the step reached (`stopped_at_step`). Returns the
         Observation. Raises ApiError `suggestion_expired` (409, with `details['assignments']`

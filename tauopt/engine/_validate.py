@@ -133,17 +133,31 @@ def check_observation(
 ) -> tuple[float | None, bool, dict[str, float]]:
     """An observation's (value, failed, metrics) for this experiment's metrics.
 
-    `values={name: number}` reports every objective and constraint metric at once;
-    `value=` stays the first objective's value (enough for one objective without
-    constraints). The first objective is stored as `value`, every other metric in
-    `metrics` (so observations written before multi-objective read the same). A
-    successful observation must report each declared metric; a failed one has none."""
+    The outcome is exactly one of `value=` (the first objective's value, enough for
+    one objective without constraints), `values={name: number}` (every objective and
+    constraint metric at once, the first objective too) or `failed=True` (no values;
+    what it measured may go in `metrics=`), as /openapi.json's ObserveBody says.
+    The first objective is stored as `value`, every other metric in `metrics` (so
+    observations written before multi-objective read the same). A successful
+    observation must report each declared metric; a failed one has none."""
     if values is None and metrics is None and len(experiment.metrics) == 1:
         value, failed, _ = check_value_and_metrics(value, failed, None)  # the usual observe: one value
         return value, failed, {}
     primary = experiment.metric.name
-    given = _numbers("values", values)
     names = [m.name for m in experiment.metrics]
+    if values is not None and (value is not None or failed is True):
+        every = "values={" + ", ".join(f"{n!r}: ..." for n in names) + "}"
+        if failed is True:
+            raise invalid(
+                f"give values= or failed=true, not both: a failed evaluation has no values; send failed=true "
+                f"alone (what it measured may go in metrics=), or {every} alone for a successful one"
+            )
+        alone = "value=... alone, or " if len(names) == 1 else ""
+        raise invalid(
+            f"give value= or values=, not both: send {alone}{every} alone (values= takes every objective and "
+            f"constraint metric by name, the first objective {primary!r} too)"
+        )
+    given = _numbers("values", values)
     unknown = [k for k in given if k not in names]
     if unknown:
         raise invalid(
@@ -151,10 +165,7 @@ def check_observation(
             "constraint metrics, anything else goes in metrics="
         )
     if primary in given:
-        if value is not None:
-            raise invalid(f"values: {primary!r} is given twice (value= and values=); give it once")
-        reported = given.pop(primary)
-        value = None if failed is True else reported
+        value = given.pop(primary)
     if value is None and failed is False and len(experiment.metrics) > 1:
         missing = [m.name for m in experiment.metrics if m.name not in given and m.name not in (metrics or {})]
         raise invalid(

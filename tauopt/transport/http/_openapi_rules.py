@@ -238,11 +238,11 @@ OBSERVE_RULES: list[dict[str, Any]] = [
         {"required": ["suggestion_id"], "properties": {"suggestion_id": {"type": "string"}, "assignments": _NULL}},
         {"required": ["assignments"], "properties": {"assignments": ASSIGNMENTS_SCHEMA, "suggestion_id": _NULL}},
     ]},
+    # exactly one outcome: value (the first objective alone), values (every metric by name) or failed=true
     {"oneOf": [
-        {"required": ["failed"], "properties": {"failed": {"const": True}, "value": _NULL, "stopped": {"const": False}}},
-        {"properties": {"failed": {"const": False}},
-         "anyOf": [{"required": ["value"], "properties": {"value": _FLOAT}},
-                   {"required": ["values"], "properties": {"value": _NULL, "values": {"type": "object", "minProperties": 1}}}]},
+        {"required": ["failed"], "properties": {"failed": {"const": True}, "value": _NULL, "values": _NULL, "stopped": {"const": False}}},
+        {"required": ["value"], "properties": {"failed": {"const": False}, "value": _FLOAT, "values": _NULL}},
+        {"required": ["values"], "properties": {"failed": {"const": False}, "value": _NULL, "values": {"type": "object", "minProperties": 1}}},
     ]},
     {"anyOf": [{"properties": {"stopped": {"const": False}}},
                {"required": ["suggestion_id"], "properties": {"suggestion_id": {"type": "string"}}}]},

@@ -168,7 +168,7 @@ class SuggestBody(BaseModel):
 
 
 class ObserveBody(BaseModel):
-    # the engine's rules: exactly one of suggestion_id or assignments; a finite value unless failed
+    # the engine's rules: exactly one of suggestion_id or assignments; exactly one of value, values or failed=true
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_says(allOf=OBSERVE_RULES))
     # an integer too: ids are sequence numbers, and the engine takes 3 as "3" in every door
     suggestion_id: str | int | None = Field(default=None, description="the suggestion's id, as text or an integer")
@@ -176,12 +176,18 @@ class ObserveBody(BaseModel):
         default=None, description="for an unsolicited observation: a value for every active parameter",
         json_schema_extra=_or_null(ASSIGNMENTS_SCHEMA),
     )
-    value: float | None = Field(default=None, json_schema_extra=_or_null(_FLOAT))
-    failed: bool = False
-    metrics: dict[str, float] | None = Field(default=None, json_schema_extra=_or_null(NUMBERS_SCHEMA))
-    values: dict[str, float] | None = Field(
-        default=None, description="every objective and constraint metric of the experiment, by name",
+    value: float | None = Field(
+        default=None, description="the first objective's value, enough for one objective without constraints; "
+        "not with values or failed", json_schema_extra=_or_null(_FLOAT),
+    )
+    failed: bool = Field(default=False, description="true: the evaluation failed (give neither value nor values)")
+    metrics: dict[str, float] | None = Field(
+        default=None, description="anything else measured, by name (a failed evaluation's too)",
         json_schema_extra=_or_null(NUMBERS_SCHEMA),
+    )
+    values: dict[str, float] | None = Field(
+        default=None, description="every objective and constraint metric of the experiment, by name, the first "
+        "objective too; not with value or failed", json_schema_extra=_or_null(NUMBERS_SCHEMA),
     )
     stopped: bool = Field(
         default=False, description="true: the trial was stopped early (its last reported value); only with a suggestion_id"
