@@ -53,7 +53,7 @@ from anyio.abc import TaskGroup
 
 from ..errors import ApiError, api_error
 from ..models import Experiment
-from ._base import CredentialRecord, Done, IndexRow, Snapshot, Store, StoreError, Write
+from ._base import CredentialRecord, Done, IndexRow, Sharing, Snapshot, Store, StoreError, Write
 from ._filewatch import StoreUnavailable
 from ._group_commit import GroupCommitWriter
 from ._leases import Leases
