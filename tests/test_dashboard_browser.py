@@ -213,6 +213,9 @@ def test_every_plot_renders_with_the_right_number_of_points(world: World, page: 
     failed = [o for o in obs if o["failed"]]
     assert len(obs) == OBSERVATIONS and failed
     count = "(sel) => document.querySelectorAll(sel).length"
+    daemon_id = httpx.get(world.url + "/v1/health", timeout=10).json()["daemon_id"]  # one daemon: serves and owns
+    wait_js(pg, f"document.querySelector('#daemon').textContent === 'daemon {daemon_id}'")
+    assert pg.inner_text("#served-by") == f"daemon {daemon_id}"
     traces = "#plot-history .scatterlayer .trace"
     assert pg.evaluate(count, f"{traces}:nth-child(1) path.point") == len(ok)
     assert pg.evaluate(count, f"{traces}:nth-child(2) path.point") == len(failed)

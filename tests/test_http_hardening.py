@@ -59,6 +59,21 @@ def test_metrics_without_a_token_name_no_experiment(open_metrics: tuple[str, str
     assert re.search(r'^tauopt_experiments\{state="active"\} 3', text, re.M)  # the aggregate stays
 
 
+def test_one_daemon_on_sqlite_is_ready_unshared_and_names_itself_not_its_experiments(open_metrics: tuple[str, str]) -> None:
+    url, token = open_metrics
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=10) as http:
+        busy = _busy_experiments(http)
+    health = httpx.get(url + "/v1/health", timeout=10)  # no token
+    body = health.json()
+    assert health.status_code == 200 and not any(eid in health.text for eid in busy)
+    assert body == {"status": "ok", "ready": True, "daemon_id": body["daemon_id"], "shared": False,
+                    "owned_experiments": None, "live_daemons": None}  # fmt: skip
+    text = httpx.get(url + "/metrics", timeout=10).text
+    assert f'tauopt_daemon_info{{daemon_id="{body["daemon_id"]}"}} 1.0' in text
+    assert re.search(r"^tauopt_daemon_ready 1\.0$", text, re.M)
+    assert "tauopt_daemon_owned_experiments" not in text and "tauopt_daemons_live" not in text  # not shared
+
+
 def test_with_the_metrics_token_the_per_experiment_gauges_are_bounded_to_the_top_n(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     token = _seed(db)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
 from tauopt import ApiError, Client
@@ -38,6 +39,15 @@ def test_a_sigkilled_daemon_loses_no_acknowledged_write_and_its_experiments_move
                 experiments.append(c.create_experiment("failover", SPACE, {"name": "y"}, parallel_bandwidth=8).id)
         with Client(base_url=b.url, token=token) as c:  # asked at b, served by a: forwarded
             assert c.experiment(experiments[0]).id == experiments[0]
+        who = {d.url: httpx.get(d.url + "/v1/health", timeout=10).json() for d in (a, b)}  # no token
+        assert all(h["ready"] and h["shared"] and (h["owned_experiments"], h["live_daemons"]) == (2, 2) for h in who.values())
+        assert not any(eid in json.dumps(who) for eid in experiments)  # counts only, unauthenticated
+        with Client(base_url=b.url, token=token) as c:  # the dashboard's line: who owns what
+            assert c.summary(experiments[0])["served_by"] == who[a.url]["daemon_id"] != who[b.url]["daemon_id"]
+        scrape = httpx.get(b.url + "/metrics", timeout=10).text
+        assert f'tauopt_daemon_info{{daemon_id="{who[b.url]["daemon_id"]}"}} 1.0' in scrape
+        assert "tauopt_daemon_owned_experiments 2.0" in scrape and "tauopt_daemons_live 2.0" in scrape
+        assert not any(eid in scrape for eid in experiments)
 
         urls = f"{a.url},{b.url}"
         logs = [tmp_path / f"worker{i}.jsonl" for i in range(3)]

@@ -36,6 +36,7 @@ async def test_one_owner_per_experiment_and_a_lapsed_owner_is_taken_over_and_fen
         assert isinstance(a_store, PostgresStore) and a_store._renewing is not None
         a_store._renewing.cancel()  # a freezes: its lease is no longer renewed
         await anyio.sleep(0.9)
+        assert not (await a.status()).ready  # its lease lapsed: not ready, before anyone takes over
         second = await b.suggest(exp.id)  # b takes it, rebuilt from the database
         assert second.id != first.id
         assert {s.id for s in await b.suggestions(exp.id, state="open")} == {first.id, second.id}
@@ -60,3 +61,19 @@ async def test_a_clean_stop_hands_experiments_over_at_once(pg_url: str) -> None:
             exp = await a.create_experiment("handover", SPACE, {"name": "y"})
             await a.suggest(exp.id)
         assert (await b.experiment(exp.id)).open_suggestions == 1  # no wait for the 30 s lease
+
+
+async def test_each_daemon_says_it_is_ready_and_counts_what_it_owns_and_the_live_daemons(pg_url: str) -> None:
+    async with daemon(pg_url, "b", lease_s=30) as b:
+        async with daemon(pg_url, "a", lease_s=30) as a:
+            for _ in range(2):
+                await a.create_experiment("mine", SPACE, {"name": "y"})
+            await b.create_experiment("yours", SPACE, {"name": "y"})
+            sa, sb = await a.status(), await b.status()
+            assert sa.ready and sb.ready and sa.daemon_id != sb.daemon_id
+            assert sa.sharing is not None and sb.sharing is not None
+            assert sa.daemon_id == sa.sharing.daemon_id and sa.sharing.url == "http://a"
+            assert (sa.sharing.owned, sa.sharing.daemons, sb.sharing.owned, sb.sharing.daemons) == (2, 2, 1, 2)
+        after = (await b.status()).sharing  # a stopped cleanly: its lease ended
+        assert after is not None and after.daemons == 1
+    assert not (await b.status()).ready  # stopped

@@ -13,6 +13,7 @@ import os
 import secrets
 import time
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Coroutine, Literal, Mapping, Sequence
 
@@ -25,6 +26,7 @@ from ..models import Experiment, Metric, Observation, Parameter, Report, ReportD
 from ..operations import UNSET, ExperimentState, SuggestionState
 from ..space import Space, is_large_space
 from ..store import PutExperiment, PutRecord, Store, Write, open_store
+from ..store._base import Sharing, StoreError
 from ..store._filewatch import commit_error
 from ..strategies import AUTO, MODEL_FREE, grids, uses_pool, warm_up_for
 from . import _messages as m
@@ -38,7 +40,17 @@ from ._studies import StudyIndex
 from ._trials import STUDY_KEY, DeleteStudy, ReadStudy, Study, TrialChange, check_directions, study_of
 from ._validate import check_bandwidth, check_budget, check_max_failures, check_name, check_strategy, check_ttl, check_wait
 
-__all__ = ["Engine", "UNSET", "open_store"]
+__all__ = ["Engine", "DaemonStatus", "UNSET", "open_store"]
+
+
+@dataclass(frozen=True)
+class DaemonStatus:
+    """`Engine.status()`: whether this engine serves requests now, and its place among
+    daemons sharing a database (`sharing` None when its store is its own)."""
+
+    daemon_id: str
+    ready: bool
+    sharing: Sharing | None
 
 log = logging.getLogger("tauopt.engine")
 
@@ -77,6 +89,8 @@ class Engine:
         warm_pool: bool = False,
     ) -> None:
         self.store = open_store(store, durability)
+        # the lease's id when daemons share the database, so the logs, /metrics and the dashboard agree
+        self.daemon_id = self.store.daemon_id or secrets.token_hex(8)
         self._pool_spec = pool
         self._pool_size = pool_size
         self._warm_pool = warm_pool
@@ -96,6 +110,17 @@ class Engine:
 
     # Whom the operations act for: the Engine itself, no one (every experiment); a view from as_owner, one credential.
     _owner: str | None = None
+
+    async def status(self) -> DaemonStatus:
+        """Ready: running with its store open and, when daemons share the database, its
+        lease live (a fenced or cut-off daemon is not ready)."""
+        if self._tg is None:
+            return DaemonStatus(self.daemon_id, False, None)
+        try:
+            sharing = await self.store.sharing()
+        except (StoreError, ApiError, OSError):  # the database does not answer: not ready, nothing to count
+            return DaemonStatus(self.daemon_id, False, None)
+        return DaemonStatus(self.daemon_id, sharing is None or sharing.lease_held, sharing)
 
     def as_owner(self, owner: str | None) -> "Engine":
         """This engine's operations acting for the credential `owner` (its id): another
@@ -665,6 +690,7 @@ class _OwnerView(Engine):
         self._engine = engine
         self._owner = owner
         self.store = engine.store
+        self.daemon_id = engine.daemon_id
         self._clock = engine._clock
         self._importance = engine._importance
         self._fronts = engine._fronts
@@ -678,6 +704,9 @@ class _OwnerView(Engine):
 
     def as_owner(self, owner: str | None) -> Engine:
         return self._engine.as_owner(owner)
+
+    async def status(self) -> DaemonStatus:
+        return await self._engine.status()
 
     async def __aenter__(self) -> Engine:
         raise TypeError("enter the engine itself (`async with Engine()`); a view from as_owner shares its lifetime")

@@ -213,6 +213,17 @@ class CredentialStore(Protocol):
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int: ...
 
 
+@dataclass(frozen=True)
+class Sharing:
+    """This daemon among the daemons sharing one database (`Store.sharing`)."""
+
+    daemon_id: str
+    url: str  # the URL the other daemons forward to
+    lease_held: bool  # its lease is live on the server's clock (else it is fenced or cut off)
+    owned: int  # experiments whose owner row names it
+    daemons: int  # daemons with a live lease, this one included
+
+
 class Store(abc.ABC):
     """Experiment state (submit/load/list) and, through the same writer, the
     CredentialStore interface; a door's auth is typed against the latter."""
@@ -221,6 +232,7 @@ class Store(abc.ABC):
     # called after each committed transaction with (batches, seconds); for metrics
     on_commit: Callable[[int, float], None] | None = None
     _own_group: AsyncExitStack | None = None
+    daemon_id: str | None = None  # with daemons sharing the database: this daemon's id in it
 
     async def start(self, task_group: TaskGroup | None = None) -> None:
         """Open resources. A durable store starts its writer task in `task_group`
@@ -277,6 +289,11 @@ class Store(abc.ABC):
     def submit(self, writes: Sequence[Write], done: Done) -> None:
         """Queue a batch; `done` is called once it is committed (or failed). Never blocks.
         An empty batch is a barrier: done fires after every batch queued before it."""
+
+    async def sharing(self) -> Sharing | None:
+        """With daemons sharing the database: this daemon's lease and what it owns;
+        None for a store one engine owns outright."""
+        return None
 
     async def claim(self, experiment_id: str, new: bool = False) -> str | None:
         """Take the experiment for this engine before rebuilding its actor: None if it

@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 
 import anyio
 
+from ._base import Sharing
 from ._filewatch import StoreUnavailable
 
 __all__ = ["Leases"]
@@ -63,6 +64,9 @@ _CLAIM = f"""INSERT INTO owners (experiment_id, daemon) SELECT $1, $2 WHERE $3::
 _OWNER_URL = "SELECT d.url FROM owners o JOIN daemons d ON d.id = o.daemon WHERE o.experiment_id = $1"
 _FENCE = f"""SELECT o.experiment_id FROM owners o JOIN daemons d ON d.id = o.daemon
     WHERE o.experiment_id = ANY($1::text[]) AND o.daemon = $2 AND {_LIVE} FOR SHARE OF o"""
+
+_STATUS = f"""SELECT EXISTS (SELECT 1 FROM daemons d WHERE d.id = $1 AND {_LIVE}),
+    (SELECT count(*) FROM owners WHERE daemon = $1), (SELECT count(*) FROM daemons d WHERE {_LIVE})"""
 
 
 class Leases:
@@ -131,6 +135,12 @@ class Leases:
                 f"this daemon ({self.url}) no longer owns experiment(s) {', '.join(gone)}: its lease lapsed and another "
                 "daemon took them; nothing of this request was kept; retry (it is served by the owner)"
             )
+
+    async def status(self, conn: Any) -> Sharing:
+        """This daemon's lease, how many experiments it owns, how many daemons are live."""
+        row = await conn.fetchrow(_STATUS, self.daemon_id)
+        held = bool(row[0]) and self.lost is None
+        return Sharing(self.daemon_id, self.url, held, int(row[1]), int(row[2]))
 
     def check(self) -> None:
         if self.lost is not None:

@@ -53,7 +53,7 @@ from anyio.abc import TaskGroup
 
 from ..errors import ApiError, api_error
 from ..models import Experiment
-from ._base import CredentialRecord, Done, IndexRow, Snapshot, Store, StoreError, Write
+from ._base import CredentialRecord, Done, IndexRow, Sharing, Snapshot, Store, StoreError, Write
 from ._filewatch import StoreUnavailable
 from ._group_commit import GroupCommitWriter
 from ._leases import Leases
@@ -234,6 +234,7 @@ class PostgresStore(Store):
         self.close_timeout = close_timeout
         # Several daemons on the database: ownership by lease rows (`_leases.py`), no database-wide lock.
         self.shared = shared
+        self.daemon_id = None if shared is None else shared.daemon_id
         self.exclusive = exclusive and shared is None
         self._renewing: anyio.CancelScope | None = None
         self._conn: Any = None  # the writer's connection (asyncpg.Connection), replaced when lost
@@ -315,6 +316,11 @@ class PostgresStore(Store):
     async def _keep_lease(self, shared: Leases) -> None:
         with anyio.CancelScope() as self._renewing:
             await shared.keep(self._pool, self.connect_timeout_s)
+
+    async def sharing(self) -> Sharing | None:
+        if self.shared is None:
+            return None
+        return await self._read(self.shared.status)
 
     async def claim(self, experiment_id: str, new: bool = False) -> str | None:
         if self.shared is None:

@@ -22,6 +22,11 @@ Read at scrape time from the engine (nothing kept per experiment here):
                                                      is its owner's, not every scraper's
     tauopt_gp_fits_total, tauopt_gp_fallbacks_total{reason}, tauopt_pool_queue_depth,
     tauopt_dask_scheduler_lost_total, tauopt_dask_reconnects_total (with --pool dask)
+    tauopt_daemon_info{daemon_id}                    1; this daemon's id (its log's, /v1/health's)
+    tauopt_daemon_ready                              1 when /v1/health says ready, else 0
+    tauopt_daemon_owned_experiments                  daemons sharing a database only: how many
+    tauopt_daemons_live                              experiments this one owns; how many daemons
+                                                     hold a live lease (counts: no experiment id)
 
 Fed by the store after each commit: tauopt_store_commit_seconds and
 tauopt_store_commit_batches (histograms).
@@ -138,7 +143,9 @@ async def _engine_snapshot(engine: Any, top: int) -> dict[str, Any]:
     live = [e for e in found if e.state != "archived"]
     live.sort(key=lambda e: (-e.open_suggestions, -e.observations, e.id))
     pool = engine.pool
+    daemon = await engine.status()
     return {
+        "daemon": daemon,
         "states": states,
         "top": [(e.id, e.open_suggestions, e.observations) for e in live[:top]],
         "fits": 0 if pool is None else pool.stats.fits,  # a Sobol fallback (a cluster outage) is no fit
@@ -186,3 +193,12 @@ class _EngineCollector:
             yield CounterMetricFamily("tauopt_dask_scheduler_lost", "Times the Dask scheduler was found gone", value=cluster["lost"])
             yield CounterMetricFamily("tauopt_dask_reconnects", "Reconnections to the Dask scheduler after a loss", value=cluster["reconnects"])
         yield GaugeMetricFamily("tauopt_pool_queue_depth", "pooled strategy jobs submitted and not yet answered (queued or running)", value=snap["queue"])
+        daemon = snap.get("daemon")
+        if daemon is not None:
+            info = GaugeMetricFamily("tauopt_daemon_info", "This daemon, by the id its log and /v1/health show", labels=["daemon_id"])
+            info.add_metric([daemon.daemon_id], 1)
+            yield info
+            yield GaugeMetricFamily("tauopt_daemon_ready", "1 when this daemon is ready (store open; lease live when shared)", value=int(daemon.ready))
+            if daemon.sharing is not None:
+                yield GaugeMetricFamily("tauopt_daemon_owned_experiments", "Experiments this daemon owns (daemons sharing a database)", value=daemon.sharing.owned)
+                yield GaugeMetricFamily("tauopt_daemons_live", "Daemons with a live lease on the shared database, this one included", value=daemon.sharing.daemons)

@@ -43,6 +43,7 @@ class SummaryOut(BaseModel):
     last_activity: float | None
     best_so_far: list[list[float]] = Field(description="[observation number, best value so far] pairs, at most 41")
     suggestions_by_state: dict[str, int] = Field(description="how many suggestions are open, observed, closed, expired")
+    served_by: str = Field(description="the id of the daemon that owns the experiment and answered")
 
 
 class TagCountsOut(BaseModel):
@@ -115,7 +116,8 @@ _ERRORS = COMMON_ERRORS + (429,)
 @operation("GET", _EXP + "/summary", into=INSIGHT, response=SummaryOut, errors=_ERRORS, tag="insight")
 async def summary(call: Call) -> Any:
     out = await call.engine.summary(call.path["id"])
-    return dict(out, experiment=out["experiment"].to_dict())
+    # answered by the owner (another daemon's experiment is forwarded there), so its id is the owner's
+    return dict(out, experiment=out["experiment"].to_dict(), served_by=call.engine.daemon_id)
 
 
 @operation("GET", _EXP + "/workers", into=INSIGHT, query={"after": NonNegative, "limit": Positive}, response=WorkersOut,

@@ -194,7 +194,14 @@ SUGG = EXP + "/suggestions/{sid}"
 
 @operation("GET", "/v1/health", response=HealthOut, errors=(), tag="meta", auth=False)
 async def health(call: Call) -> Any:
-    return {"status": "ok"}
+    """Unauthenticated, so counts only: no experiment's id or name."""
+    now = await call.engine.status()
+    sharing = now.sharing
+    return {
+        "status": "ok", "ready": now.ready, "daemon_id": now.daemon_id, "shared": sharing is not None,
+        "owned_experiments": None if sharing is None else sharing.owned,
+        "live_daemons": None if sharing is None else sharing.daemons,
+    }  # fmt: skip
 
 
 @operation("POST", "/v1/experiments", status=201, body=CreateExperimentBody, response=ExperimentOut,

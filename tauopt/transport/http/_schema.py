@@ -287,7 +287,12 @@ class ClosedOut(BaseModel):
 
 
 class HealthOut(BaseModel):
-    status: str
+    status: str = Field(description="ok: the process answers")
+    ready: bool = Field(description="the store is open and, when daemons share the database, this daemon's lease is live")
+    daemon_id: str = Field(description="this daemon's id (in its log, /metrics and the dashboard)")
+    shared: bool = Field(description="several daemons share this daemon's database")
+    owned_experiments: int | None = Field(None, description="when shared: how many experiments this daemon owns")
+    live_daemons: int | None = Field(None, description="when shared: daemons with a live lease, this one included")
 
 
 class ErrorBody(BaseModel):

@@ -459,7 +459,8 @@ function drawHeader(st) {
   box.replaceChildren(
     el("div", { class: "title-row" },
       el("div", {}, el("h1", {}, e.name, " ", el("span", { class: `pill ${e.state}` }, e.state)),
-        el("div", { class: "muted small" }, `${e.id} · ${e.strategy} · ${e.metric.objective} ${e.metric.name}`)),
+        el("div", { class: "muted small" }, `${e.id} · ${e.strategy} · ${e.metric.objective} ${e.metric.name} · `,
+          el("span", { id: "served-by", title: "the daemon that owns this experiment and serves its requests" }, `daemon ${s.served_by}`))),
       el("span", { class: "spacer" }),
       el("button", { id: "edit", type: "button", onclick: () => editForm(st) }, "Edit"),
       el("button", { id: "close-all", type: "button", disabled: e.open_suggestions === 0, onclick: () => closeAll(st) }, "Close all open"),
@@ -988,3 +989,5 @@ document.getElementById("signin-form").addEventListener("submit", async (ev) => 
 document.getElementById("signout").addEventListener("click", () => { signOut(); location.hash = "#/"; });
 window.addEventListener("hashchange", route);
 route();
+// which daemon serves this page (several may share one database); health needs no token
+api("/v1/health").then((h) => { document.getElementById("daemon").textContent = `daemon ${h.daemon_id}`; }).catch(() => {});
