@@ -3,6 +3,8 @@
 - `<!-- error-catalogue -->` on a page becomes the table of every error type, built
   from `tauopt.errors.CATALOGUE` itself, so the documented catalogue cannot drift
   from the one every door renders.
+- `<!-- readme-walkthrough -->` becomes the README's five-minute walkthrough (its
+  programs are run by the tests where they are written, in the README).
 - The repository's root files that readers of the site need, BENCHMARKS.md (the
   maintainers' log of how each figure was reached) and CHANGELOG.md, become the
   pages `benchmarks/log.md` and `changelog.md`; the plots under `benchmarks/`
@@ -18,6 +20,7 @@ from typing import Any
 from mkdocs.structure.files import File, Files
 
 MARK = "<!-- error-catalogue -->"
+WALKTHROUGH = "<!-- readme-walkthrough -->"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -45,7 +48,18 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
+def readme_walkthrough() -> str:
+    """The README's five-minute walkthrough, its links made relative to the site's root
+    (the README's programs are tested where they are written, so they are not copied)."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## Five minutes")
+    end = readme.index("\n## ", start + 1)
+    return readme[start:end].replace("](docs/", "](")
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
     if MARK in markdown:
         markdown = markdown.replace(MARK, catalogue_table())
+    if WALKTHROUGH in markdown:
+        markdown = markdown.replace(WALKTHROUGH, readme_walkthrough())
     return markdown

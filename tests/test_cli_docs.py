@@ -1,4 +1,4 @@
-"""The README says what the CLI does: the options documented for `serve`, `token` and
+"""The documentation (the README and the site's pages) says what the CLI does: the options documented for `serve`, `token` and
 `experiments` are the parser's own, `tauopt --help` names every token action, the
 serve options have help with their defaults, and the schema version is today's."""
 
@@ -13,7 +13,9 @@ import pytest
 from tauopt.cli import build_parser
 from tauopt.store._sqlite import SCHEMA_VERSION
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+# the documentation as one text: the README, then the site's pages
+README = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))])
 OPTION = re.compile(r"--[a-z][a-z0-9-]*")
 
 

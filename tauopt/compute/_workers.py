@@ -83,9 +83,8 @@ def blas_pinned() -> Iterator[None]:
     restored after the last. Enter it from the event loop's thread, not the worker's:
     OpenBLAS 0.3.30 ignores a thread count set from another thread once one was set
     and restored (measured). Why: scipy's L-BFGS-B calls BLAS on tiny vectors, and
-    two OpenBLAS threads waking on a busy 2-core machine cost ~7 ms a call, 0.25 s
-    of a 0.47 s GP job of 18 fit iterations (0.11 s on one thread; BENCHMARKS.md,
-    issue 16's GP row). Process workers pin BLAS for good (_pin_process)."""
+    two OpenBLAS threads waking on a busy 2-core machine cost about half of a GP
+    job (the benchmarks log). Process workers pin BLAS for good (_pin_process)."""
     global _blas_depth, _blas_saved
     with _pin_lock:  # engines on event loops in several threads share the count
         if _blas_depth == 0:

@@ -29,7 +29,7 @@ __all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD", "ADAPT_AHEAD", "PARK_
 # is dropped and recomputed. With N workers, N observations land per round of
 # evaluations, so a smaller bound would discard every batch before it is used.
 STALENESS_BOUND = 2
-# How far ahead a job computes (issue 17, "How far ahead to compute" in the README).
+# How far ahead a job computes ("How far ahead to compute" in the GP documentation).
 # MAX_AHEAD caps the points kept computed ahead of the asks (and the slots: one per
 # parallel slot at most). ADAPT_AHEAD computes only as many as asks are expected
 # while one job runs: bandwidth x job seconds / evaluation seconds (both running

@@ -480,10 +480,9 @@ class HotRoutes:
     quota, call the engine, render: written once, in `Operation`); everything
     else, and these two under a root_path, goes through the router.
 
-    Why: per ask+observe, Starlette's exception middleware, route matching and
-    request/response wrapping were ~15% of the app's time per ask+observe and
-    this cut the door's own cost by about a quarter (BENCHMARKS.md, issue 12's
-    "Fourth pass"). Nothing they do applies here: the endpoint
+    Why: Starlette's exception middleware, route matching and request/response
+    wrapping were a measurable share of the app's time per ask+observe (the
+    benchmarks log). Nothing they do applies here: the endpoint
     renders every catalogue error itself, a body over the limit is answered by
     the `BodyLimit` around this, and anything else raised reaches the app's
     catch-all (ServerErrorMiddleware, rendered from the catalogue) as before.

@@ -10,9 +10,8 @@ transport's reading around a protocol callback, a queue and an event. Here a
 write is one `socket.send` (waiting for writability only when the kernel
 buffer is full) and a read is one wait for readability (`anyio.wait_readable`:
 asyncio or trio) and one `recv`. Measured with 16 workers on one client
-against a canned server: 3.7% fewer instructions per ask+observe (valgrind,
-BENCHMARKS.md, issue 12's fifth pass); too small for the process time of a
-loaded 2-core box to show. Cancellation and timeouts are the caller's anyio
+against a canned server: fewer instructions per ask+observe (valgrind; the
+benchmarks log), too few for the process time of a loaded 2-core box to show. Cancellation and timeouts are the caller's anyio
 cancel scopes, as with streams; connection errors are OSError (the transport
 maps them to httpx's); nothing here parses HTTP. The connect tries each
 address the name resolves to in turn (no happy eyeballs, unlike
