@@ -108,6 +108,8 @@ def _latencies_while(url: str, tokens: dict[str, str], path: str) -> tuple[list[
             if health is None or ask is None:
                 break
             assert health.status_code == 200 and ask.status_code == 201, ask.text
+            # untimed: the slot goes back, so a long read (a GP fit) never fills bob's bandwidth
+            bob.delete(f"/v1/experiments/small/suggestions/{ask.json()['id']}").raise_for_status()
     finally:
         if reader.ident is not None:
             reader.join(timeout=120)
