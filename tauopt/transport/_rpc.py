@@ -10,9 +10,9 @@ from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
 import grpc
 
-from ..errors import ApiError
+from ..errors import ApiError, invalid
 
-__all__ = ["OnRpc", "answer_rpc"]
+__all__ = ["OnRpc", "answer_rpc", "bind_insecure"]
 
 T = TypeVar("T")
 
@@ -56,3 +56,15 @@ async def answer_rpc(
         if on_rpc is not None:
             on_rpc(rpc, code, outcome, time.perf_counter() - t0)
     raise AssertionError("unreachable")  # abort raises
+
+
+def bind_insecure(server: Any, target: str, flag: str = "") -> int:
+    """Bind `target` ("host:port") on a grpc.aio server; the bound port. A port that
+    cannot be bound is an `invalid_request` naming `flag` (e.g. "--optuna-port: ")."""
+    try:
+        bound: int = server.add_insecure_port(target)
+    except RuntimeError as exc:
+        raise invalid(f"{flag}cannot bind {target}: {exc}; is the port in use?") from exc
+    if not bound:
+        raise invalid(f"{flag}cannot bind {target}; is the port in use?")
+    return bound

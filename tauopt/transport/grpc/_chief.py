@@ -89,6 +89,7 @@ async def serve_chief(
 
     from ...engine import Engine
     from .._metrics import Metrics
+    from .._rpc import bind_insecure
     from ._generated import service_pb2_grpc as pb_grpc
     from ._servicer import MAX_MESSAGE_BYTES, OracleServicer
 
@@ -106,13 +107,7 @@ async def serve_chief(
         # counted into the engine's metrics, which the HTTP door (--http-port) renders at /metrics
         recorder = Metrics.for_engine(engine).record_rpc
         pb_grpc.add_OracleServicer_to_server(OracleServicer(oracle, on_rpc=recorder), server)
-        target = f"{options.ip}:{options.port}"
-        try:
-            bound = server.add_insecure_port(target)
-        except RuntimeError as exc:
-            raise invalid(f"cannot bind {target}: {exc}; is the port in use?") from exc
-        if not bound:
-            raise invalid(f"cannot bind {target}; is the port in use?")
+        bound = bind_insecure(server, f"{options.ip}:{options.port}")
         await server.start()
         try:
             async with anyio.create_task_group() as tg:

@@ -60,6 +60,7 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
     import grpc
 
     from .._metrics import Metrics
+    from .._rpc import bind_insecure
     from ._generated import api_pb2_grpc as pb_grpc
     from ._servicer import StorageServicer  # imports grpc: only when the door opens
 
@@ -79,12 +80,7 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
     )
     pb_grpc.add_StorageServiceServicer_to_server(servicer, server)
     target = f"[{door.host}]:{door.port}" if ":" in door.host and not door.host.startswith("[") else f"{door.host}:{door.port}"
-    try:
-        bound = server.add_insecure_port(target)
-    except RuntimeError as exc:
-        raise invalid(f"--optuna-port: cannot bind {target}: {exc}; is the port in use?") from exc
-    if not bound:
-        raise invalid(f"--optuna-port: cannot bind {target}; is the port in use?")
+    bound = bind_insecure(server, target, "--optuna-port: ")
     await server.start()
     log.info("Optuna storage (GrpcStorageProxy) at %s:%d for credential %r", door.host, bound, door.owner)
     if not is_loopback(door.host):
