@@ -19,6 +19,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import Any, AsyncIterator, Callable, Sequence
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -151,8 +152,6 @@ def create_app(
             app.state.gate = Gate(eng.store, limits, clock=clock)
             metrics.bind(eng)
             if doors:
-                import anyio
-
                 group = await stack.enter_async_context(anyio.create_task_group())
                 for door in doors:
                     _, stop = await door(group, eng, "127.0.0.1")
