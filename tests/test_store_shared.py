@@ -77,3 +77,15 @@ async def test_each_daemon_says_it_is_ready_and_counts_what_it_owns_and_the_live
         after = (await b.status()).sharing  # a stopped cleanly: its lease ended
         assert after is not None and after.daemons == 1
     assert not (await b.status()).ready  # stopped
+
+
+async def test_a_deleted_experiment_leaves_no_owner_row(pg_url: str) -> None:
+    async with daemon(pg_url, "a", lease_s=30) as a:
+        keep = await a.create_experiment("keep", SPACE, {"name": "y"})
+        gone = await a.create_experiment("gone", SPACE, {"name": "y"})
+        await a.suggest(gone.id)
+        before = (await a.status()).sharing
+        await a.delete_experiment(gone.id, force=True)
+        after = (await a.status()).sharing
+        assert before is not None and after is not None and (before.owned, after.owned) == (2, 1)
+        assert (await a.experiment(keep.id)).id == keep.id

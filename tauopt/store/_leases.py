@@ -136,6 +136,10 @@ class Leases:
                 "daemon took them; nothing of this request was kept; retry (it is served by the owner)"
             )
 
+    async def forget(self, conn: Any, experiment_ids: Sequence[str]) -> None:
+        """Inside the write transaction that deletes them (fenced: they are ours): their owner rows go too."""
+        await conn.execute("DELETE FROM owners WHERE experiment_id = ANY($1::text[])", list(experiment_ids))
+
     async def status(self, conn: Any) -> Sharing:
         """This daemon's lease, how many experiments it owns, how many daemons are live."""
         row = await conn.fetchrow(_STATUS, self.daemon_id)

@@ -139,6 +139,7 @@ class Plan:
 
     statements: list[tuple[str, list[Any], bool]]
     experiment_ids: list[str]
+    deleted: list[str]
 
     def __bool__(self) -> bool:
         return bool(self.statements)
@@ -181,7 +182,7 @@ def _plan(rows: GroupRows) -> Plan:
         plan.append((_UPSERT_RECORD, _columns([record_row(k, b) for k, b in rows.records.items()]), True))
     ids = {*rows.experiments, *rows.counters, *(k[0] for k in rows.suggestions), *(k[0] for k in rows.observations),
            *(r.experiment_id for r in rows.reports), *(k[0] for k in rows.records), *rows.deletes}  # fmt: skip
-    return Plan(plan, sorted(ids))
+    return Plan(plan, sorted(ids), list(rows.deletes))
 
 
 def _prepare(batches: Sequence[Sequence[Write]]) -> tuple[Plan, list[BaseException | None]]:
@@ -465,6 +466,8 @@ class PostgresStore(Store):
                         await conn.execute(sql, *args)
                     else:
                         await conn.executemany(sql, args)
+                if self.shared is not None and plan.deleted:
+                    await self.shared.forget(conn, plan.deleted)
                 committing = True
                 await tx.commit()
                 return
