@@ -28,15 +28,22 @@ def tauopt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 
 
 class Daemon:
-    def __init__(self, db: Path | str, *extra: str, cwd: Path | None = None, port: int | None = None) -> None:
+    def __init__(
+        self, db: Path | str, *extra: str, cwd: Path | None = None, port: int | None = None, log: Path | None = None
+    ) -> None:
+        """`log`: stderr goes to that file instead of a pipe nobody reads while the daemon runs
+        (a daemon that logs a lot would block on a full pipe)."""
         self.db = db
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        sink = subprocess.PIPE if log is None else log.open("w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", str(self.port), "--pool", "thread",
              "--log-level", "warning", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+            stdout=subprocess.PIPE, stderr=sink, text=True, cwd=cwd,
         )
+        if not isinstance(sink, int):
+            sink.close()  # the daemon has its own descriptor
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -130,3 +131,47 @@ def test_a_frozen_daemon_loses_its_experiments_and_exits_when_it_wakes(pg_url: s
         for d in (a, b):
             if d.proc.poll() is None:
                 d.stop()
+
+
+def test_the_database_restarted_under_load_loses_no_acknowledged_write(
+    pg_url: str, pg_cluster: Any, tmp_path: Path
+) -> None:
+    d = Daemon(pg_url, cwd=tmp_path, log=tmp_path / "daemon.log")
+    try:
+        token = (tmp_path / "tauopt.token").read_text().strip()
+        with Client(base_url=d.url, token=token) as c:
+            experiments = [c.create_experiment("restart", SPACE, {"name": "y"}, parallel_bandwidth=8).id for _ in range(3)]
+        logs = [tmp_path / f"worker{i}.jsonl" for i in range(3)]
+        workers = [
+            subprocess.Popen([sys.executable, str(HERE / "failover_worker.py"), d.url, token, str(log), "40", *experiments],
+                             stderr=subprocess.PIPE, text=True)
+            for log in logs
+        ]  # fmt: skip
+        while sum(p.read_text().count("observe") for p in logs if p.exists()) < 30:  # under load, mid-run
+            assert all(w.poll() is None for w in workers), [w.communicate()[1] for w in workers]
+            time.sleep(0.05)
+        pg_cluster.stop()  # fast shutdown: every connection of the daemon ends
+        time.sleep(1.0)  # the workers meet store_unavailable meanwhile, and retry
+        pg_cluster.start()
+        for w in workers:
+            _, err = w.communicate(timeout=120)
+            assert w.returncode == 0, err
+        assert d.proc.poll() is None  # the daemon reconnected by itself
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+
+    events = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+    observed = {(e["e"], e["id"]): e["v"] for e in events if e["kind"] == "observe"}
+    suggested = [(e["e"], e["id"]) for e in events if e["kind"] == "suggest"]
+    assert len(observed) == 120 and len(suggested) == len(set(suggested)) == 120
+
+    async def stored() -> dict[str, Any]:
+        async with open_store(pg_url, exclusive=False) as store:
+            return {eid: await store.load(eid) for eid in experiments}
+
+    for eid, snap in anyio.run(stored).items():
+        acked = {sid: v for (e, sid), v in observed.items() if e == eid}
+        assert {o.suggestion_id: o.value for o in snap.observations} == acked  # all kept, nothing extra
+        points = [tuple(sorted(s.assignments.items())) for s in snap.suggestions]
+        assert len(points) == len(set(points))

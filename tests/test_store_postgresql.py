@@ -151,6 +151,22 @@ async def test_a_stopped_server_gives_store_unavailable_and_the_store_reconnects
         assert (await engine.experiment(exp.id)).observations == 1
 
 
+async def test_reads_while_the_server_is_away_answer_store_unavailable_not_a_crash(pg_url: str, pg_cluster: Any) -> None:
+    async with Engine(store=pg_url) as engine:
+        exp = await engine.create_experiment("reads", SPACE, {"name": "y"})
+        await anyio.to_thread.run_sync(pg_cluster.stop)
+        try:
+            for read in (engine.experiments, engine.admin.credentials, lambda: engine.admin.report(exp.id),
+                         lambda: engine.as_owner("someone").suggest(exp.id)):
+                with pytest.raises(ApiError) as err:
+                    await read()
+                assert err.value.error_type == "store_unavailable" and err.value.status_code == 503
+                assert "cannot read" in err.value.message and "reconnects by itself" in err.value.message
+        finally:
+            await anyio.to_thread.run_sync(pg_cluster.start)
+        assert [e.id for e in await engine.experiments()] == [exp.id]
+
+
 async def test_a_statement_timeout_rolls_back_with_a_clear_error_and_the_store_goes_on(pg_url: str) -> None:
     import asyncpg
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import ApiError, api_error
 from ._base import StoreError
 
-__all__ = ["FileWatch", "StoreUnavailable", "create_private", "commit_error"]
+__all__ = ["FileWatch", "StoreUnavailable", "create_private", "commit_error", "read_error"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -96,3 +96,10 @@ def commit_error(exc: BaseException, what: str) -> ApiError:
     if isinstance(exc, StoreUnavailable):
         return api_error("store_unavailable", str(exc))
     return api_error("internal", f"the store failed to commit ({exc}); {what}")
+
+
+def read_error(exc: BaseException) -> ApiError:
+    """The ApiError for a failed read: 503 when the database cannot be reached (retry), else 500."""
+    if isinstance(exc, StoreUnavailable):
+        return api_error("store_unavailable", str(exc))
+    return api_error("internal", f"the store failed to read ({exc}); nothing was changed, retry")

@@ -54,7 +54,7 @@ from anyio.abc import TaskGroup
 from ..errors import ApiError, api_error
 from ..models import Experiment
 from ._base import CredentialRecord, Done, IndexRow, Sharing, Snapshot, Store, StoreError, Write
-from ._filewatch import StoreUnavailable
+from ._filewatch import StoreUnavailable, read_error
 from ._group_commit import GroupCommitWriter
 from ._leases import Leases
 from ._postgresql_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION, TABLES, migrate
@@ -358,7 +358,7 @@ class PostgresStore(Store):
             if self.shared is not None and self.shared.lost is None:
                 try:
                     await self._read(self.shared.release)
-                except StoreError as exc:  # the lease lapses by itself
+                except (StoreError, ApiError) as exc:  # the lease lapses by itself
                     log.warning("store %r: ending this daemon's lease failed: %s", self, exc)
             await self._close_connections()
         self._state = "closed"
@@ -497,7 +497,9 @@ class PostgresStore(Store):
     # -- reads ------------------------------------------------------------------
 
     async def _read(self, fn: Callable[[Any], Awaitable[T]]) -> T:
-        """fn(connection) on a pooled connection; a lost connection is retried once on another."""
+        """fn(connection) on a pooled connection; a lost connection is retried once on another.
+        A read that fails raises the catalogued ApiError (503 `store_unavailable` while the
+        server is away), so every door answers it as it answers a failed write."""
         if self._pool is None:
             raise StoreError(f"{self!r} is not open; call start() first")
         for attempt in (1, 2):
@@ -505,11 +507,15 @@ class PostgresStore(Store):
             try:
                 async with self._pool.acquire(timeout=self.connect_timeout_s) as conn:
                     return await fn(conn)
+            except ApiError:
+                raise
+            except StoreUnavailable as exc:  # fn's own verdict (e.g. this daemon's lease lapsed)
+                raise read_error(exc) from exc
             except Exception as exc:
                 lost = self._lost(exc) or (conn is not None and conn.is_closed())
                 if attempt == 1 and lost:
                     continue
-                raise (self._unavailable(exc, "cannot read") if lost else self._error(exc, "cannot read")) from exc
+                raise read_error(self._unavailable(exc, "cannot read") if lost else self._error(exc, "cannot read")) from exc
         raise AssertionError("unreachable")
 
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
