@@ -53,3 +53,29 @@ def test_a_served_study_keeps_waiting_trials_of_tauopts_points_and_refreshes_sta
             assert err.value.error_type == "invalid_request"
 
     anyio.run(main)
+
+
+def test_a_served_point_drawn_before_more_results_than_workers_is_drawn_again() -> None:
+    async def main() -> None:
+        async with Engine(pool=None) as engine:
+            sid = await engine.create_study("stale", ["MINIMIZE"])
+            await engine.study_call(sid, SetStudyAttr(False, "tauopt:serve_suggestions", json.dumps("sobol")))
+
+            async def finish_one(x: float) -> None:
+                tid = await engine.study_call(sid, NewTrial())
+                await engine.trial_call(tid, SetParam(tid, "x", x, FLOAT))
+                await engine.trial_call(tid, SetState(tid, "COMPLETE", (x,)))
+
+            await finish_one(0.5)
+            (first,) = _waiting(await engine.study_call(sid, ReadTrials()))
+            assert json.loads(first.system_attrs["tauopt:served"])["seen"] == 1
+            await finish_one(0.25)
+            await finish_one(0.75)  # two results since it was drawn: one worker, so still fresh enough
+            (same,) = _waiting(await engine.study_call(sid, ReadTrials()))
+            assert same.system_attrs == first.system_attrs
+            await finish_one(0.125)  # three: drawn again, from what is known now
+            (again,) = _waiting(await engine.study_call(sid, ReadTrials()))
+            assert again.number == first.number and json.loads(again.system_attrs["tauopt:served"])["seen"] == 4
+            assert again.system_attrs["fixed_params"] != first.system_attrs["fixed_params"]
+
+    anyio.run(main)

@@ -510,10 +510,11 @@ class ExperimentActor:
 
     # -- pooled strategies: compute ahead, park, answer in order -------------
 
-    def _ensure_job(self) -> None:
+    def _ensure_job(self, bandwidth: int | None = None) -> None:
+        """Keep points computed ahead for `bandwidth` workers (default: the experiment's)."""
         if self._ahead.job_running or self._tg is None:
             return
-        want, fresh = self._ahead.want(self._exp.parallel_bandwidth)
+        want, fresh = self._ahead.want(bandwidth or self._exp.parallel_bandwidth)
         if want <= 0:
             return
         assert self._self_ref is not None
@@ -706,22 +707,23 @@ class ExperimentActor:
         strategy = served_strategy(study.user_attrs) if study is not None and not study.deleted else None
         if strategy is None or not self._space.parameters:
             return []
-        add, stale = to_serve(self._trials.trials, now)
+        seen = len(self._ledger.observations)
+        add, stale, workers = to_serve(self._trials.trials, now, seen)
         writes: list[Write] = []
         for t in stale:
-            point = self._served_point(strategy)
+            point = self._served_point(strategy, workers)
             if point is None:
                 return writes
             s = self._ledger.suggestions.get(t.suggestion_id) if t.suggestion_id is not None else None
             if s is not None and s.state == "open":
                 writes.append(PutSuggestion(self._ledger.reassign(s, point)))
-                key, body = self._trials.link(replace(t, system_attrs=refreshed_attrs(t, point, now)), s.id)
+                key, body = self._trials.link(replace(t, system_attrs=refreshed_attrs(t, point, now, seen)), s.id)
                 writes.append(PutRecord(self.id, key, body))
         for _ in range(add):
-            point = self._served_point(strategy)
+            point = self._served_point(strategy, workers)
             if point is None:
                 break
-            change = NewTrial(served_trial(point, now))
+            change = NewTrial(served_trial(point, now, seen))
             trial_id, records = self._trials.apply(change, now)
             trial = self._trials.touched(change, trial_id)
             assert trial is not None
@@ -730,9 +732,9 @@ class ExperimentActor:
             writes += [PutRecord(self.id, k, b) for k, b in records] + [PutSuggestion(s), PutRecord(self.id, key, body)]
         return writes
 
-    def _served_point(self, strategy: str) -> dict[str, Value] | None:
+    def _served_point(self, strategy: str, workers: int) -> dict[str, Value] | None:
         """A point of `strategy` now, or None (none is ready: a pooled strategy's are
-        computed ahead, and a served trial never waits for a fit)."""
+        computed ahead, for the `workers` observed, and a served trial never waits for a fit)."""
         try:
             self._check_can_suggest()
             ledger = self._ledger
@@ -741,8 +743,8 @@ class ExperimentActor:
             if not spec.pooled:
                 return self._inline_point(spec)
             self._ahead.strategy = spec.name
-            point = self._ahead.take(self._exp.parallel_bandwidth, ledger.is_used)
-            self._ensure_job()
+            point = self._ahead.take(workers, ledger.is_used)
+            self._ensure_job(workers)
             return point
         except ApiError:
             return None

@@ -11,7 +11,9 @@ worker's sampler's to choose.
 
 How many are kept waiting follows the observed workers: as many as trials are
 running (at least one, at most `MAX_SERVED`). A served trial nobody claims within
-`SERVED_TTL_S` gets a fresh point (its history has moved on since). Points are
+`SERVED_TTL_S`, or drawn before more results arrived than workers run (at least
+`STALENESS_BOUND`, as for points computed ahead), gets a fresh point when one is
+ready: the history has moved on since it was drawn. Points are
 served only once the space is known (after the first finished trial), and a
 pooled strategy's points only when computed ahead: a claim never waits for a fit.
 """
@@ -25,6 +27,7 @@ from ..errors import invalid
 from ..models import Value
 from ..strategies import AUTO
 from ..strategies import get as get_strategy
+from ._ahead import STALENESS_BOUND
 from ._trials import Trial
 
 __all__ = [
@@ -33,7 +36,7 @@ __all__ = [
 ]
 
 SERVE_KEY = "tauopt:serve_suggestions"  # the study's user attribute that asks for it
-SERVED_KEY = "tauopt:served"  # a served trial's system attribute: when its point was drawn
+SERVED_KEY = "tauopt:served"  # a served trial's system attribute: when its point was drawn, and after how many results
 SERVED_TTL_S = 60.0
 MAX_SERVED = 64
 
@@ -66,31 +69,41 @@ def check_serve_attr(text: str) -> None:
             raise invalid(f"{SERVE_KEY}: {value!r} is not a strategy; give true, false or a strategy's name") from None
 
 
-def served_trial(point: Mapping[str, Value], now: float) -> Trial:
-    """A WAITING trial's template whose workers run `point`."""
-    return Trial(0, 0, "WAITING", system_attrs=_served_attrs(point, now))
+def served_trial(point: Mapping[str, Value], now: float, seen: int) -> Trial:
+    """A WAITING trial's template whose workers run `point` (drawn at `now`, after `seen` results)."""
+    return Trial(0, 0, "WAITING", system_attrs=_served_attrs(point, now, seen))
 
 
-def _served_attrs(point: Mapping[str, Value], now: float) -> dict[str, str]:
-    return {"fixed_params": json.dumps(dict(point)), SERVED_KEY: json.dumps(now)}
+def _served_attrs(point: Mapping[str, Value], now: float, seen: int) -> dict[str, str]:
+    return {"fixed_params": json.dumps(dict(point)), SERVED_KEY: json.dumps({"at": now, "seen": seen})}
 
 
-def refreshed_attrs(t: Trial, point: Mapping[str, Value], now: float) -> dict[str, str]:
-    return {**t.system_attrs, **_served_attrs(point, now)}
+def refreshed_attrs(t: Trial, point: Mapping[str, Value], now: float, seen: int) -> dict[str, str]:
+    return {**t.system_attrs, **_served_attrs(point, now, seen)}
 
 
-def to_serve(trials: Sequence[Trial], now: float) -> tuple[int, list[Trial]]:
-    """How many WAITING trials to add, and the served ones unclaimed past the TTL."""
+def to_serve(trials: Sequence[Trial], now: float, seen: int) -> tuple[int, list[Trial], int]:
+    """How many WAITING trials to add, the served ones to draw again (unclaimed past
+    the TTL, or drawn too many results ago), and the observed number of workers."""
     waiting = [t for t in trials if t.state == "WAITING"]
     running = sum(1 for t in trials if t.state == "RUNNING")
-    want = min(max(1, running), MAX_SERVED)
-    stale = [t for t in waiting if SERVED_KEY in t.system_attrs and now - _drawn_at(t) > SERVED_TTL_S]
-    return max(0, want - len(waiting)), stale
+    workers = min(max(1, running), MAX_SERVED)
+    bound = max(STALENESS_BOUND, workers)
+    stale = []
+    for t in waiting:
+        drawn = _drawn(t)
+        if drawn is not None and (now - drawn[0] > SERVED_TTL_S or seen - drawn[1] > bound):
+            stale.append(t)
+    return max(0, workers - len(waiting)), stale, workers
 
 
-def _drawn_at(t: Trial) -> float:
+def _drawn(t: Trial) -> tuple[float, int] | None:
+    """When a served trial's point was drawn and after how many results; None: not served."""
+    text = t.system_attrs.get(SERVED_KEY)
+    if text is None:
+        return None
     try:
-        value: Any = json.loads(t.system_attrs[SERVED_KEY])
-        return float(value)
-    except (ValueError, TypeError):
-        return 0.0
+        value: Any = json.loads(text)
+        return float(value["at"]), int(value["seen"])
+    except (ValueError, TypeError, KeyError):
+        return 0.0, 0
