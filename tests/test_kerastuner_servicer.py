@@ -365,7 +365,7 @@ def test_a_space_sent_with_every_end_trial_is_parsed_once_and_a_grown_one_is_lea
                 t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id=f"w{i}"))).trial
                 await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": float(i)}))
                 await stub.EndTrial(_with_space(t.trial_id))
-                servicer_learned.append(oracle._merged[0] if oracle._merged else None)
+                servicer_learned.append(oracle.trials._merged[0] if oracle.trials._merged else None)
             assert servicer_learned[0] is servicer_learned[1] is servicer_learned[2]  # one parse, reused
             assert oracle.experiment is not None
             names = [p.name for p in (await oracle.engine.experiment(oracle.experiment.id)).parameters]
@@ -396,8 +396,8 @@ def test_finished_trials_leave_the_index_every_rpc_scans() -> None:
                 await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": float(i)}))
                 await stub.EndTrial(end(t.trial_id, kt.COMPLETED if i % 5 else kt.FAILED))
             running = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w0"))).trial
-            assert [t.trial_id for t in oracle._live_trials()] == [running.trial_id]
-            assert len(oracle._trials) == 21 and oracle._in_progress() == 1
+            assert [t.trial_id for t in oracle.trials.trials.live()] == [running.trial_id]
+            assert len(oracle.trials.trials.trials) == 21 and oracle.trials.trials.in_progress() == 1
             again = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w0"))).trial
             assert again.trial_id == running.trial_id  # its ongoing trial, found in the index
 

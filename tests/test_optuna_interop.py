@@ -188,3 +188,27 @@ def test_tauopt_sampler_workers_over_http_suggest_for_a_door_study(served: tuple
         experiment_id, suggestion_id = t.system_attrs["tauopt:suggestion_id"].split("/")
         s = httpx.get(f"{daemon.url}/v1/experiments/{experiment_id}/suggestions/{suggestion_id}", headers=headers).json()
         assert s["assignments"] == t.params and s["state"] in ("observed", "closed")
+
+
+def test_a_study_asking_for_served_suggestions_runs_tauopts_points_in_unmodified_workers(served: tuple[Daemon, int]) -> None:
+    """Four unmodified TPE workers; the study's user attribute asks tauopt to serve its
+    points: WAITING trials carrying `fixed_params`, claimed once each, run as served."""
+    _, port = served
+    study = optuna.create_study(study_name="served", storage=storage(port))
+    study.set_user_attr("tauopt:serve_suggestions", "sobol")
+    workers = [start("tpe", port, "served", 4, seed) for seed in range(4)]
+    ran = sorted(n for w in workers for n in result(w)["ran"])
+    assert len(ran) == len(set(ran)) == 16  # no trial run twice, none lost
+    trials = optuna.load_study(study_name="served", storage=storage(port)).trials
+    assert [t.number for t in trials] == list(range(len(trials)))
+    assert sorted(t.number for t in trials if t.state.name in ("COMPLETE", "PRUNED")) == ran
+    assert {t.state.name for t in trials if t.number not in ran} <= {"WAITING"}  # served, not yet claimed
+    served_run = [t for t in trials if t.number in ran and "tauopt:served" in t.system_attrs]
+    assert len(served_run) >= 8  # every trial after the space is known (the first to finish) can be served
+    for t in served_run:
+        assert t.params == t.system_attrs["fixed_params"]  # the worker's TPE ran tauopt's point
+    import grpc
+
+    with pytest.raises(grpc.RpcError) as err:  # Optuna's client maps no status of this call to an exception of its own
+        study.set_user_attr("tauopt:serve_suggestions", "no-such-strategy")
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT

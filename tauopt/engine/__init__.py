@@ -19,6 +19,9 @@ from ..store import (
 )
 from ._admin import Admin, ExperimentReport, Transfer, open_admin, run_admin
 from ._engine import UNSET, Engine
+from ._growth import Learned, assignments_for, default_value, merge_space
+from ._lifecycle import Brackets, BracketRun, SearchFailed, TrialInfo
+from ._trialqueue import STOPPED, TrialPolicy, TrialQueue
 from ._trials import (
     TRIAL_STATES,
     DeleteStudy,
@@ -43,6 +46,18 @@ from ._trials import (
 
 __all__ = [
     "Engine",
+    # the trial lifecycle of a door whose workers claim trials (KerasTuner's), see _trialqueue.py
+    "TrialQueue",
+    "TrialPolicy",
+    "TrialInfo",
+    "Brackets",
+    "BracketRun",
+    "SearchFailed",
+    "STOPPED",
+    "Learned",
+    "merge_space",
+    "assignments_for",
+    "default_value",
     # studies and trials of a trial-based door (Optuna's model), see _trials.py
     "TRIAL_STATES",
     "DeleteStudy",

@@ -12,7 +12,8 @@ leans on three collaborators, each with one job:
 - `SlotWaiters` (_slots.py): asks waiting (`wait_s`) for a free slot;
 - `release` (_leases.py): a suggestion whose holder is declared dead;
 - `count_failure` (_failures.py): the cap on consecutive failed runs;
-- `TrialBook` (_trials.py): the study and trials of a trial-based door (Optuna's model).
+- `TrialBook` (_trials.py): the study and trials of a trial-based door (Optuna's model);
+  `_served.py`: the WAITING trials a study that asks for them is served (tauopt's points).
 
 Inline strategies (random, sobol, grid: the registry says which) answer within
 the message. An ask that finds the bandwidth full may wait (`wait_s`) for a
@@ -75,7 +76,11 @@ from ._export import export_document
 from ._leases import not_open_error, release
 from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
-from ._trials import SetIntermediate, SetParam, Trial, TrialBook, assignments_of, mirrored, parameter_of
+from ._served import SERVE_KEY, check_serve_attr, refreshed_attrs, served_strategy, served_trial, to_serve
+from ._trials import (
+    NewTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr, Trial, TrialBook, assignments_of, check_attr, mirrored,
+    parameter_of,
+)  # fmt: skip
 from ._validate import check_observation, check_tag, check_update
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
@@ -505,10 +510,11 @@ class ExperimentActor:
 
     # -- pooled strategies: compute ahead, park, answer in order -------------
 
-    def _ensure_job(self) -> None:
+    def _ensure_job(self, bandwidth: int | None = None) -> None:
+        """Keep points computed ahead for `bandwidth` workers (default: the experiment's)."""
         if self._ahead.job_running or self._tg is None:
             return
-        want, fresh = self._ahead.want(self._exp.parallel_bandwidth)
+        want, fresh = self._ahead.want(bandwidth or self._exp.parallel_bandwidth)
         if want <= 0:
             return
         assert self._self_ref is not None
@@ -681,12 +687,67 @@ class ExperimentActor:
 
     def _on_trial_op(self, request: Request[Any], msg: TrialOp) -> None:
         now = self._clock()
-        result, records = self._trials.apply(msg.change, now)
-        writes: list[Write] = [PutRecord(self.id, key, body) for key, body in records]
-        trial = self._trials.touched(msg.change, result)
+        change = msg.change
+        if isinstance(change, SetStudyAttr) and not change.system and change.key == SERVE_KEY:
+            check_serve_attr(check_attr("value", change.value))
+        # a worker about to claim reads the trials: the served ones are there for it
+        writes: list[Write] = self._serve(now) if isinstance(change, ReadTrials) else []
+        result, records = self._trials.apply(change, now)
+        writes += [PutRecord(self.id, key, body) for key, body in records]
+        trial = self._trials.touched(change, result)
         if trial is not None:
-            writes += self._follow(trial, msg.change, now)
+            writes += self._follow(trial, change, now)
+        if isinstance(change, SetState):  # a claim or an end: the number of workers may have changed
+            writes += self._serve(now)
         self._commit(request, writes, result)
+
+    def _serve(self, now: float) -> list[Write]:
+        """Keep the study's served WAITING trials (`_served.py`) filled and fresh."""
+        study = self._trials.study
+        strategy = served_strategy(study.user_attrs) if study is not None and not study.deleted else None
+        if strategy is None or not self._space.parameters:
+            return []
+        seen = len(self._ledger.observations)
+        add, stale, workers = to_serve(self._trials.trials, now, seen)
+        writes: list[Write] = []
+        for t in stale:
+            point = self._served_point(strategy, workers)
+            if point is None:
+                return writes
+            s = self._ledger.suggestions.get(t.suggestion_id) if t.suggestion_id is not None else None
+            if s is not None and s.state == "open":
+                writes.append(PutSuggestion(self._ledger.reassign(s, point)))
+                key, body = self._trials.link(replace(t, system_attrs=refreshed_attrs(t, point, now, seen)), s.id)
+                writes.append(PutRecord(self.id, key, body))
+        for _ in range(add):
+            point = self._served_point(strategy, workers)
+            if point is None:
+                break
+            change = NewTrial(served_trial(point, now, seen))
+            trial_id, records = self._trials.apply(change, now)
+            trial = self._trials.touched(change, trial_id)
+            assert trial is not None
+            s = self._open_suggestion(point, _TRIAL_TAG)
+            key, body = self._trials.link(trial, s.id)
+            writes += [PutRecord(self.id, k, b) for k, b in records] + [PutSuggestion(s), PutRecord(self.id, key, body)]
+        return writes
+
+    def _served_point(self, strategy: str, workers: int) -> dict[str, Value] | None:
+        """A point of `strategy` now, or None (none is ready: a pooled strategy's are
+        computed ahead, for the `workers` observed, and a served trial never waits for a fit)."""
+        try:
+            self._check_can_suggest()
+            ledger = self._ledger
+            name = resolve_for(strategy, self._space, len(ledger.observations) + len(ledger.open), self._exp.strategy_options)
+            spec = get_strategy(name)
+            if not spec.pooled:
+                return self._inline_point(spec)
+            self._ahead.strategy = spec.name
+            point = self._ahead.take(workers, ledger.is_used)
+            self._ensure_job(workers)
+            return point
+        except ApiError:
+            return None
 
     def _follow(self, trial: Trial, change: Any, now: float) -> list[Write]:
         """What the other doors see of a trial: an open suggestion (tag `trial`) while it

@@ -12,12 +12,12 @@ its parameter's type — one bad field kills the worker inside CreateTrial.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ...errors import ApiError, invalid
 from ...limits import MAX_CATEGORICAL_VALUES, check_count
 from ...models import Condition, Parameter, Value
+from ...engine import Learned, assignments_for, default_value, merge_space
 from ...space import Space
 from ._generated import keras_tuner_pb2 as kt
 
@@ -120,14 +120,6 @@ def _check_name(where: str, name: str) -> None:
 
 
 # -- space: KerasTuner -> tauopt ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Learned:
-    """A worker's space in tauopt terms; `skipped` names what tauopt cannot represent and why."""
-
-    parameters: tuple[Parameter, ...]
-    skipped: tuple[str, ...] = ()
 
 
 def _conditions(where: str, conds: Iterable[kt.Condition]) -> tuple[Condition, ...]:
@@ -254,64 +246,6 @@ def _same(a: Value, b: Value) -> bool:
     return same_value(a, b)
 
 
-def merge_space(current: Space, learned: Iterable[Parameter]) -> tuple[Space, list[str]]:
-    """`current` plus the learned parameters it lacks (by name), parents before children;
-    additions that would make the space invalid are skipped with the reason."""
-    params = list(current.parameters)
-    names = {p.name for p in params}
-    pending = [p for p in learned if p.name not in names]
-    skipped: list[str] = []
-    progress = True
-    while pending and progress:
-        progress = False
-        for p in list(pending):
-            if any(c.parent not in names for c in p.conditions):
-                continue  # its parent may come later in the list
-            try:
-                Space(tuple(params) + (p,))
-            except ApiError as exc:
-                skipped.append(f"{p.name!r}: {exc.message}")
-            else:
-                params.append(p)
-                names.add(p.name)
-            pending.remove(p)
-            progress = True
-    skipped += [f"{p.name!r}: its condition names an unknown parent" for p in pending]
-    return Space(tuple(params)), skipped
-
-
-def assignments_for(space: Space, values: Mapping[str, Value]) -> dict[str, Value]:
-    """A valid point of `space` from a worker's values: active parameters take the worker's
-    value when it is in their domain, else their default; inactive and unknown ones are dropped."""
-    from ...space import _canonical  # the space's own domain check
-
-    out: dict[str, Value] = {}
-    for p in space.order:
-        if not space.is_active(p, out):
-            continue
-        v = values.get(p.name)
-        if v is not None:
-            try:
-                out[p.name] = _canonical(p, v, p.name)
-                continue
-            except ApiError:
-                pass
-        out[p.name] = _default(p)
-    return space.validate({p.name: out[p.name] for p in space.parameters if p.name in out})
-
-
-def _default(p: Parameter) -> Value:
-    if p.default is not None:
-        return p.default
-    if p.type == "fixed":
-        return p.value  # type: ignore[return-value]
-    if p.type == "boolean":
-        return False
-    if p.type == "categorical":
-        return (p.values or ())[0]
-    return p.bounds[0]  # type: ignore[index]  # KerasTuner's own default is min_value
-
-
 # -- space: tauopt -> KerasTuner ------------------------------------------------------
 
 
@@ -365,7 +299,7 @@ def space_to_proto(space: Space) -> kt.HyperParameters.Space:
             numeric = all(_kind(v) == "number" for v in vals)
             if numeric and any(isinstance(v, float) for v in vals):
                 vals = [float(v) for v in vals]  # one oneof for the whole Choice, as KerasTuner sends it
-            default = _default(p)
+            default = default_value(p)
             default = float(default) if numeric and isinstance(vals[0], float) else default
             out.choice_space.append(
                 kt.Choice(
