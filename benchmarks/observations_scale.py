@@ -14,10 +14,12 @@ flatter the next):
 - asks: p50/p99 of `pairs` ask + observe pairs on the full history, for the
   random and the Sobol strategy (each should stay flat as the history grows);
 - listing: one full `observations` read through the engine;
-- store: the SQLite file's bytes per observation (with its suggestion);
-- gp (`--gp`): one GP proposal (pure `propose_gp`, what a pool worker runs) on
-  the history, its seconds and the process's peak RSS growth, and the bytes and
-  seconds to pickle the request across to a pool worker.
+- store: the SQLite file's bytes per observation (with its suggestion); with
+  `--postgresql`, the two history tables' size in a throwaway PostgreSQL cluster;
+- gp (`--gp`): GP proposals (pure `propose_gp`, what a pool worker runs) on the
+  history: cold (fitting hyperparameters) and warm (the engine's next proposal,
+  the fit standing), wall and CPU seconds, the peak RSS growth while they run
+  (sampled), and the bytes and seconds to pickle the request to a pool worker.
 
     python benchmarks/observations_scale.py --sizes 1000 10000 100000 --gp --out obs.json --png obs.png
     python benchmarks/observations_scale.py --quick        # small sizes, seconds (the smoke test runs this)
@@ -35,11 +37,11 @@ import os
 import pickle
 import platform
 import random
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -125,9 +127,10 @@ async def measure(db: str, ids: dict[str, str], n: int, pairs: int, trace: bool)
         before = _rss()
         if trace:
             tracemalloc.start(1)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         await engine.summary(ids["random"])  # rebuilds the actor from the store
         out["load_s"] = round(time.perf_counter() - t0, 3)
+        out["load_cpu_s"] = round(time.process_time() - c0, 3)  # every thread's: less exposed to other load
         _trim()
         if trace:
             held, _ = tracemalloc.get_traced_memory()
@@ -198,31 +201,56 @@ def gp_cost(db: str, eid: str) -> dict[str, Any]:
     pickle.loads(blob)
     pickle_s = time.perf_counter() - t0
     del snap
-    _trim()
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     import torch
 
     torch.set_num_threads(1)  # as a pool worker runs it (tauopt/compute/_workers.py)
+    propose_gp(request, np.random.default_rng(99))  # imports and first-call costs paid
+    _trim()
+    base, peak = _rss(), [0]
+    stop = threading.Event()
 
-    times, cpu = [], []
-    for k in range(3):  # the first pays imports and compilation; report the warm ones too
+    def sample() -> None:
+        while not stop.wait(0.01):
+            peak[0] = max(peak[0], _rss())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out: dict[str, Any] = {}
+    warm = None
+    for phase in ("cold", "warm"):  # cold: fits its hyperparameters; warm: an engine's next proposal (the fit stands)
         t0, c0 = time.perf_counter(), time.process_time()
-        result = propose_gp(request, np.random.default_rng(k), deadline_s=30.0)  # the engine's fit deadline
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {
-        "gp_first_s": round(times[0], 3),
-        "gp_propose_s": round(min(times[1:]), 3),
-        "gp_propose_cpu_s": round(min(cpu[1:]), 3),  # less exposed to other load than wall time
-        "gp_fallback": result.info.fallback_reason,
-        "gp_peak_rss_growth_mb": round((peak - base) / 2**20, 1),
-        "request_pickle_bytes": len(blob),
-        "request_pickle_s": round(pickle_s, 4),
-    }
+        # no fit deadline (the engine's is 30 s): on a loaded machine it would cut the fit whose cost this measures
+        result = propose_gp(request, np.random.default_rng(1), warm=warm)
+        out[f"gp_{phase}_s"] = round(time.perf_counter() - t0, 3)
+        out[f"gp_{phase}_cpu_s"] = round(time.process_time() - c0, 3)  # less exposed to other load than wall time
+        out[f"gp_{phase}_fallback"] = result.info.fallback_reason
+        warm = result.state
+    stop.set()
+    sampler.join()
+    out["gp_peak_rss_growth_mb"] = round(max(0, peak[0] - base) / 2**20, 1)
+    out["request_pickle_bytes"] = len(blob)
+    out["request_pickle_s"] = round(pickle_s, 4)
+    return out
 
 
-def child(n: int, pairs: int, trace: bool, gp: bool) -> dict[str, Any]:
+def postgresql_bytes(n: int) -> dict[str, Any]:
+    """The same histories seeded into a throwaway PostgreSQL cluster (the tests' own,
+    tests/postgres_support.py): the two history tables' total size, indexes included."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from postgres_support import start_cluster
+
+    cluster = start_cluster()
+    try:
+        database = cluster.new_database()
+        anyio.run(seed, cluster.url(database), n)
+        cluster.psql("VACUUM ANALYZE", database)
+        used = int(cluster.psql("SELECT pg_total_relation_size('suggestions') + pg_total_relation_size('observations')", database))
+    finally:
+        cluster.destroy()
+    return {"postgresql_bytes": used, "postgresql_bytes_per_observation": round(used / (n * len(STRATEGIES)), 1)}
+
+
+def child(n: int, pairs: int, trace: bool, gp: bool, postgresql: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
         db = str(Path(d) / "history.db")
         t0 = time.perf_counter()
@@ -232,11 +260,14 @@ def child(n: int, pairs: int, trace: bool, gp: bool) -> dict[str, Any]:
         row.update(anyio.run(measure, db, ids, n, pairs, trace))
         if gp:
             row.update(gp_cost(db, ids["random"]))
-        return row
+    if postgresql:
+        row.update(postgresql_bytes(n))
+    return row
 
 
-def run_size(n: int, pairs: int, trace: bool, gp: bool) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--child", str(n), "--pairs", str(pairs)] + (["--trace"] if trace else []) + (["--gp"] if gp else [])
+def run_size(n: int, pairs: int, trace: bool, gp: bool, postgresql: bool) -> dict[str, Any]:
+    flags = [f for f, on in (("--trace", trace), ("--gp", gp), ("--postgresql", postgresql)) if on]
+    cmd = [sys.executable, __file__, "--child", str(n), "--pairs", str(pairs), *flags]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"size {n} failed:\n{done.stderr[-3000:]}")
@@ -255,6 +286,8 @@ def plot(doc: dict[str, Any], path: str) -> None:
     ax = axes[0]
     ax.plot(ns, [r["rss_bytes_per_observation"] for r in rows], "o-", label="engine RSS")
     ax.plot(ns, [r["sqlite_bytes_per_observation"] for r in rows], "s-", label="SQLite file")
+    if all("postgresql_bytes_per_observation" in r for r in rows):
+        ax.plot(ns, [r["postgresql_bytes_per_observation"] for r in rows], "d-", label="PostgreSQL tables")
     ax.axhline(512, color="grey", ls="--", lw=1, label="goal: 0.5 KB (RSS)")
     ax.set(xscale="log", title="bytes per observation", xlabel="observations in the history")
     ax.legend(fontsize=8)
@@ -265,10 +298,11 @@ def plot(doc: dict[str, Any], path: str) -> None:
     ax.set(xscale="log", yscale="log", title="ask latency (ms), in process", xlabel="observations in the history")
     ax.legend(fontsize=8)
     ax = axes[2]
-    ax.plot(ns, [r["load_s"] for r in rows], "o-", label="actor rebuild (s)")
+    ax.plot(ns, [r["load_cpu_s"] for r in rows], "o-", label="actor rebuild (CPU s)")
     ax.plot(ns, [r["list_observations_s"] for r in rows], "s-", label="full listing (s)")
-    if all("gp_propose_s" in r for r in rows):
-        ax.plot(ns, [r["gp_propose_s"] for r in rows], "^-", label="GP proposal (s)")
+    if all("gp_cold_cpu_s" in r for r in rows):
+        ax.plot(ns, [r["gp_cold_cpu_s"] for r in rows], "^-", label="GP proposal, fitting (CPU s)")
+        ax.plot(ns, [r["gp_warm_cpu_s"] for r in rows], "v-", label="GP proposal, fit standing (CPU s)")
         ax.axhline(2.0, color="grey", ls="--", lw=1, label="goal: GP 2 s")
     ax.set(xscale="log", yscale="log", title="seconds", xlabel="observations in the history")
     ax.legend(fontsize=8)
@@ -283,13 +317,14 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=300, help="ask+observe pairs timed per strategy and size")
     parser.add_argument("--quick", action="store_true", help="sizes 100 and 400, 20 pairs: a smoke run")
     parser.add_argument("--trace", action="store_true", help="tracemalloc profile of what the actor holds")
-    parser.add_argument("--gp", action="store_true", help="time one GP proposal per size")
+    parser.add_argument("--gp", action="store_true", help="time GP proposals per size")
+    parser.add_argument("--postgresql", action="store_true", help="store bytes in a throwaway PostgreSQL cluster too")
     parser.add_argument("--out", help="write the JSON here too")
     parser.add_argument("--png", help="draw the curves here")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        print(json.dumps(child(args.child, args.pairs, args.trace, args.gp)))
+        print(json.dumps(child(args.child, args.pairs, args.trace, args.gp, args.postgresql)))
         return
     sizes, pairs = ([100, 400], 20) if args.quick else (args.sizes, args.pairs)
     doc = {
@@ -298,7 +333,7 @@ def main() -> None:
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "sizes": sizes,
-        "rows": [run_size(n, pairs, args.trace, args.gp) for n in sizes],
+        "rows": [run_size(n, pairs, args.trace, args.gp, args.postgresql) for n in sizes],
     }
     text = json.dumps(doc, indent=1)
     if args.out:

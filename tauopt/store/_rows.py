@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
@@ -207,10 +207,10 @@ def experiment_of(body: str, owner: str | None, open_suggestions: int, observati
 def snapshot_of(
     experiment_id: str,
     head: Sequence[Any],
-    srows: Sequence[Any],
-    orows: Sequence[Any],
-    rrows: Sequence[Any],
-    records: Sequence[Any] = (),
+    srows: Iterable[Any],
+    orows: Iterable[Any],
+    rrows: Iterable[Any],
+    records: Iterable[Any] = (),
 ) -> Snapshot:
     """A Snapshot from rows SELECTed in HEAD_/SUGGESTION_/OBSERVATION_/REPORT_COLUMNS order
     and the experiment's (key, body) records."""
@@ -221,7 +221,7 @@ def snapshot_of(
     # observation of a suggestion shares its suggestion's id and (when the stored text
     # is the same) its assignments dict, as they are shared when observed live. Points
     # are never mutated once made, so sharing one is safe.
-    shared: dict[str, str] = {}
+    shared: dict[Any, Any] = {}
     one = shared.setdefault
     points: dict[str, tuple[str, str, dict[str, Any]]] = {}  # suggestion id -> (that id, its assignments' text, decoded)
 
