@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ._numbers import PASS_FLOAT, plain_number, shown
@@ -44,17 +45,22 @@ def is_large_space(raw: Any) -> bool:
     return cost > _LARGE_SPACE
 
 
-def _token(v: Value) -> tuple[str, Any]:
+_BOOL = "b"
+
+
+def _token(v: Value) -> Any:
     """Hashable and equal exactly when same_value is: 1 and 1.0 are one token, True is not.
-    Ints stay ints, so 2**62 and 2**62 + 1 stay apart (a float would merge them)."""
+    Ints stay ints, so 2**62 and 2**62 + 1 stay apart (a float would merge them). A number
+    or a string is its own token (the same object, so a key adds no copy of it; a string
+    never equals a number); only a bool is wrapped, as True == 1."""
     t = type(v)
-    if t is float or t is int:  # the usual values, by exact type (bool is not int here)
-        return ("n", v)
+    if t is float or t is int or t is str:  # the usual values, by exact type (bool is not int here)
+        return v
     if isinstance(v, bool):
-        return ("b", v)
+        return (_BOOL, v)
     if isinstance(v, str):
-        return ("s", v)
-    return ("n", v if isinstance(v, int) else float(v))
+        return str(v)
+    return v if isinstance(v, int) else float(v)
 
 
 def _last_step(p: Parameter) -> int:
@@ -282,7 +288,9 @@ class Space:
         return {p.name: out[p.name] for p in self.parameters if p.name in out}
 
     def key(self, assignments: Mapping[str, Value]) -> Key:
-        return tuple(sorted(zip(assignments, map(_token, assignments.values()))))
+        """(name, token, name, token, ...) by name: flat, so an experiment's dedup set holds
+        one tuple per point that shares the point's own names and values."""
+        return tuple(chain.from_iterable(sorted(zip(assignments, map(_token, assignments.values())))))
 
     # -- finite spaces ---------------------------------------------------
 

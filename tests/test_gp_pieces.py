@@ -496,3 +496,36 @@ def test_from_a_large_history_the_warp_choice_and_the_fit_stand_until_the_histor
     assert (how, n_fits) == ((True, False, False), 2)
     always, n_fits, how = ask(n + 8, first.state, GPConfig(large_history=10**9))  # switched off
     assert (how, n_fits) == ((True, False, False), 2)
+
+
+# -- a long history ------------------------------------------------------------------
+
+
+def test_a_history_past_the_cap_is_cut_to_the_cap_keeping_each_objectives_best_in_arrival_order() -> None:
+    from tauopt.strategies import gp
+
+    space = Space.parse([{"name": "x", "type": "double", "bounds": [0, 1]}])
+    n = gp.HISTORY_CAP + 500
+    rng = np.random.default_rng(0)
+    hist = tuple(
+        Observation(str(i), "e", None, {"x": float(u)}, None if i % 9 == 0 else float(u), i % 9 == 0, metrics={"b": float(1 - u)})
+        for i, u in enumerate(rng.random(n))
+    )
+    metrics = (Metric("a"), Metric.parse({"name": "b", "objective": "maximize"}))
+    request = SuggestRequest(space, metrics[0], hist, (), 1, metrics=metrics)
+    cut = gp._bounded(request, np.random.default_rng(1))
+    assert len(cut.history) == gp.HISTORY_CAP
+    ids = [int(o.id) for o in cut.history]
+    assert ids == sorted(ids)  # arrival order kept
+    ok = [o for o in hist if not o.failed]
+    assert min(ok, key=lambda o: o.value) in cut.history and max(ok, key=lambda o: o.metrics["b"]) in cut.history
+    assert gp._bounded(replace(request, history=hist[: gp.HISTORY_CAP]), np.random.default_rng(1)).history == hist[: gp.HISTORY_CAP]
+
+
+def test_a_proposal_past_the_cap_counts_the_whole_history_for_its_warm_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tauopt.strategies import gp
+
+    monkeypatch.setattr(gp, "HISTORY_CAP", 40)
+    r = propose_gp(_sphere_request(2, 60), np.random.default_rng(0))
+    assert r.info.fallback_reason is None
+    assert r.state is not None and r.state.fitted_at == 60 and r.state.warp is not None and r.state.warp[1] == 60

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
@@ -207,22 +207,40 @@ def experiment_of(body: str, owner: str | None, open_suggestions: int, observati
 def snapshot_of(
     experiment_id: str,
     head: Sequence[Any],
-    srows: Sequence[Any],
-    orows: Sequence[Any],
-    rrows: Sequence[Any],
-    records: Sequence[Any] = (),
+    srows: Iterable[Any],
+    orows: Iterable[Any],
+    rrows: Iterable[Any],
+    records: Iterable[Any] = (),
 ) -> Snapshot:
     """A Snapshot from rows SELECTed in HEAD_/SUGGESTION_/OBSERVATION_/REPORT_COLUMNS order
     and the experiment's (key, body) records."""
     owner, drawn, body, n_open, n_obs = head
     experiment = experiment_of(body, owner, n_open, n_obs)
-    suggestions = tuple(
-        Suggestion(sid, experiment_id, json.loads(a), state, tag, created_at, int(n), bool(released))
-        for sid, state, tag, created_at, a, n, released in srows
-    )
-    observations = tuple(
-        Observation(oid, experiment_id, sug, json.loads(a), value, bool(failed), created_at, json.loads(m), stopped)
-        for oid, sug, value, failed, created_at, a, m, stopped in orows
-    )
+    # An actor holds its whole history, so a long one is read into as few objects as
+    # it can be: one string object per distinct name, state, tag or text value, and an
+    # observation of a suggestion shares its suggestion's id and (when the stored text
+    # is the same) its assignments dict, as they are shared when observed live. Points
+    # are never mutated once made, so sharing one is safe.
+    shared: dict[Any, Any] = {}
+    one = shared.setdefault
+    points: dict[str, tuple[str, str, dict[str, Any]]] = {}  # suggestion id -> (that id, its assignments' text, decoded)
+
+    def point(text: str) -> dict[str, Any]:
+        return {one(k, k): one(v, v) if type(v) is str else v for k, v in json.loads(text).items()}
+
+    suggestions = []
+    for sid, state, tag, created_at, a, n, released in srows:
+        assignments = point(a)
+        points[sid] = (sid, a, assignments)
+        tag = tag if tag is None else one(tag, tag)
+        suggestions.append(Suggestion(sid, experiment_id, assignments, one(state, state), tag, created_at, int(n), bool(released)))
+    observations = []
+    for oid, sug, value, failed, created_at, a, m, stopped in orows:
+        held = None if sug is None else points.get(sug)
+        if held is None:
+            assignments = point(a)
+        else:
+            sug, assignments = held[0], held[2] if held[1] == a else point(a)
+        observations.append(Observation(oid, experiment_id, sug, assignments, value, bool(failed), created_at, json.loads(m), stopped))
     reports = tuple(Report(sid, int(step), float(v), t) for sid, step, v, t in rrows)
-    return Snapshot(experiment, suggestions, observations, int(drawn), reports, tuple((k, b) for k, b in records))
+    return Snapshot(experiment, tuple(suggestions), tuple(observations), int(drawn), reports, tuple((k, b) for k, b in records))

@@ -625,14 +625,10 @@ def _set_up_reader(conn: sqlite3.Connection) -> None:
 
 
 def _load_snapshot(conn: sqlite3.Connection, experiment_id: str) -> Snapshot | None:
-    found = _read_snapshot(conn, experiment_id)
-    return None if found is None else snapshot_of(experiment_id, *found)
-
-
-def _read_snapshot(
-    conn: sqlite3.Connection, experiment_id: str
-) -> tuple[Any, list[Any], list[Any], list[Any], list[Any]] | None:
-    """On the reader thread: an experiment's rows, all from one read transaction."""
+    """On the reader thread: an experiment's rows, all from one read transaction, decoded
+    as they are read (cursors, not fetchall): a long history's rows never all sit in
+    memory at once beside the objects made from them, which would leave the heap
+    fragmented at several times the history's size."""
     conn.execute("BEGIN")
     try:
         head = conn.execute(
@@ -640,20 +636,15 @@ def _read_snapshot(
         ).fetchone()
         if head is None:
             return None
-        srows = conn.execute(
-            f"SELECT {SUGGESTION_COLUMNS} FROM suggestions WHERE experiment_id = ? ORDER BY seq",
-            (experiment_id,),
-        ).fetchall()
-        orows = conn.execute(
-            f"SELECT {OBSERVATION_COLUMNS} FROM observations WHERE experiment_id = ? ORDER BY seq",
-            (experiment_id,),
-        ).fetchall()
-        rrows = conn.execute(
-            f"SELECT {REPORT_COLUMNS} FROM reports WHERE experiment_id = ? ORDER BY seq",
-            (experiment_id,),
-        ).fetchall()
-        records = conn.execute("SELECT key, body FROM records WHERE experiment_id = ? ORDER BY key", (experiment_id,)).fetchall()
-        return head, srows, orows, rrows, records
+        by_seq = "WHERE experiment_id = ? ORDER BY seq"
+        return snapshot_of(
+            experiment_id,
+            head,
+            conn.execute(f"SELECT {SUGGESTION_COLUMNS} FROM suggestions {by_seq}", (experiment_id,)),
+            conn.execute(f"SELECT {OBSERVATION_COLUMNS} FROM observations {by_seq}", (experiment_id,)),
+            conn.execute(f"SELECT {REPORT_COLUMNS} FROM reports {by_seq}", (experiment_id,)),
+            conn.execute("SELECT key, body FROM records WHERE experiment_id = ? ORDER BY key", (experiment_id,)),
+        )
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")

@@ -48,6 +48,8 @@ Choices (see the README `gp` section):
   conditions on at most SUBSET_POSTERIOR points. Beyond those sizes a subset is
   used: the best fifth (by value) plus a uniform random draw of the rest, so
   the incumbent region is always represented and cost stops growing cubically.
+  A history longer than HISTORY_CAP is first cut the same way (`_bounded`), so
+  the linear work (encoding, targets, the dedup set) stops growing too.
 - Any failure (Cholesky, NaN, a fit past its deadline, anything else) falls
   back to the experiment's Sobol sequence and says why in GPInfo.fallback_reason.
 """
@@ -70,12 +72,13 @@ from ._gp_model import CandidateBatch, GPState, Hyper, Posterior, fit, log_ei
 from ._gp_warping import HalfRankWarp, Standardize
 from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
-from ._scalarize import Targets, chebyshev, draw_weights, normalized, targets
+from ._scalarize import Targets, _value, chebyshev, draw_weights, normalized, targets
 
 __all__ = ["available", "propose", "propose_gp", "run", "sobol_fallback", "GPResult", "GPInfo", "GPState", "GPConfig", "HVTargets"]
 
 SUBSET_FIT = 300
 SUBSET_POSTERIOR = 1000
+HISTORY_CAP = 5000
 PENDING_NOISE = 1e-6  # in standardized units: a pending point is "known" to the model
 _TOP_K = 5
 _ROUNDS = (0.1, 0.03, 0.01, 0.003, 0.001)
@@ -199,6 +202,27 @@ def _subset(y: np.ndarray, cap: int, rng: np.random.Generator) -> np.ndarray:
     return np.sort(np.concatenate([best, rest]))
 
 
+def _bounded(request: SuggestRequest, rng: np.random.Generator) -> SuggestRequest:
+    """The request with at most HISTORY_CAP observations, so a proposal's cost stops
+    growing with the history: beyond it, the best fifth (by rank in any objective, so
+    each objective's best and the front's ends stay) plus a uniform random draw of the
+    rest, in arrival order. The model conditions on at most SUBSET_POSTERIOR of them
+    anyway, drawn the same way; what the cap drops is the rest of the dedup set (the
+    engine still refuses a used point) and, with a trust region, the replay of its
+    successes over the whole history."""
+    history = request.history
+    if len(history) <= HISTORY_CAP:
+        return request
+    objectives = [m for m in request.all_metrics if m.objective is not None]
+    rank = np.full(len(history), len(history))
+    for m in objectives:
+        v = np.fromiter((m.sign * _value(m, objectives[0].name, o) for o in history), float, len(history))
+        v[~np.isfinite(v)] = np.inf  # failed or missing: the worst
+        rank = np.minimum(rank, np.argsort(np.argsort(v, kind="stable"), kind="stable"))
+    keep = _subset(rank.astype(float), HISTORY_CAP, rng)
+    return replace(request, history=tuple(history[i] for i in keep))
+
+
 def _n_candidates(n_train: int) -> int:
     # The variance solve costs n_train^2 per candidate: keep it near 4e8 flops.
     raw = 4e5 / max(n_train, 1)
@@ -287,6 +311,8 @@ def _propose(
     enc = Encoder(space)
     if enc.n_features == 0:
         raise _NoModel("no tunable parameter: nothing to model")
+    n_seen = len(request.history)  # what the warm state's "has the history grown?" counts
+    request = _bounded(request, rng)
     finite = [o for o in request.history if not o.failed and o.value is not None and math.isfinite(o.value)]
     if not finite:
         raise _NoModel("no successful observation yet")
@@ -306,12 +332,12 @@ def _propose(
     half_rank = False
     choosing = mode == "single" and config.choose_warp
     choosing = choosing and len(fit_idx) >= WARP_MIN_TRAIN  # fewer: no choice, so no second fit
-    standing = _standing_warp(warm, enc.n_features, len(raw), config) if choosing else None
+    standing = _standing_warp(warm, enc.n_features, n_seen, config) if choosing else None
     if standing is not None and standing[0]:  # the half-rank model stands: fit it alone
         ys = HalfRankWarp.fit(raw).forward(raw)[keep][:, None]
     # the last fit stands too (one modelled output, the same model as that fit's)
     hyper_reused = mode == "single" and (standing is not None or not choosing)
-    hyper_reused = hyper_reused and _standing_fit(warm, enc.n_features, len(raw), config)
+    hyper_reused = hyper_reused and _standing_fit(warm, enc.n_features, n_seen, config)
     hypers, iters = [], 0
     if hyper_reused and warm is not None:
         hypers.append(warm.hyper)
@@ -330,11 +356,11 @@ def _propose(
         half_rank = _choose_warp(x[fit_idx], raw[keep][fit_idx], (ys[fit_idx, 0], hypers[0]), (ys_hr[fit_idx, 0], h_hr))
         if half_rank:
             ys, hypers = ys_hr, [h_hr]
-        warp_state = (half_rank, len(raw))
+        warp_state = (half_rank, n_seen)
     if not half_rank and config.min_separation:  # the plain model's believers spread its batches alone
         config = replace(config, min_separation=0.0)
     hyper = hypers[0]
-    fitted_at = warm.fitted_at if hyper_reused and warm is not None else len(raw)
+    fitted_at = warm.fitted_at if hyper_reused and warm is not None else n_seen
     state = GPState(enc.n_features, hyper, len(fit_idx), tuple(hypers[1:]), warp_state, fitted_at)
     feas = _Feasibility.fit(t, x_all, deadline) if t.violations.shape[1] else None
     t_acq = time.monotonic()
