@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import httpx
 import pytest
@@ -28,14 +28,17 @@ def tauopt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 
 
 class Daemon:
-    def __init__(self, db: Path | str, *extra: str, cwd: Path | None = None, port: int | None = None) -> None:
+    def __init__(
+        self, db: Path | str, *extra: str, cwd: Path | None = None, port: int | None = None,
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:  # fmt: skip
         self.db = db
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", str(self.port), "--pool", "thread",
              "--log-level", "warning", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, preexec_fn=preexec_fn,
         )
         deadline = time.monotonic() + 30
         while True:
