@@ -31,6 +31,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -41,7 +42,9 @@ sys.path.insert(0, str(HERE))
 
 from _bench_common import _cpu_seconds, free_port, quantile, wait_port  # noqa: E402
 from _bench_procs import run_client_processes  # noqa: E402
+from _scale_plot import emit, measure_sizes  # noqa: E402
 
+REQUEST_TIMEOUT_S = 30.0  # an answer not read by then counts as a TimeoutError
 PARAMETERS = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}, {"name": "y", "type": "double", "bounds": [0.0, 1.0]}]
 
 
@@ -79,6 +82,11 @@ class Conn:
             f"POST {path} HTTP/1.1\r\nHost: x\r\n{self.auth}Content-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n".encode() + body
         )
+        async with asyncio.timeout(REQUEST_TIMEOUT_S):
+            return await self._answer()
+
+    async def _answer(self) -> tuple[int, bytes]:
+        assert self.reader is not None
         head = await self.reader.readuntil(b"\r\n\r\n")
         lines = head.split(b"\r\n")
         status = int(lines[0].split()[1])
@@ -98,7 +106,7 @@ class Conn:
 
 def _error_of(status: int, data: bytes) -> str:
     try:
-        return f"{status} {json.loads(data)['error_type']}"
+        return f"{status} {json.loads(data)['error']['type']}"
     except Exception:
         return str(status)
 
@@ -134,7 +142,7 @@ async def _worker(spec: dict[str, Any], w: int, rec: dict[str, Any], start_at: f
             elif now >= measured_from:
                 rec["observe"].append(t3 - t2)
                 rec["pairs"] += now < stop_at
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, TimeoutError) as exc:
             rec["errors"][type(exc).__name__] += time.time() >= measured_from
             conn.close()
             await asyncio.sleep(rng.uniform(0.1, 1.0))
@@ -155,6 +163,7 @@ async def load_main(spec: dict[str, Any], ready: Callable[[], Awaitable[float]])
     cpu0 = time.process_time()
     await asyncio.gather(*(_worker(spec, w, rec, start_at, stop_at) for w in spec["workers"]))
     rec["cpu_s"] = time.process_time() - cpu0
+    rec["start_at"] = start_at
     rec["errors"] = dict(rec["errors"])
     rec["stats"] = dict(rec["stats"])
     return rec
@@ -220,6 +229,7 @@ def _pct(xs: list[float]) -> dict[str, float | None]:
 
 
 def run_size(workers: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
     daemon = Daemon(workdir, workers)
     try:
         per_exp = -(-workers // args.experiments)
@@ -231,25 +241,20 @@ def run_size(workers: int, args: argparse.Namespace, workdir: Path) -> dict[str,
             for p in range(processes)
         ]  # fmt: skip
         samples: list[dict[str, float]] = []
-        cpu: list[float] = []
-        done = False
+        done = threading.Event()
 
-        def sample() -> None:  # the daemon's RSS and fds, every second, on a thread
-            t_measure = time.time() + args.eval_s + 1.0  # after the ramp (load processes take ~1 s to start)
-            while not done:
-                samples.append(_proc_status(daemon.proc.pid))
-                if not cpu and time.time() >= t_measure:
-                    cpu.extend([time.time(), _cpu_seconds(daemon.proc.pid)])
-                time.sleep(1.0)
-            cpu.extend([time.time(), _cpu_seconds(daemon.proc.pid)])
-
-        import threading
+        def sample() -> None:  # the daemon's CPU, RSS and fds, every second
+            while not done.is_set():
+                samples.append(dict(_proc_status(daemon.proc.pid), t=time.time(), cpu=_cpu_seconds(daemon.proc.pid)))
+                done.wait(1.0)
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        results = run_client_processes(load_main, specs, timeout_s=args.eval_s * 3 + args.duration + 120)
-        done = True
-        sampler.join()
+        try:
+            results = run_client_processes(load_main, specs, timeout_s=args.eval_s * 3 + args.duration + 4 * REQUEST_TIMEOUT_S + 300)
+        finally:
+            done.set()
+            sampler.join()
     finally:
         err = daemon.stop()
     ask = [x for r in results for x in r["ask"]]
@@ -260,7 +265,10 @@ def run_size(workers: int, args: argparse.Namespace, workdir: Path) -> dict[str,
         errors.update({k: v for k, v in r["errors"].items() if v})
         stats.update(r["stats"])
     pairs = sum(r["pairs"] for r in results)
-    window = (cpu[2] - cpu[0]) if len(cpu) == 4 else float("nan")
+    t0 = results[0]["start_at"] + args.eval_s  # the measured window: after the ramp, for --duration
+    inside = [s for s in samples if t0 <= s["t"] <= t0 + args.duration] or samples[-2:]
+    cpu_s = inside[-1]["cpu"] - inside[0]["cpu"]
+    window = max(inside[-1]["t"] - inside[0]["t"], 1e-9)
     return {
         "workers": workers,
         "experiments": args.experiments,
@@ -278,14 +286,34 @@ def run_size(workers: int, args: argparse.Namespace, workdir: Path) -> dict[str,
         "connects": stats["connects"],
         "reconnects": stats["reconnects"],
         "daemon": {
-            "cpu_share": round((cpu[3] - cpu[1]) / window, 3) if len(cpu) == 4 else None,
+            "cpu_share": round(cpu_s / window, 3),
+            "cpu_ms_per_pair": round(1000 * (cpu_s / window) / max(pairs / args.duration, 1e-9), 2),
             "rss_mb": round(max((s.get("VmRSS", 0) for s in samples), default=0), 1),
             "peak_rss_mb": round(max((s.get("VmHWM", 0) for s in samples), default=0), 1),
             "open_fds": max((int(s.get("fds", 0)) for s in samples), default=0),
         },
         "load_cpu_s": round(sum(r["cpu_s"] for r in results), 1),
+        "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],  # the machine's, before and after
         "daemon_stderr_tail": err.strip().splitlines()[-3:] if errors else [],
     }
+
+
+def plot(out: dict[str, Any], png: str) -> None:
+    from _scale_plot import plot_curves
+
+    rows = out["sizes"]
+    xs = [r["workers"] for r in rows]
+
+    def line(get: Any) -> list[tuple[float, float]]:
+        return [(x, get(r)) for x, r in zip(xs, rows)]
+
+    plot_curves(png, f"One daemon, workers with ~{rows[0]['eval_s']:g} s evaluations ({out['date']}, {out['machine']['cpus']} cores, shared)", "workers", [
+        ("latency (ms)", {"ask p50": line(lambda r: r["ask_ms"]["p50"]), "ask p99": line(lambda r: r["ask_ms"]["p99"]),
+                          "observe p99": line(lambda r: r["observe_ms"]["p99"])}, 100.0),
+        ("pairs/s", {"served": line(lambda r: r["pairs_per_s"]), "offered": line(lambda r: r["offered_pairs_per_s"])}, None),
+        ("daemon", {"RSS (MB)": line(lambda r: r["daemon"]["rss_mb"]), "open fds": line(lambda r: r["daemon"]["open_fds"]),
+                    "CPU ms per pair": line(lambda r: r["daemon"]["cpu_ms_per_pair"])}, 1024.0),
+    ])  # fmt: skip
 
 
 def main() -> None:
@@ -301,31 +329,23 @@ def main() -> None:
     )
     p.add_argument("--workdir", default=None)
     p.add_argument("--out", default=None, help="also write the JSON here")
+    p.add_argument("--png", default=None, help="draw the curves here (matplotlib)")
+    p.add_argument("--replot", default=None, metavar="JSON", help="only draw --png from this earlier output")
     p.add_argument(
         "--smoke", action="store_true", help="300 workers from one address, 10 experiments, 1 s evaluations, 3 s"
     )
     args = p.parse_args()
+    if args.replot:
+        plot(json.loads(Path(args.replot).read_text()), args.png)
+        return
     if args.smoke:
         args.sizes, args.experiments, args.eval_s, args.duration, args.processes, args.addresses = "300", 10, 1.0, 3.0, 2, 1
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the daemon raises its own; this is for its parent's children
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(args.workdir or tmp)
-        sizes = []
-        for n in (int(s) for s in args.sizes.split(",")):
-            sizes.append(run_size(n, args, workdir))
-            print(json.dumps(sizes[-1]), file=sys.stderr, flush=True)
-    out = {
-        "benchmark": "capacity",
-        "machine": {"cpus": os.cpu_count(), "platform": sys.platform},
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "command": " ".join(["benchmarks/capacity.py", *sys.argv[1:]]),
-        "sizes": sizes,
-    }
-    text = json.dumps(out, indent=1)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    print(text)
+        sizes = measure_sizes(args.sizes, lambda n: run_size(n, args, workdir))
+    emit("capacity", sizes, args.out, args.png, plot)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ SERVER_HEADER = False
 # after uvicorn's default 5 s costs every ask a new connection, and thousands of workers
 # reconnecting at once overflow the accept backlog (connection resets). 75 s is nginx's
 # default; workers evaluating longer reconnect once per evaluation, which is cheap.
-KEEP_ALIVE_S = 75.0
+KEEP_ALIVE_S = 75
 # One connection per worker, up to this many workers on one daemon; `serve` raises its
 # open-files limit to fit them (`raise_open_files_limit`).
 MAX_CONNECTIONS = 10_000
@@ -124,9 +124,9 @@ def register(subparsers: Any) -> None:
         help="open connections beyond this are closed at once (default %(default)d; each takes a file descriptor)",
     )
     serve.add_argument(
-        "--keep-alive-s", type=float, default=KEEP_ALIVE_S,
+        "--keep-alive-s", type=int, default=KEEP_ALIVE_S,
         help="an idle kept-alive connection is closed after this many seconds; keep it above your evaluation "
-        "time, so a worker's connection outlives its evaluation (default %(default)g)",
+        "time, so a worker's connection outlives its evaluation (default %(default)d)",
     )
     serve.add_argument("--max-header-bytes", type=int, default=64 * 1024, help="request line + headers, in bytes")
     serve.add_argument("--max-headers", type=int, default=100, help="header lines per request")
