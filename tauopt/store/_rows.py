@@ -201,12 +201,15 @@ def prepare(
 
 def experiments_query(
     mark: Callable[[int], str], state: str | None, owner: str | None, after: str | None, limit: int | None,
-    name: str | None,
+    name: str | None, not_indexed: str = "",
 ) -> tuple[str, list[Any]]:
     """The SELECT of a listing of experiments (the `Store.list_experiments` arguments) and
     its parameters, the n-th written by `mark(n)` (SQLite ?n, PostgreSQL $n::text). In
     store order (seq): the cursor `after` is an experiment's id, found by its unique
-    index, and a page reads on from its seq by the primary key, whatever the store holds."""
+    index, and a page reads on from its seq by the primary key, whatever the store holds.
+    `not_indexed` prefixes the owner and state columns: SQLite's "+" keeps its planner off
+    the (owner, state) index, which read every experiment of the owner and sorted them
+    for each page (100,000 experiments: a page 8x slower than at 1,000)."""
     params: list[Any] = []
 
     def p(value: Any) -> str:
@@ -215,9 +218,9 @@ def experiments_query(
 
     where = []
     if state is not None:
-        where.append(f"state = {p(state)}")
+        where.append(f"{not_indexed}state = {p(state)}")
     if owner is not None:
-        where.append(f"(owner = {p(owner)} OR owner IS NULL)")
+        where.append(f"({not_indexed}owner = {p(owner)} OR {not_indexed}owner IS NULL)")
     if after is not None:
         where.append(f"seq > (SELECT seq FROM experiments WHERE id = {p(after)})")
     if name is not None:

@@ -569,7 +569,7 @@ class SqliteStore(Store):
         self, state: str | None = None, owner: str | None = None, *, after: str | None = None,
         limit: int | None = None, name: str | None = None,
     ) -> list[Experiment]:  # fmt: skip
-        sql, params = experiments_query(lambda n: f"?{n}", state, owner, after, limit, name)
+        sql, params = experiments_query(lambda n: f"?{n}", state, owner, after, limit, name, not_indexed="+")
 
         def read(conn: sqlite3.Connection) -> list[Experiment]:
             # decoded on the reader's thread: a page of 1,000 takes ~100 ms to parse, which
