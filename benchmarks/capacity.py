@@ -45,6 +45,7 @@ from _bench_procs import run_client_processes  # noqa: E402
 from _scale_plot import emit, measure_sizes  # noqa: E402
 
 REQUEST_TIMEOUT_S = 30.0  # an answer not read by then counts as a TimeoutError
+IDLE_REOPEN_S = 60.0  # as tauopt's client: a connection idle this long is reopened, not reused (the daemon closes at 75 s)
 PARAMETERS = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}, {"name": "y", "type": "double", "bounds": [0.0, 1.0]}]
 
 
@@ -60,6 +61,7 @@ class Conn:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self.opened = False
+        self.idle_since = 0.0
 
     async def open(self) -> None:
         self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port, local_addr=(self.source, 0))
@@ -72,7 +74,8 @@ class Conn:
         self.reader = self.writer = None
 
     async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        if self.writer is None or self.reader is None or self.reader.at_eof():
+        stale = time.monotonic() - self.idle_since > IDLE_REOPEN_S
+        if self.writer is None or self.reader is None or self.reader.at_eof() or stale:
             if self.writer is not None:
                 self.stats["reconnects"] += 1
             self.close()
@@ -83,7 +86,9 @@ class Conn:
             f"Content-Length: {len(body)}\r\n\r\n".encode() + body
         )
         async with asyncio.timeout(REQUEST_TIMEOUT_S):
-            return await self._answer()
+            answer = await self._answer()
+        self.idle_since = time.monotonic()
+        return answer
 
     async def _answer(self) -> tuple[int, bytes]:
         assert self.reader is not None
