@@ -12,7 +12,9 @@ experiments have no history (idle ones that were created and never run). Then a 
 - list: GET /v1/experiments pages of 1,000 (the first, one from the middle by cursor,
   the last), and a name filter (a scan of the names), p50/p99 over --repeats;
 - cold ask: the first ask of --cold experiments never touched since the start (each
-  one's actor is rebuilt from the store), p50/p99, and the RSS after them;
+  one's actor is rebuilt from the store), p50/p99, the daemon's CPU per ask (on a
+  loaded machine the latencies wait for a core; the CPU is the ask's own cost), and
+  the RSS after them;
 - dashboard: the experiment list's first page as the dashboard reads it (a page of
   100, then each row's summary, 6 at a time as a browser does), wall time.
 
@@ -41,7 +43,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _bench_common import free_port, quantile  # noqa: E402
+from _bench_common import _cpu_seconds, free_port, quantile  # noqa: E402
 from _scale_plot import emit, measure_sizes  # noqa: E402
 
 PARAMETERS = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}, {"name": "y", "type": "double", "bounds": [0.0, 1.0]}]
@@ -132,7 +134,9 @@ def measure(n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         rss_idle = _rss_mb(proc.pid)
         headers = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=url, headers=headers, timeout=60) as http:
+            cpu0 = _cpu_seconds(proc.pid)
             first, r = _timed(http, "GET", f"/v1/experiments?limit={LIST_PAGE}", args.repeats)
+            page_cpu_ms = 1000 * (_cpu_seconds(proc.pid) - cpu0) / args.repeats
             listed = len(r.json())
             mid_id = f"{max(n // 2, 1):016x}"
             middle, _ = _timed(http, "GET", f"/v1/experiments?limit={LIST_PAGE}&after={mid_id}", args.repeats) if n > 2 else ([], None)
@@ -149,10 +153,12 @@ def measure(n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             rng = random.Random(n)
             cold_ids = [f"{i:016x}" for i in rng.sample(range(DASHBOARD_PAGE, n), min(args.cold, max(n - DASHBOARD_PAGE, 0)))]
             cold = []
+            cpu0 = _cpu_seconds(proc.pid)
             for eid in cold_ids:
                 t0 = time.perf_counter()
                 http.post(f"/v1/experiments/{eid}/suggestions", json={}).raise_for_status()
                 cold.append(time.perf_counter() - t0)
+            cold_cpu_ms = 1000 * (_cpu_seconds(proc.pid) - cpu0) / max(len(cold), 1)
             warm, _ = _timed(http, "GET", f"/v1/experiments/{cold_ids[0]}", args.repeats) if cold_ids else ([], None)
         rss_after = _rss_mb(proc.pid)
     finally:
@@ -167,9 +173,11 @@ def measure(n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "rss_idle_mb": round(rss_idle, 1),
         "list_page_ms": {"first": _ms(first), "middle": _ms(middle), "last": _ms(last), "name_filter": _ms(named)},
         "listed_first_page": listed,
+        "first_page_daemon_cpu_ms": round(page_cpu_ms, 1),  # the daemon's CPU per first page: the load does not inflate it as much
         "dashboard_first_page_s": round(dashboard_s, 3),
         "cold_asks": len(cold),
         "cold_ask_ms": _ms(cold),
+        "cold_ask_daemon_cpu_ms": round(cold_cpu_ms, 2),
         "warm_read_ms": _ms(warm),
         "rss_after_cold_asks_mb": round(rss_after, 1),
     }
@@ -185,13 +193,15 @@ def plot(out: dict[str, Any], png: str) -> None:
         return [(x, get(r)) for x, r in zip(xs, rows)]
 
     lists = {k: line(lambda r, k=k: r["list_page_ms"][k]["p50"]) for k in ("first", "middle", "last", "name_filter")}
+    lists["first, daemon CPU"] = line(lambda r: r.get("first_page_daemon_cpu_ms"))
     plot_curves(png, f"One daemon, idle experiments in its SQLite store ({out['date']}, {out['machine']['cpus']} cores, shared)", "experiments", [
         ("start (s)", {"daemon start": line(lambda r: r["start_s"]), "dashboard first page": line(lambda r: r["dashboard_first_page_s"])}, None),
         ("RSS", {"KB per idle experiment": line(lambda r: r.get("rss_kb_per_idle_experiment")),
                  "RSS idle (MB)": line(lambda r: r["rss_idle_mb"])}, None),
         ("GET /v1/experiments page of 1,000, p50 (ms)", lists, None),
         ("first ask of a cold experiment (ms)", {"p50": line(lambda r: r["cold_ask_ms"]["p50"]),
-                                                 "p99": line(lambda r: r["cold_ask_ms"]["p99"])}, 50.0),
+                                                 "p99": line(lambda r: r["cold_ask_ms"]["p99"]),
+                                                 "daemon CPU per ask": line(lambda r: r.get("cold_ask_daemon_cpu_ms"))}, 50.0),
     ])  # fmt: skip
 
 
