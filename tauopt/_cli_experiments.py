@@ -126,25 +126,29 @@ def _client(target: Target, *, writing: bool) -> Any:
         raise CliError(exc.message) from None
 
 
-def _remote_reports(target: Target, state: str | None, ids: Sequence[str] | None) -> list[ExperimentReport]:
-    """Over HTTP, the daemon's operations: its listing, and each experiment's `best` and
-    `summary` (light reads); `show` (ids given) also reads the history."""
+def _remote_reports(
+    target: Target, state: str | None, ids: Sequence[str] | None, page: Mapping[str, Any]
+) -> list[ExperimentReport]:
+    """Over HTTP, the daemon's operations: its listing (`page`: after, limit, name), and each
+    experiment's `best` and `summary` (light reads); `show` (ids given) also reads the history."""
     with _client(target, writing=False) as c:
         if ids is None:
-            return [ExperimentReport.of(e, c.best(e.id), c.summary(e.id)) for e in c.experiments(state=state)]
+            return [ExperimentReport.of(e, c.best(e.id), c.summary(e.id)) for e in c.experiments(state=state, **page)]
         exps = [c.experiment(i) for i in ids]
         return [
             ExperimentReport.of(e, c.best(e.id), c.summary(e.id), c.observations(e.id), c.suggestions(e.id)) for e in exps
         ]
 
 
-def _file_reports(target: Target, state: str | None, owner: str | None, ids: Sequence[str] | None) -> list[ExperimentReport]:
+def _file_reports(
+    target: Target, state: str | None, owner: str | None, ids: Sequence[str] | None, page: Mapping[str, Any]
+) -> list[ExperimentReport]:
     """On a file, the engine's admin API without owning the file (works beside a daemon)."""
 
     async def read(admin: Admin) -> list[ExperimentReport]:
         if ids is not None:
             return [await admin.report(i) for i in ids]
-        return await admin.reports(state, await _owner_id(admin, owner))
+        return await admin.reports(state, await _owner_id(admin, owner), **page)
 
     if not is_url_of_server(target.db) and not Path(target.db).exists():
         raise CliError(f"no database at {target.db}; pass --db PATH, or --url to reach a running `tauopt serve`")
@@ -164,11 +168,12 @@ async def _owner_id(admin: Admin, owner: str | None) -> str | None:
 def _reports(args: argparse.Namespace, ids: Sequence[str] | None = None) -> list[ExperimentReport]:
     target = target_from(args, os.environ)
     state = getattr(args, "state", None)
+    page = {k: getattr(args, k, None) for k in ("after", "limit", "name")}
     if target.url is not None:
         if getattr(args, "owner", None):
             raise CliError("--owner filters a database file (--db); over HTTP a token sees its own experiments", 2)
-        return _remote_reports(target, state, ids)
-    return _file_reports(target, state, getattr(args, "owner", None), ids)
+        return _remote_reports(target, state, ids, page)
+    return _file_reports(target, state, getattr(args, "owner", None), ids, page)
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -256,6 +261,16 @@ def _none_or(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 
     parse.__name__ = kind.__name__
     return parse
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"give a positive integer, not {text!r}")
+    return n
 
 
 def _update(args: argparse.Namespace) -> int:
@@ -396,6 +411,9 @@ def register(subparsers: Any) -> None:
         else:
             p.add_argument("--state", choices=["active", "completed", "archived"], default=None)
             p.add_argument("--owner", default=None, help="(--db only) this credential's experiments, by id or name")
+            p.add_argument("--name", default=None, help="only experiments with this text in their name (any case)")
+            p.add_argument("--limit", type=_positive, default=None, help="at most this many (default: all)")
+            p.add_argument("--after", default=None, metavar="ID", help="those after this experiment (the last one you have)")
         p.add_argument("--json", action="store_true")
         p.add_argument("--watch", action="store_true", help="redraw until Ctrl-C")
         p.add_argument("--interval", type=float, default=2.0, help="seconds between redraws (default %(default)s)")

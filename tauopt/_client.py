@@ -161,10 +161,15 @@ class AsyncClient:
         with self._bounded(deadline_s):
             return await self._require().experiment(experiment_id)
 
-    async def experiments(self, state: ExperimentState | None = None, *, deadline_s: float | None = None) -> list[Experiment]:
-        """Experiments, oldest first, optionally in one state."""
+    async def experiments(
+        self, state: ExperimentState | None = None, *, after: str | None = None, limit: int | None = None,
+        name: str | None = None, deadline_s: float | None = None,
+    ) -> list[Experiment]:  # fmt: skip
+        """Experiments in the order they were created or imported, optionally in one state or
+        with `name` in their name (case-insensitive); at most `limit` after the experiment
+        `after` (the id of the last one you have): read a long list page by page."""
         with self._bounded(deadline_s):
-            return await self._require().experiments(state)
+            return await self._require().experiments(state, after=after, limit=limit, name=name)
 
     async def update_experiment(
         self,
@@ -283,11 +288,13 @@ class AsyncClient:
             return await self._require().close_all_suggestions(experiment_id)
 
     async def observations(
-        self, experiment_id: str, after: int | None = None, *, deadline_s: float | None = None
-    ) -> list[Observation]:
-        """Every observation, in the order recorded; with `after` (the last id you have) only the newer ones."""
+        self, experiment_id: str, after: int | None = None, *, limit: int | None = None, failed: bool | None = None,
+        deadline_s: float | None = None,
+    ) -> list[Observation]:  # fmt: skip
+        """Every observation, in the order recorded; with `after` (the last id you have) only the
+        newer ones; at most `limit`; `failed` True or False: only the failed or the other ones."""
         with self._bounded(deadline_s):
-            return await self._require().observations(experiment_id, after)
+            return await self._require().observations(experiment_id, after, limit=limit, failed=failed)
 
     async def best(self, experiment_id: str, *, deadline_s: float | None = None) -> Observation | None:
         """The best feasible observation by the (first) objective, or None."""
@@ -463,9 +470,14 @@ class Client:
         """One experiment with its counts; `not_found` if absent (or another credential's)."""
         return self._run(self._client.experiment, experiment_id, deadline_s=deadline_s)
 
-    def experiments(self, state: ExperimentState | None = None, *, deadline_s: float | None = None) -> list[Experiment]:
-        """Experiments, oldest first, optionally in one state."""
-        return self._run(self._client.experiments, state, deadline_s=deadline_s)
+    def experiments(
+        self, state: ExperimentState | None = None, *, after: str | None = None, limit: int | None = None,
+        name: str | None = None, deadline_s: float | None = None,
+    ) -> list[Experiment]:  # fmt: skip
+        """Experiments in the order they were created or imported, optionally in one state or
+        with `name` in their name (case-insensitive); at most `limit` after the experiment
+        `after` (the id of the last one you have): read a long list page by page."""
+        return self._run(self._client.experiments, state, after=after, limit=limit, name=name, deadline_s=deadline_s)
 
     def update_experiment(
         self,
@@ -568,9 +580,13 @@ class Client:
         """Close every open suggestion; the number closed."""
         return self._run(self._client.close_all_suggestions, experiment_id, deadline_s=deadline_s)
 
-    def observations(self, experiment_id: str, after: int | None = None, *, deadline_s: float | None = None) -> list[Observation]:
-        """Every observation, in the order recorded; with `after` (the last id you have) only the newer ones."""
-        return self._run(self._client.observations, experiment_id, after, deadline_s=deadline_s)
+    def observations(
+        self, experiment_id: str, after: int | None = None, *, limit: int | None = None, failed: bool | None = None,
+        deadline_s: float | None = None,
+    ) -> list[Observation]:  # fmt: skip
+        """Every observation, in the order recorded; with `after` (the last id you have) only the
+        newer ones; at most `limit`; `failed` True or False: only the failed or the other ones."""
+        return self._run(self._client.observations, experiment_id, after, limit=limit, failed=failed, deadline_s=deadline_s)
 
     def best(self, experiment_id: str, *, deadline_s: float | None = None) -> Observation | None:
         """The best feasible observation by the (first) objective, or None."""

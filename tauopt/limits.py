@@ -29,6 +29,8 @@ __all__ = [
     "MAX_WAIT_S",
     "check_wait",
     "MAX_PAGE",
+    "MAX_EXPERIMENTS_PAGE",
+    "EXPERIMENTS_PAGE",
 ]
 
 MAX_PARAMETERS = 10_000  # parameters in one space
@@ -40,6 +42,8 @@ MAX_NAME_CHARS = 256  # names: experiment, parameter, metric, condition parent
 MAX_TEXT_VALUE_CHARS = 1024  # a string value of a categorical, fixed or default
 MAX_JSON_DEPTH = 32  # nesting of a request body (the deepest valid body is ~5)
 MAX_PAGE = 10_000  # rows per answer of a listing that grows with history (observations, reports): read on by cursor
+MAX_EXPERIMENTS_PAGE = 1_000  # experiments per answer of GET /v1/experiments (~0.6 KB each): read on by cursor
+EXPERIMENTS_PAGE = 100  # ... when the caller gives no limit
 INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1  # integers are signed 64-bit, like SQLite's
 MAX_WAIT_S = 300.0  # an ask's wait for a slot (long-poll) holds a connection; past this, ask again
 

@@ -79,8 +79,13 @@ class Operations(Protocol):
         """One experiment with its counts; `not_found` if absent (or another credential's)."""
         ...
 
-    async def experiments(self, state: ExperimentState | None = None) -> list[Experiment]:
-        """Experiments, oldest first, optionally in one state."""
+    async def experiments(
+        self, state: ExperimentState | None = None, *, after: str | None = None, limit: int | None = None,
+        name: str | None = None,
+    ) -> list[Experiment]:
+        """Experiments in the order they were created or imported, optionally in one state or
+        with `name` in their name (case-insensitive); at most `limit` after the experiment
+        `after` (the id of the last one you have): read a long list page by page."""
         ...
 
     async def update_experiment(
@@ -170,8 +175,11 @@ class Operations(Protocol):
         """Close every open suggestion; the number closed."""
         ...
 
-    async def observations(self, experiment_id: str, after: int | None = None) -> list[Observation]:
-        """Every observation, in the order recorded; with `after` (the last id you have) only the newer ones."""
+    async def observations(
+        self, experiment_id: str, after: int | None = None, *, limit: int | None = None, failed: bool | None = None
+    ) -> list[Observation]:
+        """Every observation, in the order recorded; with `after` (the last id you have) only the
+        newer ones; at most `limit`; `failed` True or False: only the failed or the other ones."""
         ...
 
     async def best(self, experiment_id: str) -> Observation | None:

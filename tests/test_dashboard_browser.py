@@ -185,6 +185,12 @@ def test_sign_in_lists_the_experiments_and_keeps_the_token_out_of_urls_and_cooki
     pg.select_option("#state-filter", "completed")
     wait_js(pg, "document.querySelectorAll('#exp-table tbody tr').length === 0")
     pg.select_option("#state-filter", "")
+    # the list is one page of the server's (filtered by name there); both fit on the first
+    pg.fill("#name-filter", "RESNET")
+    wait_js(pg, f"document.querySelectorAll('#exp-table tbody tr').length === 1 && document.querySelector('#exp-table tbody tr').dataset.id === '{world.search}'")
+    pg.fill("#name-filter", "")
+    wait_js(pg, "document.querySelectorAll('#exp-table tbody tr').length === 2")
+    assert pg.is_disabled("#page-next") and pg.is_disabled("#page-prev")
     pg.click('#exp-table th[data-key="observations"]')
     wait_js(pg, f"document.querySelector('#exp-table tbody tr').dataset.id === '{world.search}'")
     pg.click('#exp-table th[data-key="observations"]')

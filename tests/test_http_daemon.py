@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import httpx
 import pytest
@@ -29,8 +29,9 @@ def tauopt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 
 class Daemon:
     def __init__(
-        self, db: Path | str, *extra: str, cwd: Path | None = None, port: int | None = None, log: Path | None = None
-    ) -> None:
+        self, db: Path | str, *extra: str, cwd: Path | None = None, port: int | None = None, log: Path | None = None,
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:  # fmt: skip
         """`log`: stderr goes to that file instead of a pipe nobody reads while the daemon runs
         (a daemon that logs a lot would block on a full pipe)."""
         self.db = db
@@ -40,7 +41,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", str(self.port), "--pool", "thread",
              "--log-level", "warning", *extra],
-            stdout=subprocess.PIPE, stderr=sink, text=True, cwd=cwd,
+            stdout=subprocess.PIPE, stderr=sink, text=True, cwd=cwd, preexec_fn=preexec_fn,
         )
         if not isinstance(sink, int):
             sink.close()  # the daemon has its own descriptor

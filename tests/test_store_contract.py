@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 from typing import AsyncIterator
 
@@ -195,6 +197,25 @@ async def test_listing_filters_by_state_and_owner_in_creation_order(store: Store
     assert await store.count_experiments("alice") == 1
     assert await store.count_experiments("alice", exclude_state="completed") == 1  # a (archived)
     assert await store.count_experiments("bob") == 0
+
+
+async def test_listing_pages_by_cursor_with_filters_in_store_order(store: Store) -> None:
+    names = {"a": "Resnet-1", "b": "resnet_2", "c": "vit", "d": "ResNet%3", "e": "resnet-4"}
+    await store.write([PutExperiment(replace(experiment(i, owner="alice"), name=n)) for i, n in names.items()])
+    await store.write([PutExperiment(replace(experiment("c", owner="alice", state="archived"), name="vit"))])
+    ids = lambda es: [e.id for e in es]  # noqa: E731
+    assert ids(await store.list_experiments(limit=2)) == ["a", "b"]
+    assert ids(await store.list_experiments(after="b", limit=2)) == ["c", "d"]
+    assert ids(await store.list_experiments(after="d", limit=2)) == ["e"]
+    assert ids(await store.list_experiments(after="e")) == []
+    assert ids(await store.list_experiments(after="absent")) == []
+    assert ids(await store.list_experiments(state="active", after="a", limit=2)) == ["b", "d"]  # c is archived
+    assert ids(await store.list_experiments(name="RESNET")) == ["a", "b", "d", "e"]
+    assert ids(await store.list_experiments(name="resnet", after="b", limit=1)) == ["d"]
+    # LIKE's wildcards in a name filter are literal characters
+    assert ids(await store.list_experiments(name="%")) == ["d"]
+    assert ids(await store.list_experiments(name="t_")) == ["b"]
+    assert ids(await store.list_experiments(owner="bob")) == []
 
 
 async def test_credentials_put_revoke_and_lookup_by_hash(store: Store) -> None:

@@ -45,10 +45,20 @@ def best_observation(experiment: Experiment, observations: Iterable[Observation]
     return best_feasible(experiment, observations)
 
 
-async def list_experiments(store: Store, state: str | None, owner: str | None) -> list[Experiment]:
-    """Experiments in `state` visible to `owner` (None: all), oldest first."""
-    found = await store.list_experiments(state, owner)
-    return sorted(found, key=lambda e: (e.created_at, e.id))
+async def list_experiments(
+    store: Store, state: str | None, owner: str | None, *, after: str | None = None, limit: int | None = None,
+    name: str | None = None,
+) -> list[Experiment]:
+    """Experiments in `state` visible to `owner` (None: all), in the order they entered the
+    store (created or imported), at most `limit` after the experiment `after` (its id; one
+    `owner` cannot see is refused as if absent), named with `name` in it when given."""
+    if after is not None:
+        row = await store.index_row(after)
+        if row is None or not (owner is None or row.owner in (owner, None)):
+            raise invalid(
+                f"after: no experiment {after!r} (deleted since the last page?); list again without after"
+            )
+    return await store.list_experiments(state, owner, after=after, limit=limit, name=name)
 
 
 @dataclass(frozen=True)
@@ -120,8 +130,11 @@ class Admin:
         self.store = store
         self.offline = offline
 
-    async def experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
-        return await list_experiments(self.store, state, owner)
+    async def experiments(
+        self, state: str | None = None, owner: str | None = None, *, after: str | None = None,
+        limit: int | None = None, name: str | None = None,
+    ) -> list[Experiment]:  # fmt: skip
+        return await list_experiments(self.store, state, owner, after=after, limit=limit, name=name)
 
     async def report(self, experiment_id: str) -> ExperimentReport:
         """One experiment as stored, with its best observation, counts and history;
@@ -131,11 +144,14 @@ class Admin:
             raise api_error("not_found", f"no experiment {experiment_id!r}; see `tauopt experiments list`")
         return ExperimentReport.stored(snapshot)
 
-    async def reports(self, state: str | None = None, owner: str | None = None) -> list[ExperimentReport]:
-        """Every experiment `experiments(state, owner)` lists, in its order, with its best
+    async def reports(
+        self, state: str | None = None, owner: str | None = None, *, after: str | None = None,
+        limit: int | None = None, name: str | None = None,
+    ) -> list[ExperimentReport]:  # fmt: skip
+        """Every experiment `experiments(...)` lists, in its order, with its best
         observation and counts (no history)."""
         found = []
-        for exp in await self.experiments(state, owner):
+        for exp in await self.experiments(state, owner, after=after, limit=limit, name=name):
             snapshot = await self.store.load(exp.id)
             if snapshot is not None:
                 found.append(ExperimentReport.stored(snapshot, with_history=False))

@@ -184,12 +184,23 @@ class Engine:
             return
         try:
             # AUTO stands for every strategy that turns pooled after its initial design
-            strategies = {AUTO} if self._warm_pool else {e.strategy for e in await self.store.list_experiments("active")}
-            pooled: bool = await anyio.to_thread.run_sync(lambda: any(uses_pool(s) for s in strategies))
-            if pooled:
+            if await (self._pooled({AUTO}) if self._warm_pool else self._an_active_experiment_is_pooled()):
                 await warm()
         except Exception as exc:  # noqa: BLE001 - the first GP job starts the pool instead
             log.warning("GP pool: pre-warming failed (%s); it starts at the first GP ask", exc)
+
+    async def _pooled(self, strategies: set[str]) -> bool:
+        return await anyio.to_thread.run_sync(lambda: any(uses_pool(s) for s in strategies))
+
+    async def _an_active_experiment_is_pooled(self) -> bool:
+        """Whether an active experiment's strategy uses the pool, read a page at a time (a
+        store may hold 100,000 experiments; none is loaded whole, and the first pooled one ends it)."""
+        after = None
+        while page := await self.store.list_experiments("active", after=after, limit=1000):
+            if await self._pooled({e.strategy for e in page}):
+                return True
+            after = page[-1].id
+        return False
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -374,11 +385,23 @@ class Engine:
         """One experiment with its counts. Raises ApiError `not_found` if absent."""
         return await self._ask(experiment_id, m.GetExperiment(self._owner))
 
-    async def experiments(self, state: ExperimentState | None = None) -> list[Experiment]:
-        """Every experiment (optionally in one `state`: active, completed, archived), oldest first."""
+    async def experiments(
+        self, state: ExperimentState | None = None, *, after: str | None = None, limit: int | None = None,
+        name: str | None = None,
+    ) -> list[Experiment]:
+        """The experiments (optionally in one `state`: active, completed, archived; with
+        `name` in their name, case-insensitively), in the order they were created or
+        imported. Paged: at most `limit`, after the experiment whose id is `after` (the
+        last one you have); a page costs its rows, not the number stored."""
         if state is not None and state not in ("active", "completed", "archived"):
             raise invalid(f"state: {state!r} is not one of ['active', 'completed', 'archived']")
-        return await list_experiments(self.store, state, self._owner)
+        if after is not None and not isinstance(after, str):
+            raise invalid(f"after: give the id of the last experiment you have, not {after!r}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise invalid(f"limit: give a positive integer (how many experiments at most), not {limit!r}")
+        if name is not None and not isinstance(name, str):
+            raise invalid(f"name: give text to find in experiment names, not {name!r}")
+        return await list_experiments(self.store, state, self._owner, after=after, limit=limit, name=name)
 
     async def update_experiment(
         self,
@@ -548,13 +571,21 @@ class Engine:
         return await self._ask(experiment_id, m.CloseAllSuggestions(self._owner))
 
     async def observations(
-        self, experiment_id: str, after: int | None = None
+        self, experiment_id: str, after: int | None = None, *, limit: int | None = None, failed: bool | None = None
     ) -> list[Observation]:
         """Every observation, or with `after` only those whose numeric id is above it
-        (ids grow with arrival: pass the last id you have to read only what is new)."""
+        (ids grow with arrival: pass the last id you have to read only what is new); at
+        most `limit`; `failed` True or False: only the failed ones, or only the others."""
         if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
             raise invalid(f"after: give a non-negative integer (the last observation id you have), not {after!r}")
-        return await self._ask(experiment_id, m.ListObservations(self._owner, after))
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise invalid(f"limit: give a positive integer (how many observations at most), not {limit!r}")
+        if failed is not None and not isinstance(failed, bool):
+            raise invalid(f"failed: give true (only failed observations) or false (only the others), not {failed!r}")
+        found: list[Observation] = await self._ask(experiment_id, m.ListObservations(self._owner, after))
+        if failed is not None:
+            found = [o for o in found if o.failed is failed]
+        return found if limit is None else found[:limit]
 
     async def summary(self, experiment_id: str) -> dict[str, Any]:
         """The experiment, its failed count, best value, last activity and best-so-far line

@@ -307,9 +307,16 @@ class Store(abc.ABC):
     async def load(self, experiment_id: str) -> Snapshot | None: ...
 
     @abc.abstractmethod
-    async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
+    async def list_experiments(
+        self, state: str | None = None, owner: str | None = None, *, after: str | None = None,
+        limit: int | None = None, name: str | None = None,
+    ) -> list[Experiment]:  # fmt: skip
         """Experiments in `state` visible to `owner`: its own and the unowned ones
-        (created in process, e.g. by the KerasTuner chief). owner None: all."""
+        (created in process, e.g. by the KerasTuner chief). owner None: all. In the
+        order they entered this store (created or imported); `after`: only those after
+        the experiment of that id (none if it is absent); at most `limit`; `name`: only
+        those whose name contains it, case-insensitively. A page costs its own rows,
+        not the store's size."""
 
     @abc.abstractmethod
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int: ...

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from itertools import islice
+from typing import Any, Callable, Iterable, Sequence
 
 from ..models import Experiment, Observation, Report, Suggestion
 from ._base import (
@@ -148,13 +149,22 @@ class MemoryStore(Store):
         rec = self._data.get(experiment_id)
         return None if rec is None else IndexRow(rec.experiment.owner, rec.experiment.state)
 
-    async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
-        return [
+    async def list_experiments(
+        self, state: str | None = None, owner: str | None = None, *, after: str | None = None,
+        limit: int | None = None, name: str | None = None,
+    ) -> list[Experiment]:  # fmt: skip
+        records: Iterable[_Stored] = self._data.values()
+        if after is not None:
+            start = list(self._data).index(after) + 1 if after in self._data else len(self._data)
+            records = islice(self._data.values(), start, None)
+        found = (
             r.experiment
-            for r in self._data.values()
+            for r in records
             if (state is None or r.experiment.state == state)
             and (owner is None or r.experiment.owner in (owner, None))
-        ]
+            and (name is None or name.lower() in r.experiment.name.lower())
+        )
+        return list(islice(found, limit))
 
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int:
         return sum(

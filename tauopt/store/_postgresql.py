@@ -67,6 +67,7 @@ from ._rows import (
     GroupRows,
     credential_row,
     experiment_of,
+    experiments_query,
     experiment_row,
     observation_row,
     prepare,
@@ -536,13 +537,12 @@ class PostgresStore(Store):
 
         return await self._read(read)
 
-    async def list_experiments(self, state: str | None = None, owner: str | None = None) -> list[Experiment]:
-        rows = await self._fetch(
-            "SELECT owner, body, open_suggestions, observations FROM experiments "
-            "WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR owner = $2 OR owner IS NULL) ORDER BY seq",
-            state, owner,
-        )  # fmt: skip
-        return [experiment_of(body, o, n_open, n_obs) for o, body, n_open, n_obs in rows]
+    async def list_experiments(
+        self, state: str | None = None, owner: str | None = None, *, after: str | None = None,
+        limit: int | None = None, name: str | None = None,
+    ) -> list[Experiment]:  # fmt: skip
+        sql, params = experiments_query(lambda n: f"${n}::text", state, owner, after, limit, name)
+        return [experiment_of(body, o, n_open, n_obs) for o, body, n_open, n_obs in await self._fetch(sql, *params)]
 
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int:
         rows = await self._fetch(

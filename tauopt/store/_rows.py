@@ -45,6 +45,7 @@ __all__ = [
     "report_row",
     "record_row",
     "experiment_of",
+    "experiments_query",
     "snapshot_of",
     "HEAD_COLUMNS",
     "SUGGESTION_COLUMNS",
@@ -196,6 +197,38 @@ def prepare(
         except Exception as exc:
             outcome[i] = StoreError(f"cannot store this batch ({type(exc).__name__}: {exc})")
     return plan(GroupRows.of([w for w, o in zip(batches, outcome) if o is None])), outcome
+
+
+def experiments_query(
+    mark: Callable[[int], str], state: str | None, owner: str | None, after: str | None, limit: int | None,
+    name: str | None, not_indexed: str = "",
+) -> tuple[str, list[Any]]:
+    """The SELECT of a listing of experiments (the `Store.list_experiments` arguments) and
+    its parameters, the n-th written by `mark(n)` (SQLite ?n, PostgreSQL $n::text). In
+    store order (seq): the cursor `after` is an experiment's id, found by its unique
+    index, and a page reads on from its seq by the primary key, whatever the store holds.
+    `not_indexed` prefixes the owner and state columns: SQLite's "+" keeps its planner off
+    the (owner, state) index, which read every experiment of the owner and sorted them
+    for each page (100,000 experiments: a page 8x slower than at 1,000)."""
+    params: list[Any] = []
+
+    def p(value: Any) -> str:
+        params.append(value)
+        return mark(len(params))
+
+    where = []
+    if state is not None:
+        where.append(f"{not_indexed}state = {p(state)}")
+    if owner is not None:
+        where.append(f"({not_indexed}owner = {p(owner)} OR {not_indexed}owner IS NULL)")
+    if after is not None:
+        where.append(f"seq > (SELECT seq FROM experiments WHERE id = {p(after)})")
+    if name is not None:
+        pattern = "%" + name.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where.append(f"lower(name) LIKE {p(pattern)} ESCAPE '\\'")
+    sql = "SELECT owner, body, open_suggestions, observations FROM experiments"
+    sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq"
+    return sql + (f" LIMIT {int(limit)}" if limit is not None else ""), params
 
 
 def experiment_of(body: str, owner: str | None, open_suggestions: int, observations: int) -> Experiment:

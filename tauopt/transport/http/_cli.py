@@ -29,6 +29,15 @@ DEFAULT_DB = "./tauopt.db"
 # software to whoever asks), and one header less for every client to parse. Date stays
 # (RFC 9110 asks an origin server with a clock to send it).
 SERVER_HEADER = False
+# A worker holds one connection idle while it evaluates (seconds to hours): closing it
+# after uvicorn's default 5 s costs every ask a new connection, and thousands of workers
+# reconnecting at once overflow the accept backlog (connection resets). 75 s is nginx's
+# default; workers evaluating longer reconnect once per evaluation, which is cheap.
+KEEP_ALIVE_S = 75
+# One connection per worker, up to this many workers on one daemon; `serve` raises its
+# open-files limit to fit them (`raise_open_files_limit`).
+MAX_CONNECTIONS = 10_000
+_FILES_BESIDE_CONNECTIONS = 256  # the database, its WAL, logs, pipes to the GP pool, listening sockets
 T = TypeVar("T")
 
 
@@ -110,7 +119,15 @@ def register(subparsers: Any) -> None:
         help="open connections from one client address (default: a quarter of --max-connections; "
         "behind a proxy every client shares its address: raise it to --max-connections)",
     )
-    serve.add_argument("--max-connections", type=int, default=1000, help="open connections beyond this are closed at once")
+    serve.add_argument(
+        "--max-connections", type=int, default=MAX_CONNECTIONS,
+        help="open connections beyond this are closed at once (default %(default)d; each takes a file descriptor)",
+    )
+    serve.add_argument(
+        "--keep-alive-s", type=int, default=KEEP_ALIVE_S,
+        help="an idle kept-alive connection is closed after this many seconds; keep it above your evaluation "
+        "time, so a worker's connection outlives its evaluation (default %(default)d)",
+    )
     serve.add_argument("--max-header-bytes", type=int, default=64 * 1024, help="request line + headers, in bytes")
     serve.add_argument("--max-headers", type=int, default=100, help="header lines per request")
     serve.add_argument(
@@ -232,10 +249,11 @@ def _serve(args: argparse.Namespace) -> int:
     from ._guard import ConnectionLimits, guarded_protocol
     from ._server import create_app
 
-    for option in ("header_timeout", "body_timeout", "max_header_bytes", "max_headers", "max_connections", "max_connections_per_address", "max_waiting_asks"):
+    for option in ("header_timeout", "body_timeout", "max_header_bytes", "max_headers", "max_connections", "max_connections_per_address", "max_waiting_asks", "keep_alive_s"):
         if getattr(args, option) is not None and not getattr(args, option) > 0:
             return _fail(f"--{option.replace('_', '-')} must be positive, not {getattr(args, option)}", 2)
     _log_to_stderr(args.log_level)
+    print(open_files_line(args.max_connections), file=sys.stderr, flush=True)
     try:
         pool = _pool_option(args.pool, args.dask_scheduler)
     except ValueError as exc:
@@ -282,7 +300,8 @@ def _serve(args: argparse.Namespace) -> int:
     )
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30,
-        http=guarded_protocol(guard), backlog=min(2048, args.max_connections), server_header=SERVER_HEADER,
+        http=guarded_protocol(guard), backlog=min(65535, args.max_connections), server_header=SERVER_HEADER,
+        timeout_keep_alive=args.keep_alive_s,
     )  # fmt: skip
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal
@@ -325,8 +344,9 @@ async def serve_on_engine(tg: Any, engine: Any, host: str, port: int) -> tuple[d
         raise invalid(f"--http-port needs the server extra (pip install 'tauopt[server]'): {exc}") from exc
     host = host[1:-1] if host.startswith("[") else host
     config = uvicorn.Config(
-        create_app(engine), host=host, port=port, log_level="warning", lifespan="on", server_header=SERVER_HEADER
-    )
+        create_app(engine), host=host, port=port, log_level="warning", lifespan="on", server_header=SERVER_HEADER,
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )  # fmt: skip
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined,method-assign]  # older uvicorn
     tg.start_soon(server.serve)
@@ -355,6 +375,43 @@ def _pool_option(kind: str, scheduler: str | None) -> Any:
 
     anyio.run(check_dask_cluster, scheduler)
     return StrategyPool(DaskExecutor(scheduler))
+
+
+def raise_open_files_limit() -> tuple[int, int, int]:
+    """Raise this process's open-files limit (RLIMIT_NOFILE) to its hard limit, which a
+    process may do by itself: (soft limit before, after, hard limit). A platform without
+    the resource module, or one refusing, leaves it as it was."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return -1, -1, -1
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (ValueError, OSError):
+            return soft, soft, hard
+        return soft, wanted, hard
+    return soft, soft, hard
+
+
+def open_files_line(max_connections: int) -> str:
+    """Raise the open-files limit and say what it is, and what to do when it cannot
+    hold `max_connections` connections beside the daemon's own files."""
+    before, now, hard = raise_open_files_limit()
+    if now < 0:
+        return "tauopt: open-files limit: not settable on this platform"
+    needed = max_connections + _FILES_BESIDE_CONNECTIONS
+    raised = f"raised from {before} to {now}" if now != before else f"{now}"
+    line = f"tauopt: open-files limit {raised} (hard limit {hard}); --max-connections {max_connections} needs about {needed}"
+    if now < needed:
+        line += (
+            f". Too low: connections beyond ~{max(now - _FILES_BESIDE_CONNECTIONS, 0)} will fail. Raise the hard limit "
+            f"(`ulimit -Hn {needed}` as root, LimitNOFILE={needed} in a systemd unit, nofile in "
+            f"/etc/security/limits.conf) or lower --max-connections"
+        )
+    return line
 
 
 def _log_to_stderr(level: str) -> None:

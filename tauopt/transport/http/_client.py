@@ -43,7 +43,7 @@ import httpx
 from ..._client import check_deadline_s
 from ..._numbers import plain_json
 from ...errors import ApiError, error_type_for_status, invalid
-from ...limits import MAX_PAGE, check_wait
+from ...limits import MAX_EXPERIMENTS_PAGE, MAX_PAGE, check_wait
 from ...models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ...operations import UNSET, ExperimentState, SuggestionState
 from ._retry import parse_retry_after, retry_delay, within_deadline
@@ -349,9 +349,20 @@ class HttpDriver:
     async def experiment(self, experiment_id: str) -> Experiment:
         return Experiment.from_dict(await self._request("GET", _exp(experiment_id)))
 
-    async def experiments(self, state: ExperimentState | None = None) -> list[Experiment]:
-        data = await self._request("GET", "/v1/experiments", params={"state": state})
-        return [Experiment.from_dict(d) for d in data]
+    async def experiments(
+        self, state: ExperimentState | None = None, *, after: str | None = None, limit: int | None = None,
+        name: str | None = None,
+    ) -> list[Experiment]:
+        """One page with `limit`; without, every page (the server answers at most
+        MAX_EXPERIMENTS_PAGE per request)."""
+        out: list[Experiment] = []
+        while True:
+            params = {"state": state, "name": name, "after": after, "limit": limit or MAX_EXPERIMENTS_PAGE}
+            page = await self._request("GET", "/v1/experiments", params=params)
+            out += [Experiment.from_dict(d) for d in page]
+            if limit is not None or len(page) < MAX_EXPERIMENTS_PAGE:
+                return out
+            after = page[-1]["id"]
 
     async def update_experiment(
         self,
@@ -457,18 +468,23 @@ class HttpDriver:
         data = await self._request("GET", _sugg(experiment_id, suggestion_id) + "/reports")
         return [Report(d["suggestion_id"], int(d["step"]), float(d["value"]), float(d["created_at"])) for d in data]
 
-    async def observations(self, experiment_id: str, after: int | None = None) -> list[Observation]:
-        return await self._pages(_exp(experiment_id) + "/observations", after)
+    async def observations(
+        self, experiment_id: str, after: int | None = None, *, limit: int | None = None, failed: bool | None = None
+    ) -> list[Observation]:
+        return await self._pages(_exp(experiment_id) + "/observations", after, limit, failed)
 
-    async def _pages(self, path: str, after: int | None = None) -> list[Observation]:
-        """Every observation of a paged listing (after `after`), read page by page: the server
-        answers at most MAX_PAGE per request, and a full page means more may follow its last id."""
+    async def _pages(
+        self, path: str, after: int | None = None, limit: int | None = None, failed: bool | None = None
+    ) -> list[Observation]:
+        """One page with `limit`; without, every observation of a paged listing (after `after`),
+        read page by page: the server answers at most MAX_PAGE per request, and a full page
+        means more may follow its last id."""
         out: list[Observation] = []
         while True:
-            params = {"after": after, "limit": MAX_PAGE}
+            params = {"after": after, "limit": limit or MAX_PAGE, "failed": None if failed is None else str(failed).lower()}
             page = await self._request("GET", path, params=params)
             out += [Observation.from_dict(d) for d in page]
-            if len(page) < MAX_PAGE or not str(page[-1]["id"]).isdigit():
+            if limit is not None or len(page) < MAX_PAGE or not str(page[-1]["id"]).isdigit():
                 return out
             after = int(page[-1]["id"])
 

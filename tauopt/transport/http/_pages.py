@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from typing import Any, Callable, Hashable, Mapping, Sequence
+from urllib.parse import urlencode
 
 from starlette.responses import Response
 
@@ -24,17 +25,22 @@ from ._render import encode_off_loop
 __all__ = ["EncodedPages", "cut", "page_limit"]
 
 
-def page_limit(asked: int | None) -> int:
-    """The rows an answer holds at most: `asked`, or MAX_PAGE when none or more."""
-    return min(asked or MAX_PAGE, MAX_PAGE)
+def page_limit(asked: int | None, most: int = MAX_PAGE) -> int:
+    """The rows an answer holds at most: `asked`, or `most` when none or more."""
+    return min(asked or most, most)
 
 
-def cut(rows: Sequence[Any], path: str, limit: int) -> tuple[Sequence[Any], dict[str, str] | None]:
-    """The first `limit` of `rows`, with the Link header to the rest when some are left."""
+def cut(
+    rows: Sequence[Any], path: str, limit: int, filters: Mapping[str, Any] | None = None
+) -> tuple[Sequence[Any], dict[str, str] | None]:
+    """The first `limit` of `rows`, with the Link header to the rest when some are left
+    (the listing's `filters` that are set carried on in it)."""
     if len(rows) <= limit:
         return rows, None
     page = rows[:limit]
-    return page, {"Link": f'<{path}?after={page[-1].id}&limit={limit}>; rel="next"'}
+    query = {"after": page[-1].id, "limit": limit}
+    query.update((k, str(v).lower() if isinstance(v, bool) else v) for k, v in (filters or {}).items() if v is not None)
+    return page, {"Link": f'<{path}?{urlencode(query)}>; rel="next"'}
 
 
 class EncodedPages:

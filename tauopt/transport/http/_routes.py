@@ -33,7 +33,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ApiError, api_error
-from ...limits import check_wait
+from ...limits import EXPERIMENTS_PAGE, MAX_EXPERIMENTS_PAGE, check_wait
 from ...models import Observation
 from .._json import loads_body
 from ._pages import cut, page_limit
@@ -54,8 +54,10 @@ from ._schema import (
     SuggestBody,
     SuggestionOut,
     SuggestionStateQ,
+    IdQ,
     NonNegative,
     Positive,
+    TextQ,
     UpdateExperimentBody,
     integral_values,
 )
@@ -223,9 +225,18 @@ async def create_experiment(call: Call) -> Any:
         return (await create()).to_dict()
 
 
-@operation("GET", "/v1/experiments", query={"state": ExperimentStateQ}, response=list[ExperimentOut])
+@operation("GET", "/v1/experiments", query={"state": ExperimentStateQ, "name": TextQ, "after": IdQ, "limit": Positive},
+           response=list[ExperimentOut])  # fmt: skip
 async def list_experiments(call: Call) -> Any:
-    return [e.to_dict() for e in await call.engine.experiments(call.query["state"])]
+    """In the order they were created or imported; `state` and `name` (text found in the
+    name, case-insensitively) filter. At most `limit` per answer (default 100, at most
+    1,000) after the experiment whose id is `after`; a cut answer has a
+    `Link: <...?after=<its last id>&limit=<limit>&...>; rel="next"` header: read on from there."""
+    q = call.query
+    limit = min(q["limit"] or EXPERIMENTS_PAGE, MAX_EXPERIMENTS_PAGE)
+    found = await call.engine.experiments(q["state"], after=q["after"], limit=limit + 1, name=q["name"])
+    page, link = cut(found, call.request.url.path, limit, {"state": q["state"], "name": q["name"]})
+    return await render_rows(page, headers=link)
 
 
 @operation("GET", EXP, response=ExperimentOut)
@@ -387,16 +398,19 @@ async def list_reports(call: Call) -> Any:
     return await _rows_read(call, await call.engine.reports(call.path["id"], call.path["sid"]))
 
 
-@operation("GET", EXP + "/observations", query={"after": NonNegative, "limit": Positive}, response=list[ObservationOut],
-           errors=COMMON_ERRORS + (429,), tag="observations")  # fmt: skip
+@operation("GET", EXP + "/observations", query={"after": NonNegative, "limit": Positive, "failed": bool},
+           response=list[ObservationOut], errors=COMMON_ERRORS + (429,), tag="observations")  # fmt: skip
 async def list_observations(call: Call) -> Any:
-    """With `after`: only observations with an id above it (the last you have). At most
-    `limit` per answer (default and maximum 10,000), the oldest first; a cut answer has a
+    """With `after`: only observations with an id above it (the last you have); `failed`
+    true or false: only the failed ones, or only the others. At most `limit` per answer
+    (default and maximum 10,000), the oldest first; a cut answer has a
     `Link: <...?after=<its last id>&limit=<limit>>; rel="next"` header: read on from there."""
     if call.cred is not None:
         call.gate.heavy_read(call.cred)
-    found = await call.engine.observations(call.path["id"], after=call.query["after"])
-    page, link = cut(found, call.request.url.path, page_limit(call.query["limit"]))
+    q = call.query
+    limit = page_limit(q["limit"])
+    found = await call.engine.observations(call.path["id"], after=q["after"], limit=limit + 1, failed=q["failed"])
+    page, link = cut(found, call.request.url.path, limit, {"failed": q["failed"]})
     return await _rows_read(call, page, link)
 
 

@@ -29,7 +29,7 @@ from ._openapi_rules import (
 __all__ = [
     "CreateExperimentBody", "UpdateExperimentBody", "SuggestBody", "ObserveBody", "ExperimentOut",
     "SuggestionOut", "ObservationOut", "ClosedOut", "HealthOut", "ErrorOut", "error_responses",
-    "ExperimentStateQ", "SuggestionStateQ", "NonNegative", "Positive", "integral_values", "ReportBody", "ReportOut", "ReportItemOut",
+    "ExperimentStateQ", "SuggestionStateQ", "NonNegative", "Positive", "IdQ", "TextQ", "integral_values", "ReportBody", "ReportOut", "ReportItemOut",
     "ExperimentDocument",
 ]
 
@@ -37,6 +37,8 @@ ExperimentStateQ = Literal["active", "completed", "archived"]
 SuggestionStateQ = Literal["open", "observed", "closed", "expired"]
 NonNegative = Annotated[int, Field(ge=0)]  # a cursor in a query: the last id you have
 Positive = Annotated[int, Field(ge=1)]  # a count in a query
+IdQ = Annotated[str, Field(min_length=1, max_length=256)]  # a cursor in a query: the id of the last one you have
+TextQ = Annotated[str, Field(min_length=1, max_length=256)]  # text to find
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
 

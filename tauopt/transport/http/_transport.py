@@ -23,7 +23,8 @@ here, like httpx's default `retries=0`.
 
 Stale keep-alive connections: an idle connection whose socket is readable (the
 server closed it, or sent something unasked) or idle longer than `KEEPALIVE_S`
-(under uvicorn's 5 s keep-alive timeout) is dropped before reuse, as httpcore
+(under `tauopt serve`'s 75 s keep-alive timeout, and nginx's default 75 s; a
+server closing sooner is seen by the readable check) is dropped before reuse, as httpcore
 does, so a request is never written to a connection we could know is dead.
 """
 
@@ -42,7 +43,7 @@ from ._sockets import Pipe, open_plain, open_tls
 
 __all__ = ["H11Transport", "KEEPALIVE_S"]
 
-KEEPALIVE_S = 4.0
+KEEPALIVE_S = 60.0
 _FIRST_READ_SLACK = 0.01  # how early (a share of the read timeout) a first read's timeout may count from
 Origin = tuple[bytes, bytes, int]
 _END = h11.EndOfMessage()  # h11's events are immutable: one for every request

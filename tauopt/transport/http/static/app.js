@@ -174,9 +174,13 @@ const LIST_COLUMNS = [
   ["open", "Open / bandwidth"], ["best", "Best value"], ["last", "Last activity"], ["spark", "Best so far"],
 ];
 
+const LIST_PAGE = 100; // experiments per page of the list (each row reads its summary)
+
 function listPage(view) {
   crumbs({ text: "Experiments" });
-  const state = { sort: "last", desc: true, filter: "", rows: [] };
+  // One page of the store's experiments at a time (a store may hold 100,000): the page's
+  // address, the addresses of the pages before it, and the next one's (the answer's Link).
+  const state = { sort: "last", desc: true, filter: "", rows: [], at: null, back: [], next: null };
   const filter = el("select", { id: "state-filter", "aria-label": "Filter by state" },
     el("option", { value: "" }, "All states"), ...["active", "completed", "archived"].map((s) => el("option", { value: s }, s)));
   const body = el("tbody");
@@ -185,10 +189,25 @@ function listPage(view) {
     onclick: () => { if (key === "spark") return; state.desc = state.sort === key ? !state.desc : key !== "name"; state.sort = key; draw(); },
   }, label)));
   const empty = el("p", { class: "muted empty hidden" }, "No experiments yet. Create one through the API (see /docs) and start workers.");
+  const search = el("input", { id: "name-filter", type: "search", placeholder: "Name contains", "aria-label": "Filter by name" });
+  const prev = el("button", { id: "page-prev", type: "button", disabled: true, onclick: () => turn(state.back.pop() ?? null, false) }, "Previous");
+  const next = el("button", { id: "page-next", type: "button", disabled: true, onclick: () => turn(state.next, true) }, "Next");
   view.append(el("div", { class: "card" },
-    el("div", { class: "card-head" }, el("h2", {}, "Experiments"), el("span", { id: "exp-count", class: "muted" }), el("span", { class: "spacer" }), filter),
-    el("table", { id: "exp-table", class: "table" }, el("thead", {}, head), body), empty));
-  filter.addEventListener("change", () => { state.filter = filter.value; draw(); });
+    el("div", { class: "card-head" }, el("h2", {}, "Experiments"), el("span", { id: "exp-count", class: "muted" }), el("span", { class: "spacer" }), search, filter),
+    el("table", { id: "exp-table", class: "table" }, el("thead", {}, head), body), empty,
+    el("div", { class: "card-head" }, el("span", { class: "spacer" }), prev, next)));
+  const firstPage = () => {
+    const q = new URLSearchParams({ limit: String(LIST_PAGE) });
+    if (state.filter) q.set("state", state.filter);
+    if (search.value.trim()) q.set("name", search.value.trim());
+    return `/v1/experiments?${q}`;
+  };
+  const refresh = () => { tick().catch(() => {}); }; // now, besides the poller's next tick
+  const turn = (at, forward) => { if (forward) state.back.push(state.at); state.at = at; refresh(); };
+  const restart = () => { state.at = null; state.back = []; refresh(); };
+  let typing = null;
+  filter.addEventListener("change", () => { state.filter = filter.value; restart(); });
+  search.addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(restart, 300); });
 
   function sortValue(r, key) {
     const e = r.e, s = r.s || {};
@@ -206,12 +225,19 @@ function listPage(view) {
     body.replaceChildren(...rows.map(listRow));
   }
 
-  return poller(async () => {
-    const exps = await api("/v1/experiments");
+  async function tick() {
+    const address = state.at || firstPage();
+    const page = await apiPage(address);
+    const exps = page.data;
     const sums = await Promise.all(exps.map((e) => api(`/v1/experiments/${e.id}/summary`).catch(() => null)));
+    if (address !== (state.at || firstPage())) return; // the page was turned meanwhile: its own tick draws it
     state.rows = exps.map((e, i) => ({ e: sums[i] ? sums[i].experiment : e, s: sums[i] }));
+    state.next = page.next;
+    prev.disabled = state.at === null;
+    next.disabled = !state.next;
     draw();
-  });
+  }
+  return poller(tick);
 }
 
 function listRow(r) {
