@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 import tauopt
-from tauopt import ApiError, Client, _client
+from tauopt import ApiError, Client
+from tauopt.client import _base
 from test_http_support import free_port
 
 
@@ -21,7 +22,7 @@ from test_http_support import free_port
 def no_tauopt_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("TAUOPT_BASE_URL", "TAUOPT_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(_client, "_said_private", [])
+    monkeypatch.setattr(_base, "_said_private", [])
 
 
 def test_client_without_a_driver_logs_once_that_it_runs_a_private_engine(caplog: pytest.LogCaptureFixture) -> None:
@@ -72,12 +73,12 @@ def test_ctrl_c_while_a_sync_client_opens_stops_its_loop_at_once() -> None:
 import os, signal, sys, threading, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # also where the suite runs with SIGINT ignored
 import anyio
-from tauopt import AsyncClient, Client
+from tauopt import Client, Engine
 
 async def never(self):
     await anyio.sleep_forever()
 
-AsyncClient.__aenter__ = never
+Engine.__aenter__ = never  # the driver the Client opens
 threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 t0 = time.monotonic()
 try:

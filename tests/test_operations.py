@@ -11,9 +11,9 @@ import pytest
 
 import tauopt
 from tauopt import ApiError, AsyncClient, Client, Engine
-from tauopt._drivers import driver_name
+from tauopt.client import driver_name
 from tauopt.operations import OPERATIONS, UNSET, Operations, Unset
-from tauopt.transport.http._client import HttpDriver
+from tauopt.client import HttpDriver
 
 
 def _shape(fn: Any, *, drop_deadline: bool = False) -> list[tuple[str, Any, Any, Any]]:

@@ -16,8 +16,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from .errors import invalid
-from .operations import Operations
+from ..errors import invalid
+from ..operations import Operations
 
 __all__ = ["DriverFactory", "register_driver", "open_driver", "driver_name"]
 
@@ -48,13 +48,13 @@ def open_driver(name: str, options: dict[str, Any]) -> AbstractAsyncContextManag
 
 
 def _local(*, store: Any = None, **options: Any) -> AbstractAsyncContextManager[Operations]:
-    from .engine import Engine
+    from ..engine import Engine
 
     return Engine(store, **options)
 
 
 def _http(**options: Any) -> AbstractAsyncContextManager[Operations]:
-    from .transport.http._client import HttpDriver
+    from ._http import HttpDriver
 
     return HttpDriver(**options)
 
