@@ -91,3 +91,14 @@ except KeyboardInterrupt:
     assert r.returncode == 0, r.stderr[-2000:]
     word, seconds, loops = r.stdout.split()
     assert word == "interrupted" and float(seconds) < 5 and loops == "0", r.stdout
+
+
+def test_a_closed_client_refuses_calls_saying_so_and_lets_its_engine_go() -> None:
+    client = Client(driver="local")
+    assert client.engine is not None
+    client.close()
+    assert client.engine is None
+    with pytest.raises(RuntimeError, match="this Client is closed"):
+        client.experiments()
+    with pytest.raises(RuntimeError, match="this Client is closed"):
+        client.call(client.experiments)

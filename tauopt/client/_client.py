@@ -48,7 +48,6 @@ class AsyncClient(BaseClient):
     Every operation also takes `deadline_s=` for that call alone.
     """
 
-
     _cm: AbstractAsyncContextManager[Operations] | None = None
 
     async def __aenter__(self) -> "AsyncClient":
@@ -269,7 +268,6 @@ class Client(BaseClient):
     Every operation also takes `deadline_s=` for that call alone.
     """
 
-
     def __init__(self, driver: str | None = None, *, base_url: str | None = None, token: str | None = None, **options: Any) -> None:
         super().__init__(driver, base_url=base_url, token=token, **options)
         self._portal, thread = _start_portal()
@@ -287,8 +285,14 @@ class Client(BaseClient):
             raise RuntimeError("this Client is closed")
         return self._portal
 
+    def _require(self) -> Operations:
+        if self._ops is None:
+            raise RuntimeError("this Client is closed")
+        return self._ops
+
     def close(self) -> None:
         self._finalizer()
+        self._ops = None
 
     def __enter__(self) -> "Client":
         return self
