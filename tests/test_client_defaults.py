@@ -102,3 +102,14 @@ def test_a_closed_client_refuses_calls_saying_so_and_lets_its_engine_go() -> Non
         client.experiments()
     with pytest.raises(RuntimeError, match="this Client is closed"):
         client.call(client.experiments)
+
+
+def test_import_tauopt_loads_no_httpx_until_an_http_client_is_made() -> None:
+    code = (
+        "import sys, tauopt, tauopt.client\n"
+        "before = 'httpx' in sys.modules\n"
+        "tauopt.client.HttpDriver\n"
+        "print(before, 'httpx' in sys.modules)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["False", "True"], r.stdout + r.stderr

@@ -5,8 +5,8 @@
     "http://host:port" the http driver with that base_url (https:// too)
 
 A driver is an async context manager whose `__aenter__` returns an
-`Operations`; each factory imports its door lazily, so `import tauopt` loads
-neither the engine's SQLite store nor httpx's server side.
+`Operations`; each factory imports its driver lazily, so `import tauopt` loads
+neither the engine's SQLite store nor httpx.
 """
 
 from __future__ import annotations
