@@ -9,6 +9,9 @@
   maintainers' log of how each figure was reached) and CHANGELOG.md, become the
   pages `benchmarks/log.md` and `changelog.md`; the plots under `benchmarks/`
   are served as `img/<name>.png`.
+- `OperationDocstrings`, a griffe extension (mkdocs.yml), gives the clients'
+  operations the protocol's docstrings, as `tauopt.client._base.operation_docs`
+  does at import: written once, in `tauopt/operations.py`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import griffe
 from mkdocs.structure.files import File, Files
 
 MARK = "<!-- error-catalogue -->"
@@ -63,3 +67,18 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
     if WALKTHROUGH in markdown:
         markdown = markdown.replace(WALKTHROUGH, readme_walkthrough())
     return markdown
+
+
+class OperationDocstrings(griffe.Extension):
+    """The reference reads the code without running it, so the docstrings a decorator
+    gives at import are given here, from the same source."""
+
+    def on_package(self, *, pkg: griffe.Module, **_: Any) -> None:
+        if pkg.path != "tauopt":
+            return
+        protocol = pkg["operations.Operations"]
+        for client in ("client._client.AsyncClient", "client._client.Client"):
+            for name, method in pkg[client].members.items():
+                if name in protocol.members and method.docstring is None:
+                    doc = protocol.members[name].docstring
+                    method.docstring = griffe.Docstring(doc.value, lineno=doc.lineno, endlineno=doc.endlineno, parent=method)

@@ -4,7 +4,7 @@ Importing tauopt loads no torch, gpytorch, grpc or aiosqlite: the thin
 clients stay light on compute nodes.
 """
 
-from ._client import AsyncClient, Client
+from .client import AsyncClient, Client
 from .engine import Engine
 from .errors import ApiError
 from .models import (

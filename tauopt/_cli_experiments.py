@@ -108,7 +108,7 @@ def _read_document(path: str, option: str) -> Any:
 
 
 def _client(target: Target, *, writing: bool) -> Any:
-    from ._client import Client
+    from .client import Client
 
     if target.url is not None:
         return Client(driver="http", base_url=target.url, token=target.token)

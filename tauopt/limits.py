@@ -28,6 +28,7 @@ __all__ = [
     "as_float",
     "MAX_WAIT_S",
     "check_wait",
+    "check_deadline_s",
     "MAX_PAGE",
     "MAX_EXPERIMENTS_PAGE",
     "EXPERIMENTS_PAGE",
@@ -92,6 +93,18 @@ def check_wait(wait_s: Any) -> float | None:
     if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) or not math.isfinite(wait_s) or not 0 <= wait_s <= MAX_WAIT_S:
         raise invalid(f"wait_s: give a number of seconds from 0 to {MAX_WAIT_S:g}, got {wait_s!r}")
     return float(wait_s) or None
+
+
+def check_deadline_s(deadline_s: Any) -> float | None:
+    """A call's deadline in seconds as a float (None: no deadline), or an invalid_request saying what is accepted."""
+    if deadline_s is None:
+        return None
+    if isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float)) or not math.isfinite(deadline_s) or deadline_s < 0:
+        raise invalid(
+            f"deadline_s: {deadline_s!r} is not a finite number of seconds >= 0; "
+            "pass e.g. deadline_s=30, or None for no deadline"
+        )
+    return float(deadline_s)
 
 
 def _short(n: Any) -> str:

@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 import tauopt
-from tauopt import ApiError, Client, _client
+from tauopt import ApiError, Client
+from tauopt.client import _base
 from test_http_support import free_port
 
 
@@ -21,7 +22,7 @@ from test_http_support import free_port
 def no_tauopt_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("TAUOPT_BASE_URL", "TAUOPT_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(_client, "_said_private", [])
+    monkeypatch.setattr(_base, "_said_private", [])
 
 
 def test_client_without_a_driver_logs_once_that_it_runs_a_private_engine(caplog: pytest.LogCaptureFixture) -> None:
@@ -72,12 +73,12 @@ def test_ctrl_c_while_a_sync_client_opens_stops_its_loop_at_once() -> None:
 import os, signal, sys, threading, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # also where the suite runs with SIGINT ignored
 import anyio
-from tauopt import AsyncClient, Client
+from tauopt import Client, Engine
 
 async def never(self):
     await anyio.sleep_forever()
 
-AsyncClient.__aenter__ = never
+Engine.__aenter__ = never  # the driver the Client opens
 threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 t0 = time.monotonic()
 try:
@@ -90,3 +91,25 @@ except KeyboardInterrupt:
     assert r.returncode == 0, r.stderr[-2000:]
     word, seconds, loops = r.stdout.split()
     assert word == "interrupted" and float(seconds) < 5 and loops == "0", r.stdout
+
+
+def test_a_closed_client_refuses_calls_saying_so_and_lets_its_engine_go() -> None:
+    client = Client(driver="local")
+    assert client.engine is not None
+    client.close()
+    assert client.engine is None
+    with pytest.raises(RuntimeError, match="this Client is closed"):
+        client.experiments()
+    with pytest.raises(RuntimeError, match="this Client is closed"):
+        client.call(client.experiments)
+
+
+def test_import_tauopt_loads_no_httpx_until_an_http_client_is_made() -> None:
+    code = (
+        "import sys, tauopt, tauopt.client\n"
+        "before = 'httpx' in sys.modules\n"
+        "tauopt.client.HttpDriver\n"
+        "print(before, 'httpx' in sys.modules)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["False", "True"], r.stdout + r.stderr

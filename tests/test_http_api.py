@@ -493,7 +493,7 @@ async def test_create_app_serves_an_engine_the_caller_owns() -> None:
     import uvicorn
 
     from tauopt.engine import Engine
-    from tauopt.transport.http import HttpDriver
+    from tauopt.client import HttpDriver
     from tauopt.transport.http import create_app as lazy_create_app
 
     async with Engine() as engine:

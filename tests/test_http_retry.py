@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from tauopt.errors import ApiError
-from tauopt.transport.http._client import HttpDriver
+from tauopt.client import HttpDriver
 from tauopt import AsyncClient, Client
-from tauopt.transport.http._retry import MAX_ATTEMPTS, parse_retry_after, retry_delay, within_deadline
+from tauopt.client._retry import MAX_ATTEMPTS, parse_retry_after, retry_delay, within_deadline
 from test_http_support import ServerThread, free_port
 
 

@@ -17,7 +17,7 @@ import anyio.abc
 import httpx
 import pytest
 
-from tauopt.transport.http._client import HttpDriver
+from tauopt.client import HttpDriver
 from test_http_support import ServerThread
 
 Handler = Callable[[anyio.abc.SocketStream, int], Awaitable[None]]
@@ -235,7 +235,7 @@ async def test_https_base_url_verifies_the_server_certificate(tls_server: tuple[
 
 @pytest.mark.anyio
 async def test_one_httpx_client_per_driver_on_our_h11_transport_unless_proxied(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tauopt.transport.http._transport import H11Transport
+    from tauopt.client._transport import H11Transport
 
     for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
@@ -264,7 +264,7 @@ async def test_the_driver_calls_our_transport_directly_with_httpx_semantics() ->
     """The driver skips AsyncClient.send's layers on our transport (auth, redirects,
     cookies: none apply) and h11 validates each distinct header set once; what is
     sent, what a closed client says and what a bad header raises stay httpx's."""
-    from tauopt.transport.http._transport import H11Transport
+    from tauopt.client._transport import H11Transport
 
     async def handler(stream: anyio.abc.SocketStream, n: int) -> None:
         while await srv.read_request(stream) is not None:

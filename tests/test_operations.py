@@ -11,9 +11,9 @@ import pytest
 
 import tauopt
 from tauopt import ApiError, AsyncClient, Client, Engine
-from tauopt._drivers import driver_name
+from tauopt.client import driver_name
 from tauopt.operations import OPERATIONS, UNSET, Operations, Unset
-from tauopt.transport.http._client import HttpDriver
+from tauopt.client import HttpDriver
 
 
 def _shape(fn: Any, *, drop_deadline: bool = False) -> list[tuple[str, Any, Any, Any]]:
@@ -53,6 +53,40 @@ def test_every_driver_and_client_has_the_protocols_exact_signatures(impl: type) 
         assert inspect.signature(ours).return_annotation == inspect.signature(theirs).return_annotation, name
         assert inspect.iscoroutinefunction(ours) == (impl is not Client), name
         assert ours.__qualname__.startswith(impl.__name__ + "."), f"{impl.__name__}.{name} is inherited or generated"
+
+
+IMPLEMENTATIONS = [Engine, HttpDriver, AsyncClient, Client]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda c: c.__name__)
+def test_every_operation_is_written_in_each_implementation_with_the_protocols_signature(impl: type) -> None:
+    """The one check a new operation meets everywhere: written in the class's own body (not
+    inherited, not generated), the same parameters (names, kinds, defaults, annotations;
+    the clients add only their keyword-only deadline_s), the same return annotation, and
+    async everywhere but in the sync Client."""
+    for name in OPERATIONS:
+        assert name in vars(impl), f"{impl.__name__} does not write out {name}"
+        ours, theirs = vars(impl)[name], getattr(Operations, name)
+        assert _shape(ours, drop_deadline=impl in (AsyncClient, Client)) == _shape(theirs), (impl.__name__, name)
+        assert inspect.signature(ours).return_annotation == inspect.signature(theirs).return_annotation, name
+        assert inspect.iscoroutinefunction(ours) == (impl is not Client), (impl.__name__, name)
+
+
+@pytest.mark.parametrize("impl", [AsyncClient, Client], ids=lambda c: c.__name__)
+def test_a_clients_public_methods_are_the_operations_and_its_own_lifecycle(impl: type) -> None:
+    lifecycle = {"aclose", "close", "call", "engine"}
+    public = {n for n in dir(impl) if not n.startswith("_")} - {"driver"}
+    assert public - lifecycle == set(OPERATIONS), "an operation on a client must be in tauopt.operations first"
+
+
+def test_a_client_that_leaves_an_operation_out_fails_at_import() -> None:
+    from tauopt.client._base import BaseClient, operation_docs
+
+    class Partial(BaseClient):
+        async def suggest(self, experiment_id: str) -> None: ...
+
+    with pytest.raises(TypeError, match="Partial does not write out the operation 'create_experiment'"):
+        operation_docs(Partial)
 
 
 # Engine-only keywords: none since suggest's wait_s (issue 13) is on every door and

@@ -25,7 +25,7 @@ from optuna.search_space import IntersectionSearchSpace
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from .._client import Client
+from ..client import Client
 from ..errors import ApiError
 
 __all__ = ["TauoptSampler"]

@@ -1,16 +1,15 @@
-"""The HTTP door: the REST server (`create_app`) and its client (`HttpDriver`).
+"""The HTTP door: the REST server (`create_app`).
 
-`create_app` needs the server extra (fastapi, uvicorn) and is imported lazily,
-so importing the client never loads fastapi.
+`create_app` needs the server extra (fastapi, uvicorn) and is imported lazily.
+The client side of this wire (`HttpDriver`, its transport and retry policy)
+lives in `tauopt.client`; the door never imports it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._client import HttpDriver
-
-__all__ = ["HttpDriver", "create_app"]
+__all__ = ["create_app"]
 
 
 def __getattr__(name: str) -> Any:

@@ -40,12 +40,11 @@ from urllib.parse import quote, urlencode, urlsplit
 import anyio
 import httpx
 
-from ..._client import check_deadline_s
-from ..._numbers import plain_json
-from ...errors import ApiError, error_type_for_status, invalid
-from ...limits import MAX_EXPERIMENTS_PAGE, MAX_PAGE, check_wait
-from ...models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
-from ...operations import UNSET, ExperimentState, SuggestionState
+from .._numbers import plain_json
+from ..errors import ApiError, error_type_for_status, invalid
+from ..limits import MAX_EXPERIMENTS_PAGE, MAX_PAGE, check_deadline_s, check_wait
+from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
+from ..operations import UNSET, ExperimentState, SuggestionState
 from ._retry import parse_retry_after, retry_delay, within_deadline
 from ._transport import H11Transport
 

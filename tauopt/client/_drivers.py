@@ -5,8 +5,8 @@
     "http://host:port" the http driver with that base_url (https:// too)
 
 A driver is an async context manager whose `__aenter__` returns an
-`Operations`; each factory imports its door lazily, so `import tauopt` loads
-neither the engine's SQLite store nor httpx's server side.
+`Operations`; each factory imports its driver lazily, so `import tauopt` loads
+neither the engine's SQLite store nor httpx.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from .errors import invalid
-from .operations import Operations
+from ..errors import invalid
+from ..operations import Operations
 
 __all__ = ["DriverFactory", "register_driver", "open_driver", "driver_name"]
 
@@ -48,13 +48,13 @@ def open_driver(name: str, options: dict[str, Any]) -> AbstractAsyncContextManag
 
 
 def _local(*, store: Any = None, **options: Any) -> AbstractAsyncContextManager[Operations]:
-    from .engine import Engine
+    from ..engine import Engine
 
     return Engine(store, **options)
 
 
 def _http(**options: Any) -> AbstractAsyncContextManager[Operations]:
-    from .transport.http._client import HttpDriver
+    from ._http import HttpDriver
 
     return HttpDriver(**options)
 
