@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tauopt import ApiError, Client
-from tauopt.transport.http import _client as http_client
+from tauopt.client import _http as http_client
 from tauopt.transport.http import _routes
 from test_cli_experiments import tauopt
 from test_http_support import served_with_token
