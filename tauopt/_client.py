@@ -137,6 +137,7 @@ class AsyncClient:
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
+        description: str | None = None,
         *,
         deadline_s: float | None = None,
     ) -> Experiment:
@@ -144,7 +145,8 @@ class AsyncClient:
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
         `max_consecutive_failures`: that many failed runs in a row stop the asks
-        (`too_many_failures`) until update_experiment sets it again (None: no cap).
+        (`too_many_failures`) until update_experiment sets it again (None: no cap);
+        `description`: free text for people (at most 4,096 characters).
         E.g. parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"}, {"name": "n",
         "type": "int", "bounds": [1, 4]}, {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}],
         metric={"name": "loss"} (objective "minimize" by default), metrics=[{"name": "acc", "objective": "maximize"},
@@ -153,7 +155,7 @@ class AsyncClient:
         with self._bounded(deadline_s):
             return await self._require().create_experiment(
                 name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
-                strategy_options, early_stopping, metrics, max_consecutive_failures,
+                strategy_options, early_stopping, metrics, max_consecutive_failures, description,
             )  # fmt: skip
 
     async def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -440,6 +442,7 @@ class Client:
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
+        description: str | None = None,
         *,
         deadline_s: float | None = None,
     ) -> Experiment:
@@ -447,7 +450,8 @@ class Client:
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
         `max_consecutive_failures`: that many failed runs in a row stop the asks
-        (`too_many_failures`) until update_experiment sets it again (None: no cap).
+        (`too_many_failures`) until update_experiment sets it again (None: no cap);
+        `description`: free text for people (at most 4,096 characters).
         E.g. parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"}, {"name": "n",
         "type": "int", "bounds": [1, 4]}, {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}],
         metric={"name": "loss"} (objective "minimize" by default), metrics=[{"name": "acc", "objective": "maximize"},
@@ -456,7 +460,7 @@ class Client:
         return self._run(
             self._client.create_experiment, name, parameters, metric, parallel_bandwidth, suggestion_ttl_s,
             observation_budget, strategy, strategy_options, early_stopping, metrics, max_consecutive_failures,
-            deadline_s=deadline_s,
+            description, deadline_s=deadline_s,
         )  # fmt: skip
 
     def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:

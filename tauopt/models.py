@@ -463,6 +463,8 @@ class Experiment:
     max_consecutive_failures: int | None = None
     consecutive_failures: int = 0
     stopped_reason: str | None = None
+    # free text for people (what the search is for); experiments written before it read as None
+    description: str | None = None
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -480,6 +482,7 @@ class Experiment:
         return {
             "id": self.id,
             "name": self.name,
+            "description": self.description,
             "parameters": [p.to_dict() for p in self.parameters],
             "metric": self.metric.to_dict(),
             "metrics": [m.to_dict() for m in self.metrics],
@@ -520,6 +523,7 @@ class Experiment:
             max_consecutive_failures=d.get("max_consecutive_failures"),
             consecutive_failures=int(d.get("consecutive_failures", 0)),
             stopped_reason=d.get("stopped_reason"),
+            description=d.get("description"),
         )
 
     def evolve(self, **changes: Any) -> "Experiment":

@@ -214,7 +214,7 @@ async def create_experiment(call: Call) -> Any:
             b.name, b.parameters, b.metric, metrics=b.metrics, parallel_bandwidth=b.parallel_bandwidth,
             suggestion_ttl_s=b.suggestion_ttl_s, observation_budget=b.observation_budget, strategy=b.strategy,
             strategy_options=integral_values(b.strategy_options), early_stopping=integral_values(b.early_stopping),
-            max_consecutive_failures=b.max_consecutive_failures,
+            max_consecutive_failures=b.max_consecutive_failures, description=b.description,
         )  # fmt: skip
 
     if call.cred is None:

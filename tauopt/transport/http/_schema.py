@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ...errors import CATALOGUE
-from ...limits import MAX_WAIT_S
+from ...limits import MAX_DESCRIPTION_CHARS, MAX_WAIT_S
 from ._openapi_rules import (
     _AT_LEAST_1,
     _FLOAT,
@@ -129,6 +129,11 @@ class CreateExperimentBody(BaseModel):
         json_schema_extra=_says(anyOf=[EARLY_STOPPING_SCHEMA, {"type": "null"}]),
     )
     max_consecutive_failures: JsonInt | None = _failure_cap()
+    description: str | None = Field(
+        default=None, description=f"free text for people: what the search is for (at most {MAX_DESCRIPTION_CHARS} characters)",
+        examples=["learning rate and depth of the ResNet-18 baseline"],
+        json_schema_extra=_says(anyOf=[{"type": "string", "maxLength": MAX_DESCRIPTION_CHARS}, {"type": "null"}]),
+    )
 
 
 class UpdateExperimentBody(BaseModel):
@@ -228,6 +233,7 @@ class MetricsItemOut(BaseModel):
 class ExperimentOut(BaseModel):
     id: str
     name: str
+    description: str | None = Field(description="free text for people; null when none was given")
     parameters: list[dict[str, Any]]
     metric: MetricOut
     metrics: list[MetricsItemOut]
