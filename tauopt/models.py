@@ -40,7 +40,6 @@ __all__ = [
     "Report",
     "ReportDecision",
     "PARAMETER_TYPES",
-    "STRATEGIES",
     "EXPERIMENT_STATES",
     "SUGGESTION_STATES",
 ]
@@ -701,16 +700,6 @@ class ReportDecision:
 
     def to_dict(self) -> dict[str, Any]:
         return {"should_stop": self.should_stop, "reason": self.reason}
-
-
-def __getattr__(name: str) -> Any:
-    # STRATEGIES is read from the strategy registry (one list of names, auto first);
-    # lazily, since the strategies import this module.
-    if name == "STRATEGIES":
-        from .strategies import names
-
-        return names()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _D = TypeVar("_D")

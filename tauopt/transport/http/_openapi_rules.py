@@ -34,7 +34,10 @@ from ...limits import (
     MAX_PARAMETERS,
     MAX_TEXT_VALUE_CHARS,
 )
-from ...models import MAX_CONSTRAINTS, MAX_OBJECTIVES, OBJECTIVES, STRATEGIES
+from ...models import MAX_CONSTRAINTS, MAX_OBJECTIVES, OBJECTIVES
+from ...strategies import names
+
+STRATEGIES = names()  # the registry's, auto first
 
 __all__ = [
     "PARAMETER_SCHEMA", "PARAMETERS_SCHEMA", "METRIC_SCHEMA", "METRICS_SCHEMA", "METRICS_RULE", "STRATEGY_OPTIONS_SCHEMA",
