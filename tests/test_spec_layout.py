@@ -5,10 +5,11 @@ registry's, read where it is needed)."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import tauopt
+
+from test_layout import _imports  # every module a file imports, relative ones resolved
 
 ROOT = Path(tauopt.__file__).parent
 
@@ -16,37 +17,6 @@ ROOT = Path(tauopt.__file__).parent
 def _module_of(path: Path) -> str:
     parts = path.relative_to(ROOT.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports(path: Path) -> set[str]:
-    """tauopt modules a file imports anywhere in it (relative imports resolved; `from m import x`
-    counts m, and m.x when that is a module)."""
-    module = _module_of(path)
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    found: set[str] = set()
-    for node in _walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                name = ".".join(base + ([node.module] if node.module else []))
-            else:
-                name = node.module or ""
-            found.add(name)
-            found.update(f"{name}.{a.name}" for a in node.names)
-    return {m for m in found if m.startswith("tauopt")}
-
-
-def _walk(node: ast.AST) -> list[ast.AST]:
-    """Every node, except under `if TYPE_CHECKING:` (annotations only: nothing runs)."""
-    out = [node]
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and isinstance(child.test, ast.Name) and child.test.id == "TYPE_CHECKING":
-            out += [n for c in child.orelse for n in _walk(c)]
-        else:
-            out += _walk(child)
-    return out
 
 
 def _graph() -> dict[str, set[str]]:
