@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from ..limits import (
     INT_MAX,
@@ -89,7 +90,7 @@ _Scale = Annotated[
     Literal["linear", "log", "reverse_log"] | None, Field(json_schema_extra=_only({"enum": ["linear", "log", "reverse_log", None]}))
 ]
 # the scale decides the sign of the bounds: one branch per case, so each says exactly what it accepts
-_BY_SCALE = {
+_BY_SCALE: JsonDict = {
     "oneOf": [
         {"properties": {"scale": {"enum": ["linear", None]}}},
         {"required": ["scale"], "properties": {"scale": {"enum": ["log", "reverse_log"]},
@@ -103,7 +104,8 @@ def _bounds(number: Any) -> Any:
 
 
 class _Parameter(BaseModel):
-    """What every variant has: a name, conditions, and the other types' fields, unused."""
+    """What every variant has: a name, conditions, and the other types' fields, unused (a
+    variant redeclares the fields it uses: the `type: ignore[assignment]`s below)."""
 
     model_config = _SPEC
     name: Name
@@ -117,7 +119,7 @@ class _Parameter(BaseModel):
 
 class _Numeric(_Parameter):
     model_config = ConfigDict(extra="forbid", json_schema_extra=_BY_SCALE)
-    scale: _Scale = None
+    scale: _Scale = None  # type: ignore[assignment]
     default: Float64 | None = None
 
 
@@ -127,7 +129,7 @@ class DoubleParameter(_Numeric):
 
     type: Literal["double"]
     bounds: _bounds(Float64)  # type: ignore[valid-type]
-    step: Annotated[float, Field(gt=0, le=_FLOAT_MAX)] | None = None
+    step: Annotated[float, Field(gt=0, le=_FLOAT_MAX)] | None = None  # type: ignore[assignment]
 
 
 class IntParameter(_Numeric):
@@ -135,14 +137,14 @@ class IntParameter(_Numeric):
 
     type: Literal["int"]
     bounds: _bounds(Int64)  # type: ignore[valid-type]
-    step: Annotated[int, Field(ge=1, lt=INT_MAX + 1)] | None = None
+    step: Annotated[int, Field(ge=1, lt=INT_MAX + 1)] | None = None  # type: ignore[assignment]
 
 
 class CategoricalParameter(_Parameter):
     """categorical: values, each once (same type and equal); default among them"""
 
     type: Literal["categorical"]
-    values: Annotated[list[ParameterValue], Field(min_length=1, max_length=MAX_CATEGORICAL_VALUES, json_schema_extra={"uniqueItems": True})]
+    values: Annotated[list[ParameterValue], Field(min_length=1, max_length=MAX_CATEGORICAL_VALUES, json_schema_extra={"uniqueItems": True})]  # type: ignore[assignment]
     default: ParameterValue | None = None
 
 
@@ -157,7 +159,7 @@ class FixedParameter(_Parameter):
     """fixed: one value"""
 
     type: Literal["fixed"]
-    value: ParameterValue
+    value: ParameterValue  # type: ignore[assignment]
     default: ParameterValue | None = None
 
 

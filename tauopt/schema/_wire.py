@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
+from pydantic.config import JsonDict
 
 from ..errors import CATALOGUE
 from ..limits import MAX_WAIT_S
@@ -63,20 +64,24 @@ def described_as(spec: Any, *, integral: bool = False) -> Any:
     return BeforeValidator(_integral if integral else _as_given, json_schema_input_type=spec)
 
 
+def documented(spec: Any, *, or_null: bool = False) -> Any:
+    """`json_schema_extra` documenting a field as `spec` without adding to its validation:
+    for the worker loop's bodies, read on every ask and observe (flat specs only: no $refs).
+    `or_null`: the spec or null, its keywords at the top where clients read them."""
+    schema = {k: v for k, v in TypeAdapter(spec).json_schema().items() if k != "title"}
+    if or_null:
+        schema["type"] = [schema["type"], "null"]
+
+    def extra(field: dict[str, Any]) -> None:
+        field.pop("anyOf", None)
+        field.update(schema)
+
+    return extra
+
+
 def integral_values(options: Any) -> Any:
     """A dict's integral floats as ints; anything else as it is (the engine refuses it, saying why)."""
     return {k: _integral(v) for k, v in options.items()} if isinstance(options, dict) else options
-
-
-def _inline_or_null(model: type[BaseModel]) -> Any:
-    """`model`'s own schema, or null, written in the field (clients read its keywords there)."""
-
-    def extra(field: dict[str, Any]) -> None:
-        schema = model.model_json_schema()
-        field.pop("anyOf", None)
-        field.update({**schema, "type": [schema["type"], "null"]})
-
-    return extra
 
 
 def _metrics_or_null(field: dict[str, Any]) -> None:
@@ -95,7 +100,7 @@ _FAILURE_CAP_DOC = (
     "its value, lifts a stop and counts from zero"
 )
 # parse_metrics: metric= (one objective) or metrics=[...], not both (null is left out)
-_ONE_OF_METRIC_OR_METRICS = {
+_ONE_OF_METRIC_OR_METRICS: JsonDict = {
     "oneOf": [
         {"required": ["metric"], "properties": {"metric": {"type": "object"}, "metrics": {"type": "null"}}},
         {"required": ["metrics"], "properties": {"metrics": {"type": "array"}, "metric": {"type": "null"}}},
@@ -122,7 +127,7 @@ class CreateExperimentBody(BaseModel):
     )
     metric: Annotated[dict[str, Any] | None, described_as(MetricSpec | None)] = Field(
         default=None, description="one objective; or give metrics", examples=[{"name": "loss", "objective": "minimize"}],
-        json_schema_extra=_inline_or_null(MetricSpec),
+        json_schema_extra=documented(MetricSpec, or_null=True),
     )
     metrics: Annotated[list[dict[str, Any]] | None, described_as(MetricsSpec | None)] = Field(
         default=None,
@@ -164,9 +169,11 @@ class UpdateExperimentBody(BaseModel):
 
 class SuggestBody(BaseModel):
     model_config = _STRICT
-    tag: Annotated[str | None, described_as(Tag | None)] = Field(default=None, description="1-128 printable characters, e.g. job-17-worker-3")
-    wait_s: Annotated[float | None, described_as(Annotated[float, Field(ge=0, le=MAX_WAIT_S)] | None)] = Field(
-        default=None,
+    tag: str | None = Field(
+        default=None, description="1-128 printable characters, e.g. job-17-worker-3", json_schema_extra=documented(Tag | None)
+    )
+    wait_s: float | None = Field(
+        default=None, json_schema_extra=documented(Annotated[float, Field(ge=0, le=MAX_WAIT_S)] | None),
         description="when parallel_bandwidth suggestions are open, wait up to this many seconds for one to be "
         "observed or closed before answering 429 bandwidth_full (long-poll); null or 0: answer at once",
     )
@@ -175,7 +182,7 @@ class SuggestBody(BaseModel):
 _NULL: dict[str, Any] = {"type": "null"}
 _FLOAT: dict[str, Any] = TypeAdapter(Float64).json_schema()
 # check_observation and the actor's observe: which suggestion, what outcome, and when `stopped` may be true
-_OBSERVE_RULES = {"allOf": [
+_OBSERVE_RULES: JsonDict = {"allOf": [
     {"oneOf": [
         {"required": ["suggestion_id"], "properties": {"suggestion_id": {"type": "string"}, "assignments": _NULL}},
         {"required": ["assignments"], "properties": {"assignments": TypeAdapter(Assignments).json_schema(), "suggestion_id": _NULL}},
@@ -191,17 +198,6 @@ _OBSERVE_RULES = {"allOf": [
 ]}  # fmt: skip
 
 
-def _nullable(spec: Any) -> Any:
-    """The spec's schema, or null, its keywords at the top where clients read them."""
-
-    def extra(field: dict[str, Any]) -> None:
-        schema = TypeAdapter(spec).json_schema()
-        field.pop("anyOf", None)
-        field.update({**schema, "type": [schema["type"], "null"]})
-
-    return extra
-
-
 class ObserveBody(BaseModel):
     # the engine's rules: exactly one of suggestion_id or assignments; exactly one of value, values or failed=true
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_OBSERVE_RULES)
@@ -209,20 +205,20 @@ class ObserveBody(BaseModel):
     suggestion_id: str | int | None = Field(default=None, description="the suggestion's id, as text or an integer")
     assignments: dict[str, Any] | None = Field(
         default=None, description="for an unsolicited observation: a value for every active parameter",
-        json_schema_extra=_nullable(Assignments),
+        json_schema_extra=documented(Assignments, or_null=True),
     )
     value: float | None = Field(
         default=None, description="the first objective's value, enough for one objective without constraints; "
-        "not with values or failed", json_schema_extra=_nullable(Float64),
+        "not with values or failed", json_schema_extra=documented(Float64, or_null=True),
     )
     failed: bool = Field(default=False, description="true: the evaluation failed (give neither value nor values)")
     metrics: dict[str, float] | None = Field(
         default=None, description="anything else measured, by name (a failed evaluation's too)",
-        json_schema_extra=_nullable(MetricNumbers),
+        json_schema_extra=documented(MetricNumbers, or_null=True),
     )
     values: dict[str, float] | None = Field(
         default=None, description="every objective and constraint metric of the experiment, by name, the first "
-        "objective too; not with value or failed", json_schema_extra=_nullable(MetricNumbers),
+        "objective too; not with value or failed", json_schema_extra=documented(MetricNumbers, or_null=True),
     )
     stopped: bool = Field(
         default=False, description="true: the trial was stopped early (its last reported value); only with a suggestion_id"
@@ -234,7 +230,7 @@ class ReportBody(BaseModel):
     step: Annotated[int, described_as(Annotated[int, Field(ge=0, le=2**53)], integral=True)] = Field(
         description="increases per suggestion (epoch, iteration)"
     )
-    value: Annotated[float, described_as(Float64)] = Field(description="the objective's intermediate value (finite)")
+    value: float = Field(description="the objective's intermediate value (finite)", json_schema_extra=documented(Float64))
 
 
 class ReportOut(BaseModel):
