@@ -5,7 +5,11 @@ store, returned by every read and listing, carried by export/import, and refused
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+
+import anyio
 
 import pytest
 
@@ -43,6 +47,20 @@ async def test_postgresql_keeps_it(pg_url: str) -> None:
     async with Engine(store=pg_url, pool=None) as engine:
         assert (await engine.experiment(exp.id)).description == TEXT
         assert TEXT in [e.description for e in await engine.experiments()]
+
+
+def test_experiments_show_prints_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "d.db")
+
+    async def make() -> str:
+        async with Engine(store=db, pool=None) as engine:
+            return (await engine.create_experiment("e", X, M, description="lr sweep\nsecond line")).id
+
+    eid = anyio.run(make)
+    shown = subprocess.run([sys.executable, "-m", "tauopt.cli", "experiments", "show", eid, "--db", db],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[1] == "  description  lr sweep\\nsecond line", shown.stdout  # escaped: one row
 
 
 def test_an_experiment_written_before_the_field_reads_as_none() -> None:
