@@ -18,6 +18,7 @@ __all__ = [
     "MAX_CONDITION_DEPTH",
     "MAX_METRICS",
     "MAX_NAME_CHARS",
+    "MAX_DESCRIPTION_CHARS",
     "MAX_TEXT_VALUE_CHARS",
     "MAX_JSON_DEPTH",
     "INT_MIN",
@@ -41,6 +42,7 @@ MAX_CONDITION_DEPTH = 64  # longest chain parent -> child -> grandchild ...
 MAX_METRICS = 100  # extra metric names on one observation
 MAX_NAME_CHARS = 256  # names: experiment, parameter, metric, condition parent
 MAX_TEXT_VALUE_CHARS = 1024  # a string value of a categorical, fixed or default
+MAX_DESCRIPTION_CHARS = 4096  # an experiment's free-text description
 MAX_JSON_DEPTH = 32  # nesting of a request body (the deepest valid body is ~5)
 MAX_PAGE = 10_000  # rows per answer of a listing that grows with history (observations, reports): read on by cursor
 MAX_EXPERIMENTS_PAGE = 1_000  # experiments per answer of GET /v1/experiments (~0.6 KB each): read on by cursor

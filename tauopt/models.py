@@ -40,7 +40,6 @@ __all__ = [
     "Report",
     "ReportDecision",
     "PARAMETER_TYPES",
-    "STRATEGIES",
     "EXPERIMENT_STATES",
     "SUGGESTION_STATES",
 ]
@@ -463,6 +462,8 @@ class Experiment:
     max_consecutive_failures: int | None = None
     consecutive_failures: int = 0
     stopped_reason: str | None = None
+    # free text for people (what the search is for); experiments written before it read as None
+    description: str | None = None
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -480,6 +481,7 @@ class Experiment:
         return {
             "id": self.id,
             "name": self.name,
+            "description": self.description,
             "parameters": [p.to_dict() for p in self.parameters],
             "metric": self.metric.to_dict(),
             "metrics": [m.to_dict() for m in self.metrics],
@@ -520,6 +522,7 @@ class Experiment:
             max_consecutive_failures=d.get("max_consecutive_failures"),
             consecutive_failures=int(d.get("consecutive_failures", 0)),
             stopped_reason=d.get("stopped_reason"),
+            description=d.get("description"),
         )
 
     def evolve(self, **changes: Any) -> "Experiment":
@@ -710,16 +713,6 @@ class ReportDecision:
 
     def to_dict(self) -> dict[str, Any]:
         return {"should_stop": self.should_stop, "reason": self.reason}
-
-
-def __getattr__(name: str) -> Any:
-    # STRATEGIES is read from the strategy registry (one list of names, auto first);
-    # lazily, since the strategies import this module.
-    if name == "STRATEGIES":
-        from .strategies import names
-
-        return names()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _D = TypeVar("_D")

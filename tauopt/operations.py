@@ -62,12 +62,14 @@ class Operations(Protocol):
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
+        description: str | None = None,
     ) -> Experiment:
         """Create an active experiment; its id is chosen by the engine. `metric`: one
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
         `max_consecutive_failures`: that many failed runs in a row stop the asks
-        (`too_many_failures`) until update_experiment sets it again (None: no cap).
+        (`too_many_failures`) until update_experiment sets it again (None: no cap);
+        `description`: free text for people (at most 4,096 characters).
         E.g. parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"}, {"name": "n",
         "type": "int", "bounds": [1, 4]}, {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}],
         metric={"name": "loss"} (objective "minimize" by default), metrics=[{"name": "acc", "objective": "maximize"},

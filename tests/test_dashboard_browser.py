@@ -56,6 +56,9 @@ class World:
         self.stuck = ""
 
 
+DESCRIPTION = "ResNet-18 on CIFAR-10: learning rate, depth, <b>not bold</b>"
+
+
 def _work(url: str, token: str, eid: str, tag: str, n: int, errors: list[BaseException]) -> None:
     try:
         with Client(driver="http", base_url=url, token=token) as client:
@@ -82,7 +85,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         with Client(driver="http", base_url=w.url, token=token) as client:
             w.search = client.create_experiment(
                 "resnet-sweep", PARAMS, METRIC, parallel_bandwidth=WORKERS + 2, suggestion_ttl_s=900,
-                observation_budget=400, strategy="random",
+                observation_budget=400, strategy="random", description=DESCRIPTION,
             ).id  # fmt: skip
             w.stuck = client.create_experiment("recovery-demo", PARAMS[:2], METRIC, parallel_bandwidth=2, suggestion_ttl_s=600).id
             for tag in ("node-7/rank-0", "node-7/rank-1"):
@@ -177,6 +180,7 @@ def test_sign_in_lists_the_experiments_and_keeps_the_token_out_of_urls_and_cooki
     wait_js(pg, f"document.querySelector('#exp-table tr[data-id=\"{world.search}\"] svg.spark path') !== null")
     cells = [row.locator("td").nth(i).inner_text() for i in range(6)]
     assert cells[1] == "active" and cells[2] == "random"
+    assert row.locator(".description").inner_text() == DESCRIPTION  # listed under its name
     assert cells[3].replace(",", "").startswith(f"{OBSERVATIONS} / 400")
     assert cells[4].startswith("1 / 6")
     best = world.http.get(f"/v1/experiments/{world.search}/best").json()["value"]
@@ -222,6 +226,7 @@ def test_every_plot_renders_with_the_right_number_of_points(world: World, page: 
     daemon_id = httpx.get(world.url + "/v1/health", timeout=10).json()["daemon_id"]  # one daemon: serves and owns
     wait_js(pg, f"document.querySelector('#daemon').textContent === 'daemon {daemon_id}'")
     assert pg.inner_text("#served-by") == f"daemon {daemon_id}"
+    assert pg.inner_text("#exp-description") == DESCRIPTION  # as text: its markup is not markup
     traces = "#plot-history .scatterlayer .trace"
     assert pg.evaluate(count, f"{traces}:nth-child(1) path.point") == len(ok)
     assert pg.evaluate(count, f"{traces}:nth-child(2) path.point") == len(failed)

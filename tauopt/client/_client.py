@@ -81,13 +81,14 @@ class AsyncClient(BaseClient):
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
+        description: str | None = None,
         *,
         deadline_s: float | None = None,
     ) -> Experiment:
         return await self._call(
             deadline_s, self._require().create_experiment, name, parameters, metric, parallel_bandwidth,
             suggestion_ttl_s, observation_budget, strategy, strategy_options, early_stopping, metrics,
-            max_consecutive_failures,
+            max_consecutive_failures, description,
         )  # fmt: skip
 
     async def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -328,13 +329,14 @@ class Client(BaseClient):
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
+        description: str | None = None,
         *,
         deadline_s: float | None = None,
     ) -> Experiment:
         return self._run(
             deadline_s, self._require().create_experiment, name, parameters, metric, parallel_bandwidth,
             suggestion_ttl_s, observation_budget, strategy, strategy_options, early_stopping, metrics,
-            max_consecutive_failures,
+            max_consecutive_failures, description,
         )  # fmt: skip
 
     def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:

@@ -329,6 +329,7 @@ class HttpDriver:
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
+        description: str | None = None,
     ) -> Experiment:
         body = {
             "name": name,
@@ -342,6 +343,7 @@ class HttpDriver:
             "strategy_options": _as_dict(strategy_options) if strategy_options is not None else None,
             "early_stopping": dict(early_stopping) if isinstance(early_stopping, Mapping) else early_stopping,
             "max_consecutive_failures": max_consecutive_failures,
+            "description": description,
         }
         return Experiment.from_dict(await self._request("POST", "/v1/experiments", body=body))
 

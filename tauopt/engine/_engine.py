@@ -38,7 +38,7 @@ from ._importance import ImportanceCache
 from ._shared import FrontCache
 from ._studies import StudyIndex
 from ._trials import STUDY_KEY, DeleteStudy, ReadStudy, Study, TrialChange, check_directions, study_of
-from ._validate import check_bandwidth, check_budget, check_max_failures, check_name, check_strategy, check_ttl, check_wait
+from ._validate import check_bandwidth, check_budget, check_description, check_max_failures, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "DaemonStatus", "UNSET", "open_store"]
 
@@ -311,6 +311,7 @@ class Engine:
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
+        description: str | None = None,
     ) -> Experiment:
         """Create an active experiment and return it (its id is chosen here).
 
@@ -322,10 +323,11 @@ class Engine:
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`).
         `max_consecutive_failures`: that many failed runs in a row stop the asks
         (`too_many_failures`) until update_experiment sets the cap again; None: no cap.
-        Raises ApiError `invalid_request` saying which field to fix."""
+        `description`: free text for people, at most 4,096 characters (listed and shown
+        on the dashboard). Raises ApiError `invalid_request` saying which field to fix."""
         exp = await self._new_experiment(
             name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
-            strategy_options, early_stopping, metrics, max_consecutive_failures,
+            strategy_options, early_stopping, metrics, max_consecutive_failures, description,
         )  # fmt: skip
         await self._commit([PutExperiment(exp, 0)])
         return exp
@@ -343,6 +345,7 @@ class Engine:
         early_stopping: Mapping[str, Any] | None = None,
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
+        description: str | None = None,
     ) -> Experiment:
         """A new active experiment of this owner, every field checked, claimed but not yet
         committed (create, import and the Optuna door's studies)."""
@@ -374,6 +377,7 @@ class Engine:
             owner=self._owner,
             early_stopping=stopping,
             max_consecutive_failures=check_max_failures(max_consecutive_failures),
+            description=check_description(description),
         )
         try:
             await self.store.claim(exp.id, new=True)  # several daemons: this one owns what it creates
@@ -466,7 +470,7 @@ class Engine:
         fresh = await self._new_experiment(
             e.get("name"), e.get("parameters"), None if metrics else e.get("metric"), e.get("parallel_bandwidth", 1),
             e.get("suggestion_ttl_s"), e.get("observation_budget"), e.get("strategy", AUTO), e.get("strategy_options"),
-            e.get("early_stopping"), metrics, e.get("max_consecutive_failures"),
+            e.get("early_stopping"), metrics, e.get("max_consecutive_failures"), e.get("description"),
         )  # fmt: skip
         exp = fresh.evolve(**check_imported_state(e))
         snapshot, writes = imported_writes(doc, exp)

@@ -8,12 +8,12 @@ from typing import Any, Mapping
 from .._numbers import PASS_FLOAT, plain_number
 from .._numbers import shown as _shown
 from ..errors import invalid
-from ..limits import MAX_METRICS, MAX_NAME_CHARS, as_float, check_count, check_text, check_wait
+from ..limits import MAX_DESCRIPTION_CHARS, MAX_METRICS, MAX_NAME_CHARS, as_float, check_count, check_text, check_wait
 from ..models import Experiment
 from ..strategies import names  # the registry: every strategy name, and auto
 from ._curves import check_early_stopping
 
-__all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_observation", "check_name", "check_strategy", "check_wait", "check_max_failures"]
+__all__ = ["check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_update", "check_value_and_metrics", "check_observation", "check_name", "check_strategy", "check_wait", "check_max_failures", "check_description"]
 
 _UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters", "early_stopping", "max_consecutive_failures")
 
@@ -24,6 +24,14 @@ def check_name(name: Any) -> str:
     if len(name) > MAX_NAME_CHARS:
         raise invalid(f"name: at most {MAX_NAME_CHARS} characters")
     return check_text("name", name)
+
+
+def check_description(description: Any) -> str | None:
+    if description is None:
+        return None
+    if not isinstance(description, str):
+        raise invalid(f"description: give a string (or null for none), got {type(description).__name__}")
+    return check_text("description", description, MAX_DESCRIPTION_CHARS)
 
 
 def check_tag(tag: Any) -> str | None:

@@ -30,7 +30,7 @@ from .._columns import observation_columns as to_columns
 from ._pages import page_limit
 from ._render import json_bytes, render_built
 from ._routes import Call, Operation, operation
-from ._schema import COMMON_ERRORS, NonNegative, Positive
+from ...schema import COMMON_ERRORS, NonNegative, Positive
 
 __all__ = ["INSIGHT"]
 

@@ -5,8 +5,8 @@ FastAPI's own routes produced before): each Operation becomes a documentation
 -only `APIRoute` whose signature is built from the declaration (path
 parameters, optional query parameters, the body model), never served.
 Validation errors are answered 400 `invalid_request`, so FastAPI's 422 is
-replaced by 400 in every operation. The request rules and the links between
-operations are added from `_openapi_rules.py`.
+replaced by 400 in every operation. The request schemas come from the models of
+`tauopt.schema`; the links between operations from each operation's declaration.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
-from ._openapi_rules import add_components, add_links
+from ...schema import error_responses
 from ._routes import Operation
-from ._schema import error_responses
 
 __all__ = ["openapi_document", "bearer", "documented_path"]
 
@@ -77,9 +76,30 @@ def openapi_document(operations: list[Operation], *, title: str, summary: str, v
                     "description": "invalid_request",
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
                 }
-    add_components(schema)
-    add_links(schema)
+    _add_links(schema, operations)
     return _exact_bounds(schema)
+
+
+def _path_names(op: Operation) -> set[str]:
+    return set(re.findall(r"{(\w+)}", documented_path(op.path)))
+
+
+def _add_links(schema: dict[str, Any], operations: list[Operation]) -> None:
+    """Each operation's declared links (`Operation.links`, `body_links`) on its answer."""
+    docs = {op.name: schema["paths"][documented_path(op.path)][op.method.lower()] for op in operations}
+    for op in operations:
+        if not (op.links or op.body_links):
+            continue
+        fed = {k.removeprefix("path.") for k in op.links}
+        links: dict[str, Any] = {
+            docs[o.name]["operationId"]: {"operationId": docs[o.name]["operationId"], "parameters": dict(op.links)}
+            for o in operations if _path_names(o) == fed
+        }  # fmt: skip
+        for label, (target, body) in op.body_links.items():
+            to = next(o for o in operations if o.name == target)
+            parameters = {k: v for k, v in op.links.items() if k.removeprefix("path.") in _path_names(to)}
+            links[label] = {"operationId": docs[target]["operationId"], "parameters": parameters, "requestBody": dict(body)}
+        docs[op.name]["responses"][str(op.status)].setdefault("links", {}).update(links)
 
 
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")

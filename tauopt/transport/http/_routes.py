@@ -35,10 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ...errors import ApiError, api_error
 from ...limits import EXPERIMENTS_PAGE, MAX_EXPERIMENTS_PAGE, check_wait
 from ...models import Observation
-from .._json import loads_body
-from ._pages import cut, page_limit
-from ._render import bad_json, invalid_fields, json_bytes, render_error, render_json, render_rows
-from ._schema import (
+from ...schema import (
     COMMON_ERRORS,
     ClosedOut,
     CreateExperimentBody,
@@ -46,8 +43,10 @@ from ._schema import (
     ExperimentOut,
     ExperimentStateQ,
     HealthOut,
+    NonNegative,
     ObservationOut,
     ObserveBody,
+    Positive,
     ReportBody,
     ReportItemOut,
     ReportOut,
@@ -55,12 +54,13 @@ from ._schema import (
     SuggestionOut,
     SuggestionStateQ,
     IdQ,
-    NonNegative,
-    Positive,
     TextQ,
     UpdateExperimentBody,
     integral_values,
 )
+from .._json import loads_body
+from ._pages import cut, page_limit
+from ._render import bad_json, invalid_fields, json_bytes, render_error, render_json, render_rows
 
 __all__ = ["Call", "Operation", "OPERATIONS", "operation", "routes", "hot_call", "HotRoutes"]
 
@@ -98,6 +98,12 @@ class Operation:
     errors: tuple[int, ...] = COMMON_ERRORS
     tag: str = "experiments"
     auth: bool = True
+    # OpenAPI links from this operation's answer (so a client or a fuzzer chains operations):
+    # `links` names where each path parameter's value is in the answer, and the answer feeds
+    # every operation whose path takes exactly those parameters; `body_links` feed one
+    # operation's request body: label -> (operation name, {body field: value or expression})
+    links: Mapping[str, str] = field(default_factory=dict)
+    body_links: Mapping[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -192,6 +198,14 @@ def operation(method: str, path: str, *, into: list[Operation] = OPERATIONS, **d
 
 EXP = "/v1/experiments/{id}"
 SUGG = EXP + "/suggestions/{sid}"
+_SUGGESTION_IDS = {"path.id": "$response.body#/experiment_id", "path.suggestion_id": "$response.body#/id"}
+# an observe of the suggestion: its outcome generated, `assignments` null (an observation names a suggestion or a
+# point, not both); and a failed run, what any experiment accepts of an open suggestion, whatever its metrics (a
+# successful one must name every metric the experiment declares, which no link can supply)
+_OBSERVE_IT = {
+    "observe": ("observe", {"suggestion_id": "$response.body#/id", "assignments": None}),
+    "observe_failed": ("observe", {"suggestion_id": "$response.body#/id", "assignments": None, "failed": True, "value": None}),
+}
 
 
 @operation("GET", "/v1/health", response=HealthOut, errors=(), tag="meta", auth=False)
@@ -207,7 +221,7 @@ async def health(call: Call) -> Any:
 
 
 @operation("POST", "/v1/experiments", status=201, body=CreateExperimentBody, response=ExperimentOut,
-           errors=COMMON_ERRORS + (429,))  # fmt: skip
+           errors=COMMON_ERRORS + (429,), links={"path.id": "$response.body#/id"})  # fmt: skip
 async def create_experiment(call: Call) -> Any:
     b: CreateExperimentBody = call.body
 
@@ -216,7 +230,7 @@ async def create_experiment(call: Call) -> Any:
             b.name, b.parameters, b.metric, metrics=b.metrics, parallel_bandwidth=b.parallel_bandwidth,
             suggestion_ttl_s=b.suggestion_ttl_s, observation_budget=b.observation_budget, strategy=b.strategy,
             strategy_options=integral_values(b.strategy_options), early_stopping=integral_values(b.early_stopping),
-            max_consecutive_failures=b.max_consecutive_failures,
+            max_consecutive_failures=b.max_consecutive_failures, description=b.description,
         )  # fmt: skip
 
     if call.cred is None:
@@ -289,7 +303,7 @@ async def import_experiment(call: Call) -> Any:
 
 
 @operation("POST", EXP + "/suggestions", status=201, body=SuggestBody, body_required=False, response=SuggestionOut,
-           errors=COMMON_ERRORS + (409, 429), tag="suggestions")  # fmt: skip
+           errors=COMMON_ERRORS + (409, 429), tag="suggestions", links=_SUGGESTION_IDS, body_links=_OBSERVE_IT)  # fmt: skip
 async def suggest(call: Call) -> Any:
     """With `wait_s`, an ask that finds the bandwidth full waits for a slot (long-poll)
     up to that bound; a client that hangs up meanwhile takes no slot. A credential

@@ -243,7 +243,8 @@ function listPage(view) {
 function listRow(r) {
   const e = r.e, s = r.s || {};
   return el("tr", { "data-id": e.id },
-    el("td", {}, el("a", { href: `#/e/${encodeURIComponent(e.id)}`, class: "strong" }, e.name), el("div", { class: "muted small mono" }, e.id)),
+    el("td", {}, el("a", { href: `#/e/${encodeURIComponent(e.id)}`, class: "strong" }, e.name), el("div", { class: "muted small mono" }, e.id),
+      e.description ? el("div", { class: "muted small description", title: e.description }, e.description) : null),
     el("td", {}, el("span", { class: `pill ${e.state}` }, e.state)),
     el("td", {}, e.strategy),
     el("td", { class: "num" }, fmt(e.observations), e.observation_budget ? el("span", { class: "muted" }, ` / ${fmt(e.observation_budget)}`) : null),
@@ -486,7 +487,8 @@ function drawHeader(st) {
     el("div", { class: "title-row" },
       el("div", {}, el("h1", {}, e.name, " ", el("span", { class: `pill ${e.state}` }, e.state)),
         el("div", { class: "muted small" }, `${e.id} · ${e.strategy} · ${e.metric.objective} ${e.metric.name} · `,
-          el("span", { id: "served-by", title: "the daemon that owns this experiment and serves its requests" }, `daemon ${s.served_by}`))),
+          el("span", { id: "served-by", title: "the daemon that owns this experiment and serves its requests" }, `daemon ${s.served_by}`)),
+        e.description ? el("p", { id: "exp-description", class: "description" }, e.description) : null),
       el("span", { class: "spacer" }),
       el("button", { id: "edit", type: "button", onclick: () => editForm(st) }, "Edit"),
       el("button", { id: "close-all", type: "button", disabled: e.open_suggestions === 0, onclick: () => closeAll(st) }, "Close all open"),

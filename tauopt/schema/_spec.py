@@ -1,0 +1,261 @@
+"""The experiment spec as typed models: a parameter (one model per `type`, a
+discriminated union), a condition, a metric (an objective or a constraint), the
+early-stopping rule, the strategy options, and the value types they are built of.
+
+/openapi.json is generated from these models (the request bodies name them; FastAPI
+writes them into `components.schemas`), so a client, a code generator or a fuzzer
+reads the spec's shape from one definition. What JSON Schema cannot say (it has no
+keyword relating two values) is said in a description and judged by the engine:
+lo < hi, step <= hi - lo, a default within the bounds or among the values, a
+condition's parent naming another parameter, unique names, ASHA's max_step >
+min_step. `uniqueItems` on bounds states the part of lo < hi it can.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
+
+from ..limits import (
+    INT_MAX,
+    INT_MIN,
+    MAX_CATEGORICAL_VALUES,
+    MAX_CONDITIONS,
+    MAX_DESCRIPTION_CHARS,
+    MAX_METRICS,
+    MAX_NAME_CHARS,
+    MAX_PARAMETERS,
+    MAX_TEXT_VALUE_CHARS,
+)
+from ..models import MAX_CONSTRAINTS, MAX_OBJECTIVES
+
+__all__ = [
+    "Name", "Tag", "Description", "Float64", "Int64", "AtLeast1", "Seconds", "ParameterValue", "Condition",
+    "DoubleParameter", "IntParameter", "CategoricalParameter", "BooleanParameter", "FixedParameter", "ParameterSpec",
+    "MetricSpec", "ObjectiveMetric", "ConstraintMetric", "MetricsSpec", "NoEarlyStopping", "MedianStopping",
+    "AshaStopping", "EarlyStoppingSpec", "StrategyOptionsSpec", "MetricNumbers", "Assignments",
+]
+
+# check_name / check_text: 1-256 characters, not only whitespace (what Python's str.strip removes, spelled out:
+# JSON Schema's \s is ECMAScript's, which lacks \x1c-\x1f and \x85)
+_NOT_SPACE = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS, json_schema_extra={"pattern": _NOT_SPACE})]
+# check_tag: 1-128 printable characters (str.isprintable); printable ASCII is the portable core of it
+Tag = Annotated[str, Field(min_length=1, max_length=128, json_schema_extra={"pattern": r"^[\x20-\x7e]+$"})]
+Description = Annotated[str, Field(max_length=MAX_DESCRIPTION_CHARS)]
+_FLOAT_MAX = 1.7976931348623157e308  # a JSON number past a 64-bit float is refused, not rounded to inf
+Float64 = Annotated[float, Field(ge=-_FLOAT_MAX, le=_FLOAT_MAX)]
+# [-2**63, 2**63): both ends survive as JSON integers (the document writes integral bounds back as integers)
+Int64 = Annotated[int, Field(ge=INT_MIN, lt=INT_MAX + 1)]
+AtLeast1 = Annotated[int, Field(ge=1)]
+Seconds = Annotated[float, Field(gt=0)]
+# a categorical, fixed or condition value: text, a signed 64-bit integer, a finite number, a boolean
+ParameterValue = Union[
+    Annotated[str, Field(max_length=MAX_TEXT_VALUE_CHARS)],
+    Int64,
+    Annotated[float, Field(json_schema_extra={"not": {"type": "integer"}})],
+    bool,
+]
+
+
+def _only(schema: dict[str, Any]) -> Any:
+    """A field's document says `schema` in place of pydantic's `anyOf: [..., null]`."""
+
+    def extra(field: dict[str, Any]) -> None:
+        field.pop("anyOf", None)
+        field.update(schema)
+
+    return extra
+
+
+_SPEC = ConfigDict(extra="forbid")  # each variant with exactly its fields
+
+
+class Condition(BaseModel):
+    """Active only while parameter `parent` (another parameter) takes one of `values`."""
+
+    model_config = _SPEC
+    parent: Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+    values: Annotated[list[ParameterValue], Field(min_length=1, max_length=MAX_CATEGORICAL_VALUES)]
+
+
+# a list of conditions, all must hold, or one condition on its own
+Conditions = Union[Annotated[list[Condition], Field(max_length=MAX_CONDITIONS)], Condition, None]
+# the fields another type uses may be sent as null, and scale as "linear" (the engine: "not used ... remove it")
+_Unused = Annotated[None, Field(description="not used by this type; null or left out")]
+_Linear = Annotated[Literal["linear"] | None, Field(json_schema_extra=_only({"enum": ["linear", None]}))]
+_Scale = Annotated[
+    Literal["linear", "log", "reverse_log"] | None, Field(json_schema_extra=_only({"enum": ["linear", "log", "reverse_log", None]}))
+]
+# the scale decides the sign of the bounds: one branch per case, so each says exactly what it accepts
+_BY_SCALE: JsonDict = {
+    "oneOf": [
+        {"properties": {"scale": {"enum": ["linear", None]}}},
+        {"required": ["scale"], "properties": {"scale": {"enum": ["log", "reverse_log"]},
+                                               "bounds": {"items": {"exclusiveMinimum": 0}}}},
+    ]
+}  # fmt: skip
+
+
+def _bounds(number: Any) -> Any:
+    return Annotated[list[number], Field(min_length=2, max_length=2, json_schema_extra={"uniqueItems": True})]  # type: ignore[valid-type]
+
+
+class _Parameter(BaseModel):
+    """What every variant has: a name, conditions, and the other types' fields, unused (a
+    variant redeclares the fields it uses: the `type: ignore[assignment]`s below)."""
+
+    model_config = _SPEC
+    name: Name
+    bounds: _Unused = None
+    scale: _Linear = None
+    step: _Unused = None
+    values: _Unused = None
+    value: _Unused = None
+    conditions: Conditions = None
+
+
+class _Numeric(_Parameter):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_BY_SCALE)
+    scale: _Scale = None  # type: ignore[assignment]
+    default: Float64 | None = None
+
+
+class DoubleParameter(_Numeric):
+    """double: bounds [lo, hi] with lo < hi; log and reverse_log scales need lo > 0; step > 0 and at most
+    hi - lo; default within the bounds"""
+
+    type: Literal["double"]
+    bounds: _bounds(Float64)  # type: ignore[valid-type]
+    step: Annotated[float, Field(gt=0, le=_FLOAT_MAX)] | None = None  # type: ignore[assignment]
+
+
+class IntParameter(_Numeric):
+    """int: the same rules as double, with integer bounds and step"""
+
+    type: Literal["int"]
+    bounds: _bounds(Int64)  # type: ignore[valid-type]
+    step: Annotated[int, Field(ge=1, lt=INT_MAX + 1)] | None = None  # type: ignore[assignment]
+
+
+class CategoricalParameter(_Parameter):
+    """categorical: values, each once (same type and equal); default among them"""
+
+    type: Literal["categorical"]
+    values: Annotated[list[ParameterValue], Field(min_length=1, max_length=MAX_CATEGORICAL_VALUES, json_schema_extra={"uniqueItems": True})]  # type: ignore[assignment]
+    default: ParameterValue | None = None
+
+
+class BooleanParameter(_Parameter):
+    """boolean: true or false"""
+
+    type: Literal["boolean"]
+    default: bool | None = None
+
+
+class FixedParameter(_Parameter):
+    """fixed: one value"""
+
+    type: Literal["fixed"]
+    value: ParameterValue  # type: ignore[assignment]
+    default: ParameterValue | None = None
+
+
+ParameterSpec = Annotated[
+    Union[DoubleParameter, IntParameter, CategoricalParameter, BooleanParameter, FixedParameter],
+    Field(discriminator="type"),
+]
+
+
+class MetricSpec(BaseModel):
+    """`metric=`: the one objective (minimize by default)."""
+
+    model_config = _SPEC
+    name: Name
+    objective: Literal["minimize", "maximize"] = "minimize"
+    constraint: None = None
+
+
+class ObjectiveMetric(BaseModel):
+    model_config = _SPEC
+    name: Name
+    objective: Literal["minimize", "maximize"]
+    constraint: None = None
+
+
+class ConstraintMetric(BaseModel):
+    model_config = _SPEC
+    name: Name
+    constraint: dict[str, Float64] = Field(
+        description="exactly one bound: {'<=': x} or {'>=': x}",
+        json_schema_extra=_only({"type": "object", "description": "exactly one bound: {'<=': x} or {'>=': x}", "oneOf": [
+            {"required": [op], "properties": {op: {"type": "number", "minimum": -_FLOAT_MAX, "maximum": _FLOAT_MAX}},
+             "additionalProperties": False} for op in ("<=", ">=")]}),
+    )  # fmt: skip
+    objective: None = None
+
+
+def _contains(model: type[BaseModel], most: int, least: int) -> dict[str, Any]:
+    return {"contains": model.model_json_schema(), "minContains": least, "maxContains": most}
+
+
+# metrics=[...]: 1-4 objectives and at most 16 constraint metrics, names unique (the engine checks that)
+MetricsSpec = Annotated[
+    list[Union[ObjectiveMetric, ConstraintMetric]],
+    Field(min_length=1, max_length=MAX_OBJECTIVES + MAX_CONSTRAINTS,
+          json_schema_extra={"allOf": [_contains(ObjectiveMetric, MAX_OBJECTIVES, 1), _contains(ConstraintMetric, MAX_CONSTRAINTS, 0)]}),
+]  # fmt: skip
+
+_Option = Annotated[int, Field(le=2**31)]
+
+
+class NoEarlyStopping(BaseModel):
+    model_config = ConfigDict(extra="forbid", title="none")
+    rule: Literal["none"] = "none"
+
+
+class MedianStopping(BaseModel):
+    model_config = ConfigDict(extra="forbid", title="median")
+    rule: Literal["median"]
+    min_trials: Annotated[_Option, Field(ge=1)] = 5
+    grace_steps: Annotated[_Option, Field(ge=0)] = 0
+
+
+class AshaStopping(BaseModel):
+    """asha: max_step > min_step"""
+
+    model_config = ConfigDict(extra="forbid", title="asha")
+    rule: Literal["asha"]
+    max_step: Annotated[_Option, Field(ge=2)]
+    min_step: Annotated[_Option, Field(ge=1)] = 1
+    reduction_factor: Annotated[_Option, Field(ge=2)] = 3
+
+
+EarlyStoppingSpec = Annotated[
+    Union[NoEarlyStopping, MedianStopping, AshaStopping],
+    Field(description="the rule and its options; rule left out is none. asha: max_step > min_step"),
+]
+
+
+class StrategyOptionsSpec(BaseModel):
+    """`grid_size`: points per continuous dimension for `grid`; `initial_points`: Sobol points before
+    the GP takes over under `auto`; `seed`: makes an experiment's suggestions reproducible."""
+
+    model_config = _SPEC
+    grid_size: Annotated[int, Field(ge=2)] | None = None
+    initial_points: Annotated[int, Field(ge=1)] | None = None
+    seed: Annotated[int, Field(ge=0)] | None = None
+
+
+_METRIC_NAME = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+# metrics= and values= of an observation: metric name -> finite number
+MetricNumbers = Annotated[dict[_METRIC_NAME, Float64], Field(max_length=MAX_METRICS)]
+# an unsolicited observation's point: a value for every active parameter (so at least one: a parameter
+# without conditions is always active), by name; which names, the experiment's space says
+Assignments = Annotated[
+    dict[_METRIC_NAME, ParameterValue],
+    Field(min_length=1, max_length=MAX_PARAMETERS,
+          json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": _NOT_SPACE}}),
+]  # fmt: skip
