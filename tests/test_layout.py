@@ -122,7 +122,6 @@ NO_CIRCLES = [
     pytest.param(
         ("tauopt.models", "tauopt.strategies"),
         id="models-strategies",
-        marks=pytest.mark.xfail(strict=True, reason="models.py checks strategy options through strategies/"),
     ),
 ]
 
