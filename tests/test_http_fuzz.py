@@ -123,8 +123,11 @@ def test_the_fuzzer_reaches_every_operation_with_data_it_accepts(fuzzed: subproc
 def test_the_fuzzing_phase_alone_reaches_a_suggestions_operations_with_the_ids_it_made(tmp_path: Path) -> None:
     """No links and no data given: the fuzzing phase creates experiments, asks them, and feeds the answers'
     ids to GET/DELETE .../suggestions/{suggestion_id} and POST .../reports (the parameter's documented
-    name says what it is; a bare `{sid}` was filled with made-up ids, every one a 404)."""
+    name says what it is; a bare `{sid}` was filled with made-up ids, every one a 404). Without
+    DELETE .../suggestions (close them all): run before the reports, as the generated data's order
+    decides, it closes every suggestion the reports could name; the full runs above reach it."""
     run = run_schemathesis(tmp_path, False, "--phases", "fuzzing",
-                           "--include-path-regex", r"^/v1/experiments(/\{id\}/suggestions(/\{[a-z_]+\}(/reports)?)?)?$")
+                           "--include-path-regex", r"^/v1/experiments(/\{id\}/suggestions(/\{[a-z_]+\}(/reports)?)?)?$",
+                           "--exclude-name", "DELETE /v1/experiments/{id}/suggestions")
     assert run.returncode == 0, report(run)
-    assert "Tested: 9" in run.stdout and "repeatedly returned 404" not in run.stdout, report(run)
+    assert "Tested: 8" in run.stdout and "repeatedly returned 404" not in run.stdout, report(run)
