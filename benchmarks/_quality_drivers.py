@@ -23,7 +23,7 @@ import numpy as np
 
 from _suite import Problem
 
-from tauopt.models import Metric, Observation
+from tauopt.models import Metric, Observation, StrategyOptions
 from tauopt.strategies import propose, resolve
 from tauopt.strategies._request import SuggestRequest
 
@@ -36,6 +36,10 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     # every proposal fits and chooses the warp, at any history size (the default
     # reuses both from GPConfig.large_history = 256 observations until the history grows)
     "gp_everyfit": {"large_history": 10**9},
+    # settings tried for small budgets ("initial_points" is the experiment's strategy option, not GPConfig's)
+    "gp_i10": {"initial_points": 10},
+    "gp_i20": {"initial_points": 20},
+    "gp_i10_notr": {"initial_points": 10, "trust_region": False},
 }
 
 
@@ -94,7 +98,9 @@ def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed:
     from tauopt.strategies.gp import GPConfig, propose_gp
 
     space, metric = problem.space, Metric("y")
-    config = GPConfig(**GP_VARIANTS[method]) if method in GP_VARIANTS else None
+    switches = dict(GP_VARIANTS.get(method, {}))
+    options = StrategyOptions(initial_points=switches.pop("initial_points", None))
+    config = GPConfig(**switches) if method in GP_VARIANTS else None
     history: list[Observation] = []
     pending: collections.deque[dict[str, Any]] = collections.deque()
     warm, drawn, spent, fits, half_rank = None, 0, 0.0, 0, 0
@@ -103,7 +109,7 @@ def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed:
     def ask() -> None:
         nonlocal warm, drawn, spent, fits, half_rank
         t0 = time.perf_counter()
-        req = SuggestRequest(space, metric, tuple(history), tuple(pending), 1, seed, drawn)
+        req = SuggestRequest(space, metric, tuple(history), tuple(pending), 1, seed, drawn, options)
         rng = np.random.default_rng([seed, drawn])
         strategy = "auto" if config is not None else method
         if config is not None and resolve(strategy, req) == "gp":
@@ -134,6 +140,8 @@ def _optuna_sampler(optuna: Any, method: str, seed: int) -> Any:
         return optuna.samplers.GPSampler(seed=seed)
     if method == "optuna_tpe":
         return optuna.samplers.TPESampler(seed=seed, multivariate=True)
+    if method == "optuna_tpe_nocl":  # Optuna 5 defaults to constant_liar=True (running trials as liars); this is without
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=False)
     if method == "optuna_cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed)
     raise ValueError(method)

@@ -119,14 +119,14 @@ _MICHAL = {2: -1.8013, 5: -4.687658, 10: -9.66015}
 
 # name -> (formula, domain lo, hi, y* per coordinate or None (bounded), optimum(d), dims)
 FUNCTIONS: dict[str, tuple[Callable[[np.ndarray], float], float, float, float | None, Callable[[int], float], tuple[int, ...]]] = {
-    "sphere": (_sphere, -5.12, 5.12, 0.0, lambda d: 0.0, (2, 5, 10)),
-    "ellipsoid": (_ellipsoid, -5.0, 5.0, 0.0, lambda d: 0.0, (2, 5, 10)),
-    "rosenbrock": (_rosenbrock, -5.0, 10.0, 1.0, lambda d: 0.0, (2, 5, 10)),
-    "ackley": (_ackley, -32.768, 32.768, 0.0, lambda d: 0.0, (2, 5, 10)),
-    "levy": (_levy, -10.0, 10.0, 1.0, lambda d: 0.0, (2, 5, 10)),
-    "rastrigin": (_rastrigin, -5.12, 5.12, 0.0, lambda d: 0.0, (2, 5, 10)),
-    "styblinski_tang": (_styblinski_tang, -5.0, 5.0, _ST, lambda d: _styblinski_tang(np.full(d, _ST)), (2, 5, 10)),
-    "griewank": (_griewank, -600.0, 600.0, 0.0, lambda d: 0.0, (2, 5, 10)),
+    "sphere": (_sphere, -5.12, 5.12, 0.0, lambda d: 0.0, (2, 5, 10, 20)),
+    "ellipsoid": (_ellipsoid, -5.0, 5.0, 0.0, lambda d: 0.0, (2, 5, 10, 20)),
+    "rosenbrock": (_rosenbrock, -5.0, 10.0, 1.0, lambda d: 0.0, (2, 5, 10, 20)),
+    "ackley": (_ackley, -32.768, 32.768, 0.0, lambda d: 0.0, (2, 5, 10, 20)),
+    "levy": (_levy, -10.0, 10.0, 1.0, lambda d: 0.0, (2, 5, 10, 20)),
+    "rastrigin": (_rastrigin, -5.12, 5.12, 0.0, lambda d: 0.0, (2, 5, 10, 20)),
+    "styblinski_tang": (_styblinski_tang, -5.0, 5.0, _ST, lambda d: _styblinski_tang(np.full(d, _ST)), (2, 5, 10, 20)),
+    "griewank": (_griewank, -600.0, 600.0, 0.0, lambda d: 0.0, (2, 5, 10, 20)),
     "michalewicz": (_michalewicz, 0.0, math.pi, None, lambda d: _MICHAL[d], (2, 5, 10)),
     "hartmann6": (_hartmann6, 0.0, 1.0, None, lambda d: -3.32237, (6,)),
     "branin": (_branin, 0.0, 1.0, None, lambda d: 0.397887, (2,)),

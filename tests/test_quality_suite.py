@@ -64,14 +64,15 @@ def _quality(cwd: Path, *args: str, ok: bool = True, timeout: float = 300) -> su
 
 def test_a_tiny_quality_run_prints_json_with_every_method_and_the_comparison(tmp_path: Path) -> None:
     proc = _quality(tmp_path, "--functions", "sphere", "--dims", "2", "--seeds", "1", "--workers", "2",
-                    "--budgets", "5", "--methods", "gp,sobol,optuna_tpe", "--engine", "0", "--engine-workers", "2",
+                    "--budgets", "5", "--methods", "gp,sobol,optuna_tpe,optuna_tpe_nocl", "--engine", "0", "--engine-workers", "2",
                     "--policies", "adaptive,fresh", "--out", "")  # fmt: skip
     report = json.loads(proc.stdout)
     methods = {r["method"] for r in report["rows"]}
-    assert methods == {"gp", "sobol", "optuna_tpe", "engine@0s", "engine@0s/fresh"}
+    assert methods == {"gp", "sobol", "optuna_tpe", "optuna_tpe_nocl", "engine@0s", "engine@0s/fresh"}
     engine = next(r for r in report["rows"] if r["method"] == "engine@0s")
     assert 0.0 <= engine["fallback_frac"] <= 1.0 and 0.0 <= engine["stale_frac"] <= 1.0
-    assert set(report["gp_vs"]) == {"sobol", "optuna_tpe", "engine@0s", "engine@0s/fresh"}
+    assert set(report["gp_vs"]) == {"sobol", "optuna_tpe", "optuna_tpe_nocl", "engine@0s", "engine@0s/fresh"}
+    assert all(t["lower_median"] <= t["at_or_below"] <= t["cells"] for t in report["gp_vs"].values())
     assert "| sphere | 2 | 2 |" in proc.stderr and "| gp vs | W |" in proc.stderr  # the README's tables
 
     # reports of runs split across processes merge into one; a method can be renamed
