@@ -30,7 +30,7 @@ def test_a_long_history_is_cut_to_the_limit_keeping_the_best_the_latest_and_the_
     for i, o in enumerate(obs):
         if o.value is not None and not o.failed and (b is None or o.value < b):
             b = o.value
-            trace.append((i + 1, o.id, o.value))
+            trace.append((i + 1, o.id, o.value, o.created_at))
     assert list(s.best_trace) == trace
     # stratified: every tenth of the history holds some of the sample
     assert all(any(k * 2000 < p <= (k + 1) * 2000 for p in s.positions) for k in range(10))
@@ -40,6 +40,6 @@ def test_maximize_keeps_the_largest_and_a_short_history_is_kept_whole() -> None:
     obs = history(3000, seed=1)
     s = downsample(obs, "maximize", 100)
     assert max((o for o in obs if not o.failed), key=lambda o: o.value or 0.0) in s.kept
-    assert [v for _, _, v in s.best_trace] == sorted(v for _, _, v in s.best_trace)
+    assert [t[2] for t in s.best_trace] == sorted(t[2] for t in s.best_trace)
     whole = downsample(obs[:80], "maximize", 100)
     assert whole.kept == tuple(obs[:80]) and whole.positions == tuple(range(1, 81))

@@ -5,8 +5,7 @@ and drawing points a screen cannot separate. `downsample` keeps at most
 `limit` observations, chosen so a chart drawn from them still tells the truth
 where it matters:
 
-- the best-so-far line is exact: every improvement (its position, id and value)
-  is returned beside the sample, whatever the limit;
+- the best-so-far line is exact: every improvement (its position, id, value and time) is returned beside the sample, whatever the limit;
 - the best observation and the latest ones (a tenth of the limit) are always
   in the sample, as are the improvements while they fit in a quarter of it (the
   latest of them when there are more);
@@ -33,7 +32,7 @@ class Downsample:
     total: int  # observations in the history
     positions: tuple[int, ...]  # 1-based place of each kept observation, ascending
     kept: tuple[Observation, ...]  # the kept observations, in arrival order
-    best_trace: tuple[tuple[int, str, float], ...]  # every improvement: (position, id, value)
+    best_trace: tuple[tuple[int, str, float, float], ...]  # every improvement: (position, id, value, created_at)
 
 
 def _scored(o: Observation) -> bool:
@@ -46,19 +45,19 @@ def downsample(observations: Sequence[Observation], objective: str, limit: int) 
     if limit < 1:
         raise ValueError("limit: give a positive integer")
     n, minimize = len(observations), objective == "minimize"
-    trace: list[tuple[int, str, float]] = []
+    trace: list[tuple[int, str, float, float]] = []
     for i, o in enumerate(observations):
         if _scored(o):
             v = float(o.value)  # type: ignore[arg-type]
             if not trace or (v < trace[-1][2] if minimize else v > trace[-1][2]):
-                trace.append((i + 1, o.id, v))
+                trace.append((i + 1, o.id, v, o.created_at))
     if n <= limit:
         return Downsample(n, tuple(range(1, n + 1)), tuple(observations), tuple(trace))
     keep: set[int] = set()  # 0-based indexes
     if trace:
         keep.add(trace[-1][0] - 1)  # the best
     keep.update(range(n - max(1, limit // 10), n))  # the latest
-    for pos, _, _ in trace[::-1][: max(0, limit // 4 - 1)]:  # the latest improvements
+    for pos, *_ in trace[::-1][: max(0, limit // 4 - 1)]:  # the latest improvements
         keep.add(pos - 1)
     rest = [i for i in range(n) if i not in keep] if len(keep) < limit else []
     slots = limit - len(keep)

@@ -104,6 +104,7 @@ class BestTraceOut(BaseModel):
     position: list[int]
     id: list[str]
     value: list[float]
+    created_at: list[float]
 
 
 class ObservationSampleOut(ObservationColumnsOut):
@@ -187,7 +188,8 @@ async def observation_sample(call: Call) -> Any:
     if call.cred is not None:
         call.gate.heavy_read_rows(call.cred, len(sample.kept))
     trace = sample.best_trace
-    best = {"position": [t[0] for t in trace], "id": [t[1] for t in trace], "value": [t[2] for t in trace]}
+    best = {"position": [t[0] for t in trace], "id": [t[1] for t in trace], "value": [t[2] for t in trace],
+            "created_at": [t[3] for t in trace]}
     body = dict(to_columns(sample.kept), total=sample.total, position=list(sample.positions), best_trace=best)
     return Response(json_bytes(body), media_type="application/json")
 
