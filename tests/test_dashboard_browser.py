@@ -822,3 +822,8 @@ def test_a_long_history_opens_on_the_daemons_sample_and_the_plot_says_so(world: 
     # the first paint read the sample only; later ticks read only what came after its latest observation
     assert "/observations/sample?limit=" in reads[0]
     assert all(f"/observations/columns?after={cols['id'][-1]}" in u for u in reads[1:]), reads
+    with pg.expect_download() as info:  # the page holds a sample; a download still has every observation
+        pg.click("#download-json")
+    import json
+
+    assert json.loads(Path(info.value.path()).read_text()) == world.http.get(f"/v1/experiments/{world.search}/observations").json()
