@@ -13,6 +13,9 @@ to every one of them and adds up their drawing times (`below_fold_draw_ms`).
 compiled from scratch. `*usable_ms`: until the header (its actions), the
 counts and the workers' tables (their Close buttons) are drawn, which does not
 wait for Plotly (the `tauopt:experiment-usable` mark).
+`history_read_ms`: until the page's last read of observation data ended (a page that
+reads a long history page after page goes on after its first paint), with
+`history_bytes` of it.
 The machine's load average is printed with the figures: on a shared machine
 they move with it. Prints JSON.
 
@@ -135,7 +138,8 @@ def main() -> None:
             for proc in procs:
                 proc.terminate()
                 proc.wait(timeout=30)
-    against = {"against": {"checkout": args.against, "load_to_drawn_ms": _stats(other), "first_visit_ms": _stats(other_first_visit)}} if other else {}
+    against = {"against": {"checkout": args.against, "load_to_drawn_ms": _stats(other), "first_visit_ms": _stats(other_first_visit),
+                           "history_read_ms": _stats(history_read[False]), "history_bytes": _stats(history_bytes[False])}} if other else {}
     print(json.dumps({
         "benchmark": "dashboard_load",
         "observations": args.observations,
@@ -143,6 +147,8 @@ def main() -> None:
         "load_to_drawn_ms": _stats(times),
         "load_to_usable_ms": _stats(usable),
         "below_fold_draw_ms": _stats(below),
+        "history_read_ms": _stats(history_read[True]),
+        "history_bytes": _stats(history_bytes[True]),
         "first_visit_ms": _stats(first_visit),
         "first_visit_plotly_ready_ms": _stats(first_visit_plotly),
         "first_visit_usable_ms": _stats(first_visit_usable),
@@ -194,6 +200,14 @@ first_visit_usable: list[float] = []
 usable: list[float] = []
 USABLE = "performance.getEntriesByName('tauopt:experiment-usable').map(m => m.startTime)"
 other_first_visit: list[float] = []
+# per run: when the page's last read of observation data ended (ms from navigation; a page
+# that reads a long history page after page keeps reading after its first paint) and the
+# bytes of observation data it read, for this checkout and the one --against
+HISTORY = ("(() => { const rs = performance.getEntriesByType('resource').filter(r => r.name.includes('/observations')"
+           " && r.encodedBodySize > 1000); return [rs.length ? Math.max(...rs.map(r => r.responseEnd)) : 0,"
+           " rs.reduce((n, r) => n + r.encodedBodySize, 0), performance.now()]; })()")
+history_read: dict[bool, list[float]] = {True: [], False: []}
+history_bytes: dict[bool, list[float]] = {True: [], False: []}
 WARM_UP = 2
 
 
@@ -275,6 +289,13 @@ def measure(
                 usable.append(round(usable_at[0], 1))
             if run >= WARM_UP:
                 times.append(drawn_at)
+                while True:  # until 4 s pass with no read of observation data
+                    ended, size, now = page.evaluate(HISTORY)
+                    if now - max(ended, drawn_at) > 4000 or time.monotonic() > deadline + 60:
+                        break
+                    page.wait_for_timeout(200)
+                history_read[below_fold].append(round(ended, 1))
+                history_bytes[below_fold].append(size)
             if run >= WARM_UP and below_fold:
                 first_view = {name for name, _ in page.evaluate(STEPS)}
                 for selector in BELOW_FOLD:  # scroll each plot into view; it draws then

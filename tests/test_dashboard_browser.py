@@ -804,3 +804,37 @@ def test_the_workers_view_counts_and_colours_an_expired_suggestion(world: World,
     assert pg.evaluate(legend) == ["open", "expired"]
     expired_colour = "document.querySelector('#plot-timeline .scatterlayer .trace:nth-child(2) path.js-line').style.stroke"
     assert pg.evaluate(expired_colour) == "rgb(220, 38, 38)"  # red, as failures
+
+
+def test_a_long_history_opens_on_the_daemons_sample_and_the_plot_says_so(world: World, page: Any) -> None:
+    # the page's sample cut to 50 here, so the module's 200 observations stand for a long history
+    cols = world.http.get(f"/v1/experiments/{world.search}/observations/columns").json()
+    total, limit = cols["count"], 50
+    sample = world.http.get(f"/v1/experiments/{world.search}/observations/sample?limit={limit}").json()
+    assert sample["count"] == limit and sample["total"] == total
+    trace, best = [], None  # the best-so-far line from every observation: the sample's is exact
+    for i, (v, failed) in enumerate(zip(cols["value"], cols["failed"])):
+        if not failed and v is not None and (best is None or v < best):
+            best = v
+            trace.append(i + 1)
+    assert sample["best_trace"]["position"] == trace
+    assert cols["id"][trace[-1] - 1] in sample["id"] and sample["id"][-1] == cols["id"][-1]  # the best and the latest
+    pg, _ = page
+    sign_in(pg, world.url, world.token)
+    reads: list[str] = []
+    pg.on("request", lambda r: reads.append(r.url) if "/observations" in r.url else None)
+    pg.route("**/v1/experiments/*/observations/sample*", lambda route: route.continue_(url=route.request.url.replace("limit=2000", f"limit={limit}")))
+    pg.goto(f"{world.url}/#/e/{world.search}")
+    wait_js(pg, "document.querySelector('#history-note').textContent.includes('downsampled')")
+    points = "document.querySelectorAll('#plot-history .scatterlayer .trace:nth-child(%d) path.point').length"
+    shown = pg.evaluate(points % 1) + pg.evaluate(points % 2)
+    assert shown == limit
+    assert pg.inner_text("#history-note") == f"downsampled: {limit} of {total} shown (the best and the latest always)"
+    # the first paint read the sample only; later ticks read only what came after its latest observation
+    assert "/observations/sample?limit=" in reads[0]
+    assert all(f"/observations/columns?after={cols['id'][-1]}" in u for u in reads[1:]), reads
+    with pg.expect_download() as info:  # the page holds a sample; a download still has every observation
+        pg.click("#download-json")
+    import json
+
+    assert json.loads(Path(info.value.path()).read_text()) == world.http.get(f"/v1/experiments/{world.search}/observations").json()

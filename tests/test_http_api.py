@@ -173,9 +173,9 @@ def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_the
     assert (tag["minLength"], tag["maxLength"]) == (1, 128)
     paths = schema["paths"]
     from_create = paths["/v1/experiments"]["post"]["responses"]["201"]["links"]
-    # every operation on an experiment (15 since the dashboard's and issue 18's), each fed the created id
+    # every operation on an experiment (15 since the dashboard's and issue 18's), each fed the created id; 19 with the plot sample
     by_experiment = {op["operationId"] for path, ops in paths.items() if "{id}" in path and "{suggestion_id}" not in path for op in ops.values()}
-    assert len(by_experiment) == 18 and {l["operationId"] for l in from_create.values()} == by_experiment
+    assert len(by_experiment) == 19 and {l["operationId"] for l in from_create.values()} == by_experiment
     assert all(l["parameters"] == {"path.id": "$response.body#/id"} for l in from_create.values())
     from_suggest = paths["/v1/experiments/{id}/suggestions"]["post"]["responses"]["201"]["links"]
     assert from_suggest["observe"]["requestBody"] == {"suggestion_id": "$response.body#/id", "assignments": None}

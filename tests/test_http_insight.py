@@ -385,6 +385,28 @@ def test_the_columnar_listing_carries_exactly_what_the_row_listing_does(served: 
             assert bob.get(f"/v1/experiments/{eid}/observations/columns").status_code == 404
 
 
+def test_the_plot_sample_is_cut_to_its_limit_with_the_exact_trace_and_follows_ownership(served: Served) -> None:
+    with served.http() as http:
+        eid = create(http)["id"]
+        values = [5.0, 3.0, 4.0, 1.0, 2.0, 6.0, 0.5, 7.0, 8.0, 9.0, 3.0, 4.0]
+        for v in values:
+            assert http.post(f"/v1/experiments/{eid}/observations", json={"suggestion_id": ask(http, eid)["id"], "value": v}).status_code == 201
+        cols = http.get(f"/v1/experiments/{eid}/observations/columns").json()
+        r = http.get(f"/v1/experiments/{eid}/observations/sample", params={"limit": 5})
+        assert r.status_code == 200, r.text
+        s = r.json()
+        assert s["total"] == 12 and s["count"] == 5 and len(s["position"]) == 5
+        assert [cols["id"][p - 1] for p in s["position"]] == s["id"]  # each row at its place in the history
+        assert s["best_trace"]["position"] == [1, 2, 4, 7] and s["best_trace"]["value"] == [5.0, 3.0, 1.0, 0.5]
+        assert cols["id"][6] in s["id"] and s["id"][-1] == cols["id"][-1]  # the best and the latest
+        whole = http.get(f"/v1/experiments/{eid}/observations/sample").json()
+        assert whole["id"] == cols["id"] and whole["position"] == list(range(1, 13))
+        bad = http.get(f"/v1/experiments/{eid}/observations/sample", params={"limit": 0})
+        assert bad.status_code in (400, 422) and bad.json()["error"]["type"] == "invalid_request", bad.text
+        with served.http("bob") as bob:
+            assert bob.get(f"/v1/experiments/{eid}/observations/sample").status_code == 404
+
+
 def test_the_full_columnar_listing_follows_a_growing_history_through_its_cache(served: Served) -> None:
     with served.http() as http:
         eid = create(http)["id"]

@@ -220,8 +220,8 @@ def test_served_routes_and_the_openapi_document_describe_the_same_operations() -
     served = {(method, documented_path(path), name) for method, path, name in served}  # `{sid}` is documented by what it is
     # 14 before issues 18/19/14 landed: + report, list_reports, pareto_front, summary, workers, importance;
     # + the report log and the columnar observations (issue 14's learning curves and scale)
-    # + unarchive, delete, export, import (issue 41)
-    assert served == documented and len(served) == len(OPERATIONS) == 26
+    # + unarchive, delete, export, import (issue 41); + the dashboard's plot sample
+    assert served == documented and len(served) == len(OPERATIONS) == 27
     assert [r.name for r in app.routes[:2]] == ["suggest", "observe"]  # the worker loop's calls match first
     for op in OPERATIONS:  # one function per operation, each served by exactly one route
         assert [r.name for r in app.routes if getattr(r, "name", None) == op.name] == [op.name]

@@ -67,7 +67,7 @@ def test_every_operation_answers_per_its_schema_and_never_5xx(served: tuple[str,
     url, token, eid = served
     headers = {"Authorization": f"Bearer {token}"}
     ops = operations(url)
-    assert len(ops) == 26  # 14, plus summary, workers and importance (issue 14), report and list reports (issue 19), pareto_front (issue 18), the report log and the columnar observations (dashboard), unarchive, delete, export and import (issue 41)
+    assert len(ops) == 27  # 14, plus summary, workers and importance (issue 14), report and list reports (issue 19), pareto_front (issue 18), the report log and the columnar observations (dashboard), unarchive, delete, export and import (issue 41), the plot sample (dashboard)
     for op in ops:
         # Point the id at a real experiment half the time, so deep paths are reached.
         known = {"id": eid} if "{id}" in op.path else None

@@ -33,6 +33,7 @@ from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
 from ._curves import check_early_stopping
+from ._downsample import Downsample, downsample
 from ._export import check_document, check_imported_state, imported_writes
 from ._importance import ImportanceCache
 from ._shared import FrontCache
@@ -616,6 +617,15 @@ class Engine:
         exp = await self.experiment(experiment_id)
         found = await self.observations(experiment_id)
         return await self._importance.get(exp, found)
+
+    async def plot_sample(self, experiment_id: str, limit: int = 2000) -> Downsample:
+        """At most `limit` observations to draw, with the exact best-so-far trace: the best,
+        the latest and a stratified sample of the rest (see _downsample.py)."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise invalid(f"limit: give a positive integer (how many observations at most), not {limit!r}")
+        exp = await self.experiment(experiment_id)
+        found = await self.observations(experiment_id)
+        return downsample(found, exp.metric.objective or "minimize", limit)
 
     async def best(self, experiment_id: str) -> Observation | None:
         """The best feasible observation by the (first) objective; None while none is feasible."""

@@ -6,6 +6,9 @@
     GET /v1/experiments/{id}/importance   parameter importance, with the method named
     GET /v1/experiments/{id}/observations/columns   the observations (?after=<id>) as one
                                           array per field: the dashboard's compact read
+    GET /v1/experiments/{id}/observations/sample    at most ?limit= of them to plot (the
+                                          best, the latest, a stratified rest) and
+                                          the exact best-so-far trace
     GET /v1/experiments/{id}/reports      every intermediate report since ?after=<cursor>
                                           (the learning curves)
 
@@ -97,6 +100,19 @@ class ObservationColumnsOut(BaseModel):
     metrics: dict[str, list[float | None]] = Field(description="one array per metric; null where not carried")
 
 
+class BestTraceOut(BaseModel):
+    position: list[int]
+    id: list[str]
+    value: list[float]
+    created_at: list[float]
+
+
+class ObservationSampleOut(ObservationColumnsOut):
+    total: int = Field(description="observations in the history; `count` of them are here")
+    position: list[int] = Field(description="1-based place of each row in the history")
+    best_trace: BestTraceOut = Field(description="every improvement of the best value: the exact best-so-far line")
+
+
 class ImportanceRowOut(BaseModel):
     name: str
     importance: float
@@ -156,6 +172,29 @@ async def observation_columns(call: Call) -> Any:
 
 def _encode_columns(observations: Sequence[Observation]) -> bytes:
     return json_bytes(to_columns(observations))
+
+
+@operation("GET", _EXP + "/observations/sample", into=INSIGHT, query={"limit": Positive},
+           response=ObservationSampleOut, errors=_ERRORS, tag="insight")  # fmt: skip
+async def observation_sample(call: Call) -> Any:
+    """At most `limit` observations (default 2,000, at most 10,000) as columns, for a plot
+    of any history: the best, the latest and a stratified sample of the rest, each with
+    its `position` in the history; `total` says how many there are and `best_trace`
+    is the exact best-so-far line. Read on with `observations/columns?after=<last id>`."""
+    if call.cred is not None:
+        call.gate.heavy_read(call.cred)  # reads the whole history, answers a bounded part
+    limit = min(call.query["limit"] or _SAMPLE_DEFAULT, _SAMPLE_MAX)
+    sample = await call.engine.plot_sample(call.path["id"], limit)
+    if call.cred is not None:
+        call.gate.heavy_read_rows(call.cred, len(sample.kept))
+    trace = sample.best_trace
+    best = {"position": [t[0] for t in trace], "id": [t[1] for t in trace], "value": [t[2] for t in trace],
+            "created_at": [t[3] for t in trace]}
+    body = dict(to_columns(sample.kept), total=sample.total, position=list(sample.positions), best_trace=best)
+    return Response(json_bytes(body), media_type="application/json")
+
+
+_SAMPLE_DEFAULT, _SAMPLE_MAX = 2000, 10_000
 
 
 @operation("GET", _EXP + "/importance", into=INSIGHT, response=ImportanceOut, errors=_ERRORS, tag="insight")

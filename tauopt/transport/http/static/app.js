@@ -8,7 +8,10 @@ const POLL_MS = 2000;
 // (the best-so-far line, its improvements and the importance always use every
 // observation). Sized so a 10,000-observation page draws in under a second: see
 // benchmarks/dashboard_load.py and the README.
-const LIMITS = { history: 600, parcoords: 800, slices: 400, contour: 400, timeline: 300, pareto: 800, curves: 150 };
+// A page opens on the daemon's plot sample (at most LIMITS.sample observations: the best, the
+// latest, a stratified rest, and the exact best-so-far line), so its first paint reads and
+// draws the same whatever the history's length; live ticks then read only what is new.
+const LIMITS = { sample: 2000, history: 600, parcoords: 800, slices: 400, contour: 400, timeline: 300, pareto: 800, curves: 150 };
 const COLORS = { ok: "#2563eb", best: "#f59e0b", failed: "#dc2626", observed: "#16a34a", open: "#2563eb",
   closed: "#6b7280", expired: "#dc2626", grid: "#e5e7eb", text: "#1f2937", muted: "#6b7280" };
 const PLOT_CONFIG = { displayModeBar: false, responsive: true };
@@ -277,7 +280,7 @@ function sparkline(points) {
 // -- one experiment --------------------------------------------------------------------
 
 function experimentPage(view, id) {
-  const st = { exp: null, obs: [], lastId: 0, cursor: 0, sugg: new Map(), workers: null, sort: { key: "id", desc: true },
+  const st = { exp: null, obs: [], total: 0, trace: null, lastId: 0, cursor: 0, sugg: new Map(), workers: null, sort: { key: "id", desc: true },
     filter: "", xAxis: "number", pair: [null, null], importance: null, importanceAt: -1, drawnAt: -1,
     visible: new Set(), watching: false, pending: new Map(), front: [], frontAt: -1, curves: new Map(), reportCursor: 0,
     following: null };
@@ -291,12 +294,15 @@ function experimentPage(view, id) {
     const first = st.drawnAt < 0, t0 = performance.now();
     const [summary, columns, workers, importance, reports] = await Promise.all([
       api(`/v1/experiments/${id}/summary`),
-      st.following ? { data: null, next: null } : apiPage(`/v1/experiments/${id}/observations/columns?after=${st.lastId}`),
+      st.following ? { data: null, next: null }
+        : first ? apiPage(`/v1/experiments/${id}/observations/sample?limit=${LIMITS.sample}`)
+          : apiPage(`/v1/experiments/${id}/observations/columns?after=${st.lastId}`),
       api(`/v1/experiments/${id}/workers?after=${st.cursor}&limit=${LIMITS.timeline}`),
       first ? api(`/v1/experiments/${id}/importance`) : null, // in parallel: it is in the first view
       reportsSince(id, st.reportCursor),
     ]);
     st.exp = summary.experiment; st.summary = summary;
+    if (first) { st.total = columns.data.total; st.trace = columns.data.best_trace; }
     const fresh = columns.data ? addRows(st, columns.data) : [];
     for (const row of workers.changes) st.sugg.set(row.id, row);
     if (st.sugg.size > 2 * LIMITS.timeline) { // the timeline shows the latest only: keep those
@@ -331,7 +337,15 @@ function experimentPage(view, id) {
 // The observations as they arrive (a page of columns): kept, and returned as rows.
 function addRows(st, columns) {
   const fresh = timed("rows", () => rowsOf(columns, st.exp.id));
-  for (const o of fresh) { o.values = namedValues(o, st.exp.metric.name); st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id)); }
+  for (const o of fresh) {
+    o.values = namedValues(o, st.exp.metric.name); st.obs.push(o); st.lastId = Math.max(st.lastId, Number(o.id));
+    if (o.position !== null) continue; // from the sample: placed, and its trace came with it
+    o.position = ++st.total;
+    const t = st.trace, last = t.value.length - 1;
+    if (!o.failed && o.value !== null && (last < 0 || better(st, o.value, t.value[last]))) {
+      t.position.push(o.position); t.id.push(o.id); t.value.push(o.value); t.created_at.push(o.created_at);
+    }
+  }
   return fresh;
 }
 
@@ -401,7 +415,8 @@ function rowsOf(c, experimentId) {
     for (const [name, col] of params) if (col[i] !== null) assignments[name] = col[i];
     for (const [name, col] of metrics) if (col[i] !== null) m[name] = col[i];
     rows[i] = { id: c.id[i], experiment_id: experimentId, suggestion_id: c.suggestion_id[i], assignments, value: c.value[i],
-      failed: c.failed[i], created_at: c.created_at[i], metrics: m, stopped_at_step: c.stopped_at_step[i] };
+      failed: c.failed[i], created_at: c.created_at[i], metrics: m, stopped_at_step: c.stopped_at_step[i],
+      position: c.position ? c.position[i] : null };
   }
   return rows;
 }
@@ -570,10 +585,13 @@ function thin(rows, limit) {
   return out;
 }
 
-function noteFor(id, shown, total) {
+function noteFor(id, shown, total, st) {
   const note = document.getElementById(`${id}-note`);
-  if (note) note.textContent = noteText(shown, total);
+  if (note) note.textContent = noteText(shown, total, st);
 }
+
+// More observations than the page holds: its plots draw from the daemon's sample.
+function sampled(st) { return st.total > st.obs.length; }
 
 function baseLayout(extra) {
   return { margin: { l: 56, r: 16, t: 8, b: 44 }, font: { family: "Inter, system-ui, sans-serif", size: 12, color: COLORS.text },
@@ -594,18 +612,14 @@ function axis(title, extra) {
 // -- plots -------------------------------------------------------------------------------
 
 function drawHistory(st) {
-  const byTime = st.xAxis === "time", xs = (o, i) => (byTime ? new Date(o.created_at * 1000) : i + 1);
+  const byTime = st.xAxis === "time", xs = (o) => (byTime ? new Date(o.created_at * 1000) : o.position);
   const ok = [], fail = [];
-  st.obs.forEach((o, i) => (o.failed || o.value === null ? fail : ok).push([xs(o, i), o.value, o.id]));
-  const bestX = [], bestY = [];
-  let best = null;
-  st.obs.forEach((o, i) => {
-    if (o.failed || o.value === null) return;
-    if (best === null || better(st, o.value, best)) { best = o.value; bestX.push(xs(o, i)); bestY.push(best); }
-  });
-  if (best !== null && st.obs.length) { bestX.push(xs(st.obs[st.obs.length - 1], st.obs.length - 1)); bestY.push(best); }
+  st.obs.forEach((o) => (o.failed || o.value === null ? fail : ok).push([xs(o), o.value, o.id]));
+  // the best-so-far line is exact at any length: every improvement, from the daemon and since
+  const t = st.trace, bestX = t.position.map((p, i) => (byTime ? new Date(t.created_at[i] * 1000) : p)), bestY = t.value.slice();
+  if (bestY.length && st.obs.length) { bestX.push(xs(st.obs[st.obs.length - 1])); bestY.push(bestY[bestY.length - 1]); }
   const shown = thin(ok, LIMITS.history), failShown = thin(fail, LIMITS.history / 5);
-  noteFor("history", shown.length + failShown.length, ok.length + fail.length);
+  noteFor("history", shown.length + failShown.length, ok.length + fail.length, st);
   let lo = Infinity;
   for (const r of ok) lo = Math.min(lo, r[1]);
   const failY = ok.length ? lo : 0;
@@ -643,8 +657,9 @@ function drawTable(st) {
   const shown = rows.slice(0, 200);
   table.replaceChildren(el("thead", {}, head), el("tbody", {}, shown.map((o) => el("tr", { class: o.failed ? "failed" : "" },
     cols.map(([k]) => el("td", { class: k === "created_at" ? "muted" : "num" }, k === "created_at" ? new Date(o.created_at * 1000).toLocaleTimeString() : k === "failed" ? (o.failed ? "yes" : "") : fmt(get(o, k))))))));
-  document.getElementById("obs-more").textContent = rows.length > shown.length
-    ? `showing the first ${shown.length} of ${fmt(rows.length)} matching rows; download for all` : `${fmt(rows.length)} rows`;
+  document.getElementById("obs-more").textContent = (rows.length > shown.length
+    ? `showing the first ${shown.length} of ${fmt(rows.length)} matching rows` : `${fmt(rows.length)} rows`)
+    + (sampled(st) ? ` of the ${fmt(st.obs.length)} sampled from ${fmt(st.total)}; download for all` : rows.length > shown.length ? "; download for all" : "");
 }
 
 // Parallel coordinates in plain SVG: Plotly's parcoords compiles WebGL shaders with
@@ -652,7 +667,7 @@ function drawTable(st) {
 // range; lines outside every selected range fade out; a click on an axis clears it.
 function drawParcoords(st) {
   const all = scored(st), rows = thin(all, LIMITS.parcoords), names = paramNames(st), box = document.getElementById("plot-parcoords");
-  noteFor("parcoords", rows.length, all.length);
+  noteFor("parcoords", rows.length, all.length, st);
   box.replaceChildren();
   if (!rows.length) return;
   const dims = names.map((n) => parcoordsDim(st, n, rows)).concat([parcoordsDim(st, null, rows)]);
@@ -676,13 +691,16 @@ function drawParcoords(st) {
       const on = ranges.every((rg, i) => rg === null || (dims[i].unit[r] >= rg[0] && dims[i].unit[r] <= rg[1]));
       p.classList.toggle("pc-off", !on); kept += on;
     });
-    document.getElementById("parcoords-note").textContent = ranges.some((r) => r) ? `${fmt(kept)} of ${fmt(rows.length)} selected` : noteText(rows.length, all.length);
+    document.getElementById("parcoords-note").textContent = ranges.some((r) => r) ? `${fmt(kept)} of ${fmt(rows.length)} selected` : noteText(rows.length, all.length, st);
   };
   dims.forEach((dim, i) => svg.append(parcoordsAxis(dim, xAt(i), yAt, top, H - bottom, (rg) => { ranges[i] = rg; refilter(); })));
   box.append(svg);
 }
 
-function noteText(shown, total) { return shown < total ? `showing ${fmt(shown)} of ${fmt(total)} points (evenly thinned)` : `${fmt(total)} points`; }
+function noteText(shown, total, st) {
+  if (st && sampled(st)) return `downsampled: ${fmt(shown)} of ${fmt(st.total)} shown (the best and the latest always)`;
+  return shown < total ? `showing ${fmt(shown)} of ${fmt(total)} points (evenly thinned)` : `${fmt(total)} points`;
+}
 
 function parcoordsDim(st, name, rows) {
   if (name === null) return scaleDim(st.exp.metric.name, rows.map((o) => o.value));
@@ -742,7 +760,7 @@ function viridis(t) {
 
 function drawSlices(st) {
   const names = paramNames(st), all = scored(st), rows = thin(all, LIMITS.slices);
-  noteFor("slices", rows.length, all.length);
+  noteFor("slices", rows.length, all.length, st);
   const cols = Math.min(3, names.length || 1), nrows = Math.ceil(names.length / cols) || 1;
   const traces = [], layout = baseLayout({ grid: { rows: nrows, columns: cols, pattern: "independent" }, margin: { l: 48, r: 12, t: 8, b: 40 } });
   names.forEach((n, i) => {
@@ -981,15 +999,15 @@ function csvCell(v) {
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-function observationsCsv(st) {
+function observationsCsv(st, all) {
   // every metric as its own column by name (the first objective too: it is also `value`),
   // then any other metric an observation carried; feasibility and the front with several objectives
   const names = st.exp.parameters.map((p) => p.name), declared = (st.exp.metrics || [st.exp.metric]).map((m) => m.name);
-  const metricKeys = [...declared, ...[...new Set(st.obs.flatMap((o) => Object.keys(o.metrics || {})))].filter((k) => !declared.includes(k)).sort()];
+  const metricKeys = [...declared, ...[...new Set(all.flatMap((o) => Object.keys(o.metrics || {})))].filter((k) => !declared.includes(k)).sort()];
   const multi = objectives(st).length > 1 || constraintMetrics(st).length > 0, front = new Set(st.front.map((o) => o.id));
   const extra = multi ? ["feasible", "pareto_front"] : [];
   const lines = [["id", "suggestion_id", "created_at", "value", "failed", "stopped_at_step", ...names, ...metricKeys.map((m) => `metric:${m}`), ...extra].map(csvCell).join(",")];
-  for (const o of st.obs) {
+  for (const o of all) {
     const flags = multi ? [feasible(st, o), front.has(o.id)] : [];
     lines.push([o.id, o.suggestion_id, o.created_at, o.value, o.failed, o.stopped_at_step, ...names.map((n) => o.assignments[n]),
       ...metricKeys.map((m) => metricOf(st, o, m)), ...flags].map(csvCell).join(","));
@@ -997,8 +1015,21 @@ function observationsCsv(st) {
   return lines.join("\n") + "\n";
 }
 
-function download(st, kind) {
-  const text = kind === "csv" ? observationsCsv(st) : JSON.stringify(st.obs, null, 1);
+// Every observation: the page holds them all unless it drew from the daemon's sample.
+async function allObservations(st) {
+  if (!sampled(st)) return st.obs;
+  let rows = [];
+  for (let url = `/v1/experiments/${st.exp.id}/observations/columns`; url;) {
+    const page = await apiPage(url);
+    for (const o of rowsOf(page.data, st.exp.id)) { o.values = namedValues(o, st.exp.metric.name); rows.push(o); }
+    url = page.next;
+  }
+  return rows;
+}
+
+async function download(st, kind) {
+  const all = (await allObservations(st)).map((o) => { const { position, ...rest } = o; return rest; });
+  const text = kind === "csv" ? observationsCsv(st, all) : JSON.stringify(all, null, 1);
   const blob = new Blob([text], { type: kind === "csv" ? "text/csv" : "application/json" });
   const a = el("a", { href: URL.createObjectURL(blob), download: `${st.exp.name.replace(/[^\w.-]+/g, "_")}-observations.${kind}` });
   document.body.append(a); a.click(); a.remove();
