@@ -29,9 +29,12 @@ test: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
+# This run's tables, then where every benchmark target stands (the recorded figures;
+# the same table as BENCHMARKS.md and the documentation's benchmarks page).
 bench: $(STAMP)
 	$(PY) benchmarks/contention.py --quick
 	$(PY) benchmarks/report_latency.py --duration 3
+	$(PY) benchmarks/standing.py
 
 # Regenerates the committed gRPC code (KerasTuner and Optuna doors); tests/test_grpc_generated.py checks for drift.
 grpc-stubs: $(STAMP)
