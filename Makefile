@@ -22,16 +22,22 @@ $(STAMP): pyproject.toml Makefile
 serve: $(STAMP)
 	$(VENV)/bin/tauopt serve
 
+# The suite on up to 4 cores (pytest-xdist): each test file runs whole on one worker, so a
+# module's shared daemon, pool or cluster is started once; TEST_WORKERS=1 for one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The documentation site (mkdocs.yml, docs/) into build/site; --strict: no broken link or reference.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
+# This run's tables, then where every benchmark target stands (the recorded figures;
+# the same table as BENCHMARKS.md and the documentation's benchmarks page).
 bench: $(STAMP)
 	$(PY) benchmarks/contention.py --quick
 	$(PY) benchmarks/report_latency.py --duration 3
+	$(PY) benchmarks/standing.py
 
 # Regenerates the committed gRPC code (KerasTuner and Optuna doors); tests/test_grpc_generated.py checks for drift.
 grpc-stubs: $(STAMP)

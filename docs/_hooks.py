@@ -5,8 +5,11 @@
   from the one every door renders.
 - `<!-- readme-walkthrough -->` becomes the README's five-minute walkthrough (its
   programs are run by the tests where they are written, in the README).
+- `<!-- standing -->` becomes the table of where each benchmark target stands,
+  rendered by `benchmarks/standing.py` (the table `make bench` prints and
+  BENCHMARKS.md carries).
 - The repository's root files that readers of the site need, BENCHMARKS.md (the
-  maintainers' log of how each figure was reached) and CHANGELOG.md, become the
+  current figures and how each was reached) and CHANGELOG.md, become the
   pages `benchmarks/log.md` and `changelog.md`; the plots under `benchmarks/`
   are served as `img/<name>.png`.
 - `OperationDocstrings`, a griffe extension (mkdocs.yml), gives the clients'
@@ -17,6 +20,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ from mkdocs.structure.files import File, Files
 
 MARK = "<!-- error-catalogue -->"
 WALKTHROUGH = "<!-- readme-walkthrough -->"
+STANDING = "<!-- standing -->"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -37,6 +42,18 @@ def catalogue_table() -> str:
         meaning = kind.meaning.replace("|", "\\|")
         rows.append(f"| `{kind.error_type}` | {kind.http_status} | `{kind.grpc_code}` | {retry} | {meaning} |")
     return "\n".join(rows)
+
+
+def standing_table() -> str:
+    """benchmarks/standing.py's table, its links pointing at the site's copy of BENCHMARKS.md."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tauopt_bench_standing", ROOT / "benchmarks" / "standing.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return str(module.table(page="benchmarks/log.md"))
 
 
 def _benchmarks_log() -> str:
@@ -64,6 +81,8 @@ def readme_walkthrough() -> str:
 def on_page_markdown(markdown: str, **_: Any) -> str:
     if MARK in markdown:
         markdown = markdown.replace(MARK, catalogue_table())
+    if STANDING in markdown:
+        markdown = markdown.replace(STANDING, standing_table())
     if WALKTHROUGH in markdown:
         markdown = markdown.replace(WALKTHROUGH, readme_walkthrough())
     return markdown

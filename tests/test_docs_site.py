@@ -41,3 +41,12 @@ def test_the_client_reference_documents_every_operation_of_both_clients(site: Pa
     for client in ("Client", "AsyncClient"):
         for op in OPERATIONS:
             assert f'id="tauopt.{client}.{op}"' in page, f"{client}.{op} is missing from the reference"
+
+
+def test_the_benchmarks_page_shows_the_standing_table(site: Path) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import standing
+
+    page = (site / "benchmarks" / "index.html").read_text()
+    for t in standing.TARGETS:
+        assert t.current.replace("&", "&amp;") in page, t.goal

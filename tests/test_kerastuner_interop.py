@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import anyio
 import pytest
@@ -28,6 +28,23 @@ WORKER = Path(__file__).parent / "kerastuner_workers" / "worker.py"
 pytest.importorskip("grpc")
 if __import__("importlib").util.find_spec("keras_tuner") is None:
     pytest.skip("keras-tuner is not installed", allow_module_level=True)
+
+
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test() -> Iterator[None]:
+    """A test that fails midway leaves no chief or worker running (they would keep a
+    test worker's CPU and, under pytest-xdist, slow every file after it)."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def free_port() -> int:
@@ -67,6 +84,7 @@ def start_chief(tmp_path: Path, *args: str, max_trials: int, objective: str = "s
                  "--max-trials", str(max_trials), "--db", str(db), "--seed", "7", *args],
                 env=env, stdout=subprocess.PIPE, stderr=err, text=True,
             )
+        _STARTED.append(proc)
         line = proc.stdout.readline()  # type: ignore[union-attr]
         if line:
             return Chief(proc, port, db, json.loads(line), stderr)
@@ -90,6 +108,7 @@ def start_worker(chief: Chief, tmp_path: Path, tuner_id: str, mode: str = "norma
         [sys.executable, str(WORKER), str(results), mode], env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
+    _STARTED.append(proc)
     return proc, results
 
 
@@ -318,6 +337,7 @@ def test_real_hyperband_workers_follow_keras_tuners_brackets_and_promoted_trials
         }
         proc = subprocess.Popen([sys.executable, str(HYPERBAND_WORKER), str(results), str(project)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        _STARTED.append(proc)
         workers.append((proc, results))
     codes = [finish(p, timeout=240) for p, _ in workers]
     (tmp_path / "workers.out").write_text("\n".join(out for _, out in codes))

@@ -27,7 +27,7 @@ approximations off (`fast_computations` all False, `max_cholesky_size` above any
 training set the strategy builds), so every solve and log determinant is a
 Cholesky, in float64. It also evaluates kernels at once and skips gpytorch's
 debug checks: lazily evaluated kernels tripled the cost of an evaluation at the
-sizes fitted here (BENCHMARKS.md, "The GP on gpytorch").
+sizes fitted here (BENCHMARKS.md, "GP latency and throughput").
 
 torch and gpytorch are imported here, at module level: import this module
 inside functions only (importing `tauopt` loads neither).

@@ -1,0 +1,152 @@
+"""Where each benchmark target stands: the one table that BENCHMARKS.md, the
+documentation's benchmarks page and `make bench` all show.
+
+The rows are data (the current figure of each target, the command that measured it,
+the date and the machine); `table()` renders them as Markdown. The docs build puts the
+rendered table in place of `<!-- standing -->` (docs/_hooks.py); BENCHMARKS.md carries
+the same text between `<!-- standing:begin -->` and `<!-- standing:end -->`, which
+tests/test_bench_standing.py checks (`--write` rewrites it after a row changes).
+
+    .venv/bin/python benchmarks/standing.py            # print the table
+    .venv/bin/python benchmarks/standing.py --write    # refresh BENCHMARKS.md's copy
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BEGIN, END = "<!-- standing:begin -->", "<!-- standing:end -->"
+# The development machine every figure comes from, unless a row says otherwise.
+MACHINE = "2 cores, shared with other sessions' jobs; 'quiet' = load average below about 2"
+
+
+@dataclass(frozen=True)
+class Target:
+    area: str
+    goal: str
+    current: str
+    status: str  # "met", "not met", "at the line", "not shown"
+    command: str
+    when: str  # date (UTC) and the machine's state during the run
+    section: str  # the BENCHMARKS.md heading that holds the figures and what is left
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A current figure that has no target, shown beside the targets."""
+
+    area: str
+    figure: str
+    command: str
+    when: str
+    section: str
+
+
+BENCH = "make bench"
+QUIET_BENCH = "2026-12-02 14:38, quiet (load 0.7)"
+TARGETS: tuple[Target, ...] = (
+    Target("in process", "memory store, 64 workers: share of the mailbox floor ≥ 0.6", "0.34 (0.609 by bytecodes, 0.57 by CPU instructions)", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("in process", "two floats, 1 worker: ≥ 1× Optuna's ask/tell, 1 thread", "1.13×", "met", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("in process", "two floats, 8 workers: ≥ 2× Optuna's best multi-threaded", "1.98×", "not met (by 1%)", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("in process", "two floats, 64 workers: ≥ 2× Optuna's best multi-threaded", "1.53×", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("SQLite", "in process, 64 workers: ≥ 0.8 of the memory store's pairs/s", "0.46 (0.63: median of 4 quiet alternated runs)", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("SQLite", "100 experiments, 64 workers: ask p99 ≤ 3× the memory store's", "4.07× (4.3×: median of 4 quiet alternated runs)", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("SQLite", "durable in process, 64 workers: ≥ 100× Optuna's RDB storage (4 processes)", "88×", "not met on the quiet run (95-313× on loaded ones)", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("stores", "durable ≥ 0.7× memory, 64 workers (`synchronous` os; fsync)", "0.78 and 0.72 (16 experiments); fsync 0.81 and 0.60", "met (os); fsync over 16 experiments not met", "benchmarks/store_throughput.py [--experiments 16]", "2026-11-29, load 2.5", "Store throughput"),
+    Target("PostgreSQL", "16 workers, 100 experiments: ≥ 20× Optuna's RDB storage on the same server", "86× in process, 44× over HTTP", "met", "benchmarks/contention.py --tiny --pg-url …", "2026-12-04, load 27-28", "PostgreSQL"),
+    Target("PostgreSQL", "ask p99 < 20 ms on a quiet machine", "not measured quiet (ask p99 0.65 s at load 27)", "not shown", "benchmarks/contention.py --tiny --pg-url …", "2026-12-04, load 27-28", "PostgreSQL"),
+    Target("HTTP door", "4 × 16 workers: ≥ 0.75 of its floor (same client, canned server)", "0.43", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("HTTP client", "CPU per ask + observe within 1.5× of the hand-written wire", "1.28× (median of 9 alternated rounds)", "met", "benchmarks/client_cpu.py", "2026-12-02 14:50, quiet (load 0.4-1.2)", "Coordination overhead"),
+    Target("KerasTuner door", "2 × 8 workers, SQLite: ≥ 0.6 of its floor", "0.40 (memory store: 0.50)", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("Optuna door", "ahead of every Optuna gRPC-proxy backend at 8 and 32 workers", "8 workers: 28.7 trials/s (Journal 35.2); 32: 18.4 (Journal 22.5); RDB-on-SQLite 5× behind tauopt", "not shown", "benchmarks/optuna_door.py --quick", "2026-12-04, load 11-21", "The Optuna door"),
+    Target("GP engine", "0 s evaluations, 8 workers: pairs/s ≥ Optuna GPSampler, 8 threads", "6.8× (3.8-7.5× after the move to gpytorch)", "met", BENCH, QUIET_BENCH, "GP latency and throughput"),
+    Target("GP engine", "0 s evaluations, 8 workers: ask p95 ≤ 3× one fit at the same n", "2.84-2.87× per ask at its own n (alternated runs); 3.17× in the quiet make bench", "at the line", "benchmarks/contention.py --quick --only /gp --duration 10", "2026-12-02, load 4.8-4.9", "GP latency and throughput"),
+    Target("GP engine", "1 s evaluations, 8 workers: ask p50 ≤ 1 ms at n = 50, 200, 1,000", "0.20, 0.18, 0.38 ms", "met", "benchmarks/gp_latency.py --sizes 50,200,1000 --parts engine --eval 1", "2026-12-04, load 1-3", "GP latency and throughput"),
+    Target("GP fit", "gpytorch fit within 1.5× of the hand-written one it replaced", "n = 50: 2.2-2.6×; 200: 1.3-1.5×; 1,000: 1.1×", "not met at small n", "benchmarks/gp_fit_time.py --sizes 50,200,1000", "2026-12-04, load 13-24 (alternated)", "GP latency and throughput"),
+    Target("GP quality", "lower median than Optuna's GPSampler in ≥ 75% of the suite's readings", "52/58 (1 worker), 53/58 (8 workers)", "met", "benchmarks/quality.py", "2026-12-03, seeds 0-9", "GP quality"),
+    Target("GP quality", "lower median than Optuna's multivariate TPE in ≥ 90% of the readings", "54/58 (93.1%), 55/58 (94.8%)", "met", "benchmarks/quality.py", "2026-12-03, seeds 0-9", "GP quality"),
+    Target("GP quality", "`quality.py --quick` in ≤ 10 min", "1 min 32 s", "met", "benchmarks/quality.py --quick", "2026-12-02, quiet", "GP quality"),
+    Target("several metrics", "highest median hypervolume in most of ZDT1, ZDT2, DTLZ2's cells", "11 of 12 cells; fewest infeasible evaluations in 8 of 8 constrained cells", "met", "benchmarks/quality_mo.py", "2026-12-02, seeds 0-9", "Multi-metric quality"),
+    Target("early stopping", "≤ 1/3 of the steps at the regret of no stopping", "0.256 (ASHA, first rung at step 9)", "met", "benchmarks/early_stopping.py", "2026-12-01", "Early stopping"),
+    Target("Dask", "per-job overhead ≤ 10 ms over the local process pool", "+6.0 and +7.7 ms", "met", "benchmarks/scale_out.py --duration-s 60", "2026-12-01, load 8-19", "Scale-out on Dask"),
+    Target("dashboard", "an experiment of 10,000 observations drawn in < 1 s", "0.66-0.81 s (returning tab); first visit 2.35-2.98 s (Plotly's first compile)", "met for a returning tab, not a first visit", "benchmarks/dashboard_load.py --observations 10000 --runs 7", "2026-12-02, load 10-13", "Dashboard load"),
+    Target("heavy reads", "health and other tenants' asks keep a median ≤ 100 ms while a large experiment is read", "a few ms (tests/test_http_heavy_reads.py asserts it)", "met", "benchmarks/pareto_front_http.py --observations 100000", "2026-12-04, load ~4-26", "Heavy reads"),
+)
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("in process", "6,899 pairs/s (1 worker), 5,678 (8), 4,387 (64); Optuna 6,104 and 2,869", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Figure("SQLite", "2,507 pairs/s in process at 64 workers", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Figure("HTTP door", "765 pairs/s, 4 × 16 workers; 3.9× Optuna's JournalStorage", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Figure("KerasTuner door", "391 pairs/s on SQLite, 493 on the memory store", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Figure("slot hand-off", "4.9 ms median with a waiting ask, 644 ms with the retry loop", "benchmarks/slot_handoff.py --rounds 30", "2026-12-02, loaded", "Slot hand-off"),
+    Figure("Pareto front", "a page of 10,000 of a 100,000-point front again: ~12 ms", "benchmarks/pareto_front_http.py --observations 100000", "2026-12-04, load ~4", "Heavy reads"),
+    Figure("Ray Tune", "TauoptSearch runs real Tune trials 4 at a time; 24-55 ms of searcher time a trial", "benchmarks/ray_tune.py --cells sphere:2,branin:2 --seeds 0,1", "2026-12-04, load 20-24", "Ray Tune searchers"),
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def anchor(section: str) -> str:
+    """The heading's anchor, the same on GitHub and on the site (plain words only)."""
+    return re.sub(r"[^a-z0-9 -]", "", section.lower()).replace(" ", "-")
+
+
+def _details(section: str, page: str) -> str:
+    return f"[{section}]({page}#{anchor(section)})"
+
+
+def _status(status: str) -> str:
+    return f"**{status}**" if status == "met" else status
+
+
+def table(page: str = "") -> str:
+    """The targets and the other current figures, as Markdown; `page` is the path of
+    BENCHMARKS.md from where the table is shown ("" inside it)."""
+    rows = [
+        "| area | target | current | stands | command | measured | details |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t in TARGETS:
+        rows.append(
+            f"| {t.area} | {_cell(t.goal)} | {_cell(t.current)} | {_status(t.status)} | `{_cell(t.command)}` | {t.when} | {_details(t.section, page)} |"
+        )
+    rows += ["", "| area | current figure (no target) | command | measured | details |", "|---|---|---|---|---|"]
+    for f in FIGURES:
+        rows.append(f"| {f.area} | {_cell(f.figure)} | `{_cell(f.command)}` | {f.when} | {_details(f.section, page)} |")
+    return "\n".join(rows) + f"\n\nMachine: {MACHINE}.\n"
+
+
+def block() -> str:
+    return f"{BEGIN}\n{table()}{END}"
+
+
+def benchmarks_md_block(text: str) -> str:
+    """The block between the markers in BENCHMARKS.md (markers included)."""
+    m = re.search(re.escape(BEGIN) + r".*?" + re.escape(END), text, re.S)
+    if m is None:
+        raise SystemExit(f"BENCHMARKS.md has no {BEGIN} … {END} block")
+    return m.group(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write", action="store_true", help="rewrite the table in BENCHMARKS.md")
+    args = ap.parse_args(argv)
+    if args.write:
+        path = ROOT / "BENCHMARKS.md"
+        text = path.read_text()
+        path.write_text(text.replace(benchmarks_md_block(text), block()))
+        return 0
+    sys.stdout.write("Where the targets stand (recorded figures; BENCHMARKS.md, docs/benchmarks.md):\n\n" + table())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
