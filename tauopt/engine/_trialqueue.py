@@ -46,6 +46,7 @@ from ..errors import ApiError, api_error, invalid
 from ..limits import MAX_WAIT_S
 from ..models import Experiment, Parameter, Suggestion, Value
 from ..space import Space
+from ..strategies import AUTO
 from ..strategies.hyperband import Finished, HyperbandSchedule, Idle, Promote
 from ..strategies.hyperband import NewTrial as NewRun
 from ._growth import Learned, assignments_for, merge_space
@@ -70,7 +71,7 @@ class TrialPolicy:
     score: str
     maximize: bool
     max_trials: int
-    strategy: str = "auto"
+    strategy: str = AUTO
     trial_ttl_s: float = 3600.0
     max_retries_per_trial: int = 0
     max_consecutive_failures: int = 3

@@ -253,7 +253,6 @@ def _serve(args: argparse.Namespace) -> int:
         if getattr(args, option) is not None and not getattr(args, option) > 0:
             return _fail(f"--{option.replace('_', '-')} must be positive, not {getattr(args, option)}", 2)
     _log_to_stderr(args.log_level)
-    print(open_files_line(args.max_connections), file=sys.stderr, flush=True)
     try:
         pool = _pool_option(args.pool, args.dask_scheduler)
     except ValueError as exc:
@@ -293,6 +292,8 @@ def _serve(args: argparse.Namespace) -> int:
         doors=getattr(args, "doors", ()),
         forward_lease_s=None if args.advertise_url is None else args.lease_s,
     )
+    # once the store has opened: a daemon that cannot start says why in one line
+    print(open_files_line(args.max_connections), file=sys.stderr, flush=True)
     print(f"tauopt: dashboard at http://{args.host}:{args.port}/ (sign in with a token)", file=sys.stderr, flush=True)
     guard = ConnectionLimits(
         args.header_timeout, args.max_header_bytes, args.max_headers, args.max_connections, args.body_timeout,
