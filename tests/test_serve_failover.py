@@ -29,6 +29,43 @@ LEASE_S = 1.5
 SPACE = [{"name": "x", "type": "double", "bounds": (0, 1)}, {"name": "k", "type": "int", "bounds": (0, 1000)}]
 
 
+def start_load(
+    urls: str, token: str, tmp_path: Path, pairs: int, experiments: list[str], mid_run: int
+) -> tuple[list[Path], list[subprocess.Popen[str]]]:
+    """Three worker processes (tests/failover_worker.py) asking and observing `pairs` times
+    each; returns once `mid_run` observations are acknowledged, so what follows happens under load."""
+    logs = [tmp_path / f"worker{i}.jsonl" for i in range(3)]
+    workers = [
+        subprocess.Popen([sys.executable, str(HERE / "failover_worker.py"), urls, token, str(log), str(pairs), *experiments],
+                         stderr=subprocess.PIPE, text=True)
+        for log in logs
+    ]  # fmt: skip
+    while sum(p.read_text().count("observe") for p in logs if p.exists()) < mid_run:
+        assert all(w.poll() is None for w in workers), [w.communicate()[1] for w in workers]
+        time.sleep(0.05)
+    return logs, workers
+
+
+def finish_load(workers: list[subprocess.Popen[str]]) -> None:
+    for w in workers:
+        _, err = w.communicate(timeout=120)
+        assert w.returncode == 0, err
+
+
+def logged_events(logs: list[Path]) -> list[dict[str, Any]]:
+    return [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+
+
+def stored(pg_url: str, experiments: list[str]) -> dict[str, Any]:
+    """Each experiment's snapshot, read from the database."""
+
+    async def load() -> dict[str, Any]:
+        async with open_store(pg_url, exclusive=False) as store:
+            return {eid: await store.load(eid) for eid in experiments}
+
+    return anyio.run(load)
+
+
 def test_a_sigkilled_daemon_loses_no_acknowledged_write_and_its_experiments_move(pg_url: str, tmp_path: Path) -> None:
     a = Daemon.shared(pg_url, LEASE_S, cwd=tmp_path)
     b = Daemon.shared(pg_url, LEASE_S, cwd=tmp_path)
@@ -50,38 +87,23 @@ def test_a_sigkilled_daemon_loses_no_acknowledged_write_and_its_experiments_move
         assert "tauopt_daemon_owned_experiments 2.0" in scrape and "tauopt_daemons_live 2.0" in scrape
         assert not any(eid in scrape for eid in experiments)
 
-        urls = f"{a.url},{b.url}"
-        logs = [tmp_path / f"worker{i}.jsonl" for i in range(3)]
-        workers = [
-            subprocess.Popen([sys.executable, str(HERE / "failover_worker.py"), urls, token, str(log), "60", *experiments],
-                             stderr=subprocess.PIPE, text=True)
-            for log in logs
-        ]  # fmt: skip
-        while sum(p.read_text().count("observe") for p in logs if p.exists()) < 45:  # under load, mid-run
-            assert all(w.poll() is None for w in workers), [w.communicate()[1] for w in workers]
-            time.sleep(0.05)
+        logs, workers = start_load(f"{a.url},{b.url}", token, tmp_path, 60, experiments, mid_run=45)
         a.proc.send_signal(signal.SIGKILL)
         killed_at = time.time()
         a.proc.communicate(timeout=10)  # reaps it and closes its pipes
-        for w in workers:
-            _, err = w.communicate(timeout=120)
-            assert w.returncode == 0, err
+        finish_load(workers)
     finally:
         for d in (a, b):
             if d.proc.poll() is None:
                 d.stop()
 
-    events = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+    events = logged_events(logs)
     suggested = [e for e in events if e["kind"] == "suggest"]
     observed = {(e["e"], e["id"]): e["v"] for e in events if e["kind"] == "observe"}
     assert len(observed) == 180 and len(suggested) == 180
     assert len({(e["e"], e["id"]) for e in suggested}) == 180  # no suggestion id handed out twice
 
-    async def stored() -> dict[str, object]:
-        async with open_store(pg_url, exclusive=False) as store:
-            return {eid: await store.load(eid) for eid in experiments}
-
-    snaps = anyio.run(stored)
+    snaps = stored(pg_url, experiments)
     for eid in experiments:
         snap = snaps[eid]
         rows = {o.suggestion_id: o.value for o in snap.observations}  # type: ignore[attr-defined]
@@ -141,36 +163,22 @@ def test_the_database_restarted_under_load_loses_no_acknowledged_write(
         token = (tmp_path / "tauopt.token").read_text().strip()
         with Client(base_url=d.url, token=token) as c:
             experiments = [c.create_experiment("restart", SPACE, {"name": "y"}, parallel_bandwidth=8).id for _ in range(3)]
-        logs = [tmp_path / f"worker{i}.jsonl" for i in range(3)]
-        workers = [
-            subprocess.Popen([sys.executable, str(HERE / "failover_worker.py"), d.url, token, str(log), "40", *experiments],
-                             stderr=subprocess.PIPE, text=True)
-            for log in logs
-        ]  # fmt: skip
-        while sum(p.read_text().count("observe") for p in logs if p.exists()) < 30:  # under load, mid-run
-            assert all(w.poll() is None for w in workers), [w.communicate()[1] for w in workers]
-            time.sleep(0.05)
+        logs, workers = start_load(d.url, token, tmp_path, 40, experiments, mid_run=30)
         pg_cluster.stop()  # fast shutdown: every connection of the daemon ends
         time.sleep(1.0)  # the workers meet store_unavailable meanwhile, and retry
         pg_cluster.start()
-        for w in workers:
-            _, err = w.communicate(timeout=120)
-            assert w.returncode == 0, err
+        finish_load(workers)
         assert d.proc.poll() is None  # the daemon reconnected by itself
     finally:
         if d.proc.poll() is None:
             d.stop()
 
-    events = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+    events = logged_events(logs)
     observed = {(e["e"], e["id"]): e["v"] for e in events if e["kind"] == "observe"}
     suggested = [(e["e"], e["id"]) for e in events if e["kind"] == "suggest"]
     assert len(observed) == 120 and len(suggested) == len(set(suggested)) == 120
 
-    async def stored() -> dict[str, Any]:
-        async with open_store(pg_url, exclusive=False) as store:
-            return {eid: await store.load(eid) for eid in experiments}
-
-    for eid, snap in anyio.run(stored).items():
+    for eid, snap in stored(pg_url, experiments).items():
         acked = {sid: v for (e, sid), v in observed.items() if e == eid}
         assert {o.suggestion_id: o.value for o in snap.observations} == acked  # all kept, nothing extra
         points = [tuple(sorted(s.assignments.items())) for s in snap.suggestions]
