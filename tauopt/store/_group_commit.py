@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Awaitable, Callable, Generic, Literal, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Generic, Literal, Sequence, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -162,3 +162,23 @@ def _call(done: Done, exc: BaseException | None) -> None:
     except Exception:  # a broken callback must not stop the writer for everyone else
         log.exception("store done-callback raised")
 
+
+class GroupWritten:
+    """What a store writing through a GroupCommitWriter shows of it: the
+    committed transactions and batches (for tests and benchmarks), and its
+    `on_commit` hook, read at each commit so it may be set after the store is made."""
+
+    _group: GroupCommitWriter[Any]
+    on_commit: Callable[[int, float], None] | None
+
+    def _committed(self, batches: int, seconds: float) -> None:
+        if self.on_commit is not None:
+            self.on_commit(batches, seconds)
+
+    @property
+    def transactions(self) -> int:
+        return self._group.transactions
+
+    @property
+    def batches(self) -> int:
+        return self._group.batches

@@ -55,7 +55,7 @@ from ..errors import ApiError, api_error
 from ..models import Experiment
 from ._base import CredentialRecord, Done, IndexRow, Sharing, Snapshot, Store, StoreError, Write
 from ._filewatch import StoreUnavailable, read_error
-from ._group_commit import GroupCommitWriter
+from ._group_commit import GroupCommitWriter, GroupWritten
 from ._leases import Leases
 from ._postgresql_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION, TABLES, migrate
 from ._rows import (
@@ -200,7 +200,7 @@ def shown_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-class PostgresStore(Store):
+class PostgresStore(GroupWritten, Store):
     """The durable store on PostgreSQL: `PostgresStore("postgresql://user@host:5432/db")`.
 
     `pool_size` connections serve reads (one more, the writer's, commits groups);
@@ -251,18 +251,6 @@ class PostgresStore(Store):
     def __repr__(self) -> str:
         return f"PostgresStore({shown_url(self.url)!r})"
 
-    def _committed(self, batches: int, seconds: float) -> None:
-        if self.on_commit is not None:
-            self.on_commit(batches, seconds)
-
-    # Counters, for tests and benchmarks: committed transactions and batches.
-    @property
-    def transactions(self) -> int:
-        return self._group.transactions
-
-    @property
-    def batches(self) -> int:
-        return self._group.batches
 
     # -- lifecycle -----------------------------------------------------------
 

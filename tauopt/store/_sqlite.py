@@ -53,7 +53,7 @@ from ._base import (
 )
 from ._filelock import FileLock
 from ._filewatch import FileWatch, create_private, unavailable
-from ._group_commit import GroupCommitWriter
+from ._group_commit import GroupCommitWriter, GroupWritten
 from ._rows import (
     CREDENTIAL_COLUMNS,
     HEAD_COLUMNS,
@@ -349,7 +349,7 @@ def _check_pages(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
-class SqliteStore(Store):
+class SqliteStore(GroupWritten, Store):
     """The durable store: `SqliteStore("tauopt.db", durability="os"|"fsync")`.
 
     `await store.start(task_group)` opens (or creates and migrates) the file and
@@ -401,19 +401,6 @@ class SqliteStore(Store):
             _prepare, self._apply, name=repr(self), explain=self._explain_error, gather_turns=gather_turns
         )
         self._group.on_commit = self._committed
-
-    def _committed(self, batches: int, seconds: float) -> None:
-        if self.on_commit is not None:
-            self.on_commit(batches, seconds)
-
-    # Counters, for tests and benchmarks: committed transactions and batches.
-    @property
-    def transactions(self) -> int:
-        return self._group.transactions
-
-    @property
-    def batches(self) -> int:
-        return self._group.batches
 
     @property
     def gather_turns(self) -> int:
