@@ -22,6 +22,7 @@ slot: it is parked and retried, in arrival order, whenever a slot returns.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, replace
@@ -41,7 +42,7 @@ from ..strategies import Draws, Strategy, SuggestRequest, design, grids, resolve
 from ..strategies import get as get_strategy
 from ._admin import best_observation
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
-from ._curves import Curves, check_report
+from ._curves import Curves, check_early_stopping, check_report
 from ._failures import count_failure, count_success, reset_changes, stopped_error
 from ._ledger import Ledger
 from ._messages import (
@@ -78,8 +79,8 @@ from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
 from ._served import SERVE_KEY, check_serve_attr, refreshed_attrs, served_strategy, served_trial, to_serve
 from ._trials import (
-    NewTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr, Trial, TrialBook, assignments_of, check_attr, mirrored,
-    parameter_of,
+    SHOULD_STOP_KEY, STOPPING_KEY, NewTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr, Trial, TrialBook,
+    assignments_of, check_attr, mirrored, parameter_of,
 )  # fmt: skip
 from ._validate import check_observation, check_tag, check_update
 
@@ -688,12 +689,20 @@ class ExperimentActor:
     def _on_trial_op(self, request: Request[Any], msg: TrialOp) -> None:
         now = self._clock()
         change = msg.change
+        rule = None
         if isinstance(change, SetStudyAttr) and not change.system and change.key == SERVE_KEY:
             check_serve_attr(check_attr("value", change.value))
+        if isinstance(change, SetStudyAttr) and not change.system and change.key == STOPPING_KEY:
+            raw = json.loads(check_attr("value", change.value))
+            rule = check_early_stopping({"rule": "none"} if raw is None else raw)
         # a worker about to claim reads the trials: the served ones are there for it
         writes: list[Write] = self._serve(now) if isinstance(change, ReadTrials) else []
         result, records = self._trials.apply(change, now)
         writes += [PutRecord(self.id, key, body) for key, body in records]
+        if rule is not None:  # the study asks for tauopt's early-stopping rule: the experiment's, for every door
+            self._curves.set_rule(rule)
+            self._exp = self._exp.evolve(early_stopping=rule)
+            writes.append(PutExperiment(self._header(), self._drawn))
         trial = self._trials.touched(change, result)
         if trial is not None:
             writes += self._follow(trial, change, now)
@@ -765,10 +774,15 @@ class ExperimentActor:
             writes.append(PutSuggestion(s))
         if isinstance(change, SetIntermediate) and s.state == "open":
             try:  # the trial keeps every value; reports take finite values in increasing steps
-                report, _ = self._curves.report(s.id, *check_report(change.step, change.value), now)
+                report, decision = self._curves.report(s.id, *check_report(change.step, change.value), now)
                 writes.append(PutReport(self.id, report))
             except ApiError:
-                pass
+                decision = None
+            if decision is not None and decision.should_stop and SHOULD_STOP_KEY not in trial.system_attrs:
+                # the rule's decision, where a pruner reads it (tauopt.integrations.optuna.TauoptPruner)
+                stop = json.dumps({"step": change.step, "reason": decision.reason})
+                key, body = self._trials.mark(trial, SHOULD_STOP_KEY, stop)
+                writes.append(PutRecord(self.id, key, body))
         if trial.finished and s.state == "open":
             writes += self._mirror(trial, s, now)
         return writes
@@ -790,7 +804,8 @@ class ExperimentActor:
                 self._ahead.points.clear()  # computed for the old space
                 self._exp = self._exp.evolve(parameters=space.parameters)
                 writes.append(PutExperiment(self._header(), self._drawn))
-        self._curves.observed(s.id, False)
+        # a pruned trial's curve is a stopped one (as a restart reads it): the median leaves it out
+        self._curves.stats.complete(s.id, stopped=m.stopped_at_step is not None)
         writes.append(PutSuggestion(self._ledger.leave_open(s, "observed", now)))
         obs = self._ledger.observe(m.assignments, s.id, m.value, m.failed, now, m.metrics)
         if m.stopped_at_step is not None:

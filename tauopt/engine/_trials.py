@@ -54,6 +54,8 @@ __all__ = [
     "check_attr",
     "check_directions",
     "Distribution",
+    "STOPPING_KEY",
+    "SHOULD_STOP_KEY",
 ]
 
 TRIAL_STATES = ("RUNNING", "COMPLETE", "PRUNED", "FAIL", "WAITING")
@@ -68,6 +70,11 @@ MAX_ATTRS = 10_000  # attributes of one study or trial (user and system together
 MAX_STEPS = 100_000  # intermediate values of one trial
 MAX_PARAMS = 10_000  # parameters of one trial
 STUDY_KEY = "study"
+# A study's user attribute that sets its experiment's early-stopping rule (the JSON of
+# `early_stopping`, e.g. {"rule": "median", "min_trials": 5}; null: no rule), and the
+# system attribute a trial gets once that rule says it should stop (a pruner reads it).
+STOPPING_KEY = "tauopt:early_stopping"
+SHOULD_STOP_KEY = "tauopt:should_stop"
 
 # Optuna's distribution class names, with the (kind, log) their JSON implies; the
 # legacy names are what `distribution_to_json` writes for the deprecated classes.
@@ -424,6 +431,12 @@ class TrialBook:
     def link(self, t: Trial, suggestion_id: str) -> tuple[str, str]:
         """Record which suggestion of the experiment the trial is; its record."""
         t = replace(t, suggestion_id=suggestion_id)
+        self.trials[t.number] = t
+        return t.key(), t.to_json()
+
+    def mark(self, t: Trial, key: str, value: str) -> tuple[str, str]:
+        """Set a system attribute the engine decides (not a worker's write); its record."""
+        t = replace(self.trials[t.number], system_attrs={**self.trials[t.number].system_attrs, key: value})
         self.trials[t.number] = t
         return t.key(), t.to_json()
 
