@@ -13,7 +13,9 @@ leans on three collaborators, each with one job:
 - `release` (_leases.py): a suggestion whose holder is declared dead;
 - `count_failure` (_failures.py): the cap on consecutive failed runs;
 - `TrialBook` (_trials.py): the study and trials of a trial-based door (Optuna's model);
-  `_served.py`: the WAITING trials a study that asks for them is served (tauopt's points).
+  `_served.py`: the WAITING trials a study that asks for them is served (tauopt's points);
+- door state (`DoorState`): a door's own JSON state per key (a bracket schedule), a record
+  of the experiment like the study's.
 
 Inline strategies (random, sobol, grid: the registry says which) answer within
 the message. An ask that finds the bandwidth full may wait (`wait_s`) for a
@@ -51,6 +53,7 @@ from ._messages import (
     CloseAllSuggestions,
     CloseSuggestion,
     DeleteExperiment,
+    DoorState,
     ExportExperiment,
     GetExperiment,
     GetSuggestion,
@@ -90,6 +93,7 @@ log = logging.getLogger("tauopt.engine")
 
 _DUP_RETRIES = 8
 _TRIAL_TAG = "trial"  # the suggestions that are a trial-based door's trials
+_DOOR_PREFIX = "door/"  # the records of a door's own state (DoorState), beside the study's
 _UNUSED_RNG = np.random.default_rng(0)  # for strategies that draw no random numbers (registry: draws_random=False)
 
 
@@ -129,6 +133,7 @@ class ExperimentActor:
         self._ledger = Ledger(snapshot, self._space)
         self._curves = Curves(snapshot)
         self._trials = TrialBook(snapshot.records)
+        self._door_state = {k[len(_DOOR_PREFIX):]: b for k, b in snapshot.records if k.startswith(_DOOR_PREFIX)}
         self._replies = CommitThenReply(store, self.id, self._add_header)
         # commit(request, writes, outcome): the replies' own method, no frame of the actor's around it
         self._commit = self._replies.commit
@@ -286,6 +291,8 @@ class ExperimentActor:
                 self._on_best(request)
             case TrialOp():
                 self._on_trial_op(request, msg)
+            case DoorState():
+                self._on_door_state(request, msg)
             case Inspect():
                 self._on_inspect(request)
             case ProposalReady():
@@ -709,6 +716,13 @@ class ExperimentActor:
         if isinstance(change, SetState):  # a claim or an end: the number of workers may have changed
             writes += self._serve(now)
         self._commit(request, writes, result)
+
+    def _on_door_state(self, request: Request[Any], msg: DoorState) -> None:
+        if msg.body is None:
+            self._commit(request, [], self._door_state.get(msg.key))
+            return
+        self._door_state[msg.key] = msg.body
+        self._commit(request, [PutRecord(self.id, _DOOR_PREFIX + msg.key, msg.body)], None)
 
     def _serve(self, now: float) -> list[Write]:
         """Keep the study's served WAITING trials (`_served.py`) filled and fresh."""

@@ -114,6 +114,7 @@ class TrialRecord:
     # The space when the engine drew `values` (taken before the ask): while it is still
     # the search's space, `values` is already the point the trial's end stores.
     drawn_in: Space | None = None
+    observation_id: str | None = None  # its end's observation, once written
 
     def info(self) -> TrialInfo:
         history = {name: tuple((step, tuple(vals)) for step, vals in sorted(h.items())) for name, h in self.history.items()}

@@ -26,7 +26,11 @@ no trial state of its own: it translates its wire to these calls.
 What the experiment does not store is rebuilt from it on restart: open
 suggestions are trials still running on the worker named by their tag, or
 waiting when the engine holds them released; observations are finished trials.
-The bracket schedule starts over; the engine keeps the count of consecutive
+The bracket schedule and its runs are stored with the experiment (the door
+state `hyperband`, saved whenever a run is handed out or ends) and continue
+where they were: a run that was running is its worker's again (or expires), a
+queued one is queued. A promoted run whose observation was written but not yet
+its saved state (the chief stopped in between) runs again. The engine keeps the count of consecutive
 failures, and a queue that finds its experiment stopped by the cap (or with
 another cap) sets the cap again: that restart is the user's "fixed it, try
 again", so the count starts from zero.
@@ -34,6 +38,7 @@ again", so the count starts from zero.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -57,6 +62,7 @@ __all__ = ["TrialPolicy", "TrialQueue", "STOPPED"]
 log = logging.getLogger("tauopt.trials")
 
 STOPPED = "stopped"  # claim's answer when the search is done
+_BRACKETS_KEY = "hyperband"  # the door state holding the bracket schedule and its runs
 
 
 @dataclass(frozen=True)
@@ -162,7 +168,22 @@ class TrialQueue:
         p, trials = self.policy, self.trials
         observations = await self.engine.observations(exp.id)
         self._space_known = bool(exp.parameters) or bool(observations) or p.space is not None
+        saved = await self.engine.door_state(exp.id, _BRACKETS_KEY) if self._schedule is not None else None
+        runs = self._restore_brackets(saved) if saved is not None else []
+        by_suggestion = {t.suggestion_id: t for t in runs if t.suggestion_id is not None}
+        observed = {t.observation_id for t in runs}
         for o in observations:
+            if o.id in observed:
+                continue  # a bracket run's end, restored with it
+            run = by_suggestion.get(o.suggestion_id) if o.suggestion_id is not None else None
+            if run is not None:
+                if run.state not in ("completed", "failed"):  # it ended after its state was saved
+                    run.state, run.observation_id = ("failed" if o.failed else "completed"), o.id
+                    if not o.failed and o.value is not None:
+                        run.score = o.metrics.get(p.score, o.value) if p.separate_score else o.value
+                        run.history = {p.score: {0: [run.score]}}
+                        trials.completed += 1
+                continue
             tid = o.suggestion_id if o.suggestion_id is not None else f"o{o.id}"
             t = TrialRecord(tid, o.suggestion_id, dict(o.assignments), "failed" if o.failed else "completed")
             if not o.failed and o.value is not None:
@@ -174,6 +195,8 @@ class TrialQueue:
             trials.add(t)
         now = self._clock()
         for s in await self.engine.suggestions(exp.id, state="open"):
+            if s.id in by_suggestion:
+                continue  # a bracket run's, restored with it
             if s.released:  # waiting for a retry when the queue stopped: it still is (the engine holds it)
                 trials.add(TrialRecord(s.id, s.id, dict(s.assignments), "waiting", runs=s.attempts))
                 continue
@@ -181,6 +204,49 @@ class TrialQueue:
             # may end it, or (restarted) ask for it again; if it stays silent it expires.
             trials.add(TrialRecord(s.id, s.id, dict(s.assignments), "running", worker=s.tag, claimed_at=now, runs=s.attempts))
         self._check_done()
+
+    def _restore_brackets(self, saved: str) -> list[TrialRecord]:
+        """The bracket schedule and its runs as saved (`_save_brackets`): the runs, added."""
+        assert self._schedule is not None
+        state = json.loads(saved)
+        self._schedule.restore(state["schedule"])
+        trials, now, score_name = self.trials, self._clock(), self.policy.score
+        trials.bracket_runs = int(state["runs"])
+        runs = []
+        for d in state["trials"]:
+            epochs, initial, bracket, round_num, parent = d["bracket"]
+            t = TrialRecord(d["id"], d["suggestion_id"], dict(d["values"]), d["state"], worker=d["worker"], runs=int(d["runs"]),
+                            bracket=BracketRun(epochs, initial, bracket, round_num, parent), observation_id=d["observation"])  # fmt: skip
+            if t.state == "completed":
+                t.score, t.best_step = d["score"], int(d["best_step"])
+                t.history = {name: {t.best_step: [v]} for name, v in {**d["metrics"], score_name: t.score}.items()}
+                trials.completed += 1
+            elif t.state == "running":
+                t.claimed_at = now  # its worker may end it, or ask for it again; if it stays silent it expires
+            elif t.state == "waiting":
+                trials.retries.append(t.trial_id)
+            trials.add(t)
+            runs.append(t)
+        return runs
+
+    async def _save_brackets(self) -> None:
+        """Store where the bracket schedule stands and its runs (a restart continues from it)."""
+        if self._schedule is None or self.experiment is None:
+            return
+        p = self.policy
+        runs = [
+            {
+                "id": t.trial_id, "suggestion_id": t.suggestion_id, "values": t.values,
+                "state": "running" if t.state == "ending" else t.state, "worker": t.worker, "runs": t.runs,
+                "score": t.score, "best_step": t.best_step, "observation": t.observation_id,
+                "metrics": metrics_at(t.history, t.best_step, skip=p.score) if t.state == "completed" and t.history else {},
+                "bracket": [t.bracket.epochs, t.bracket.initial_epoch, t.bracket.bracket, t.bracket.round, t.bracket.parent_id],
+            }
+            for t in self.trials.trials.values()
+            if t.bracket is not None
+        ]  # fmt: skip
+        body = json.dumps({"schedule": self._schedule.state(), "runs": self.trials.bracket_runs, "trials": runs})
+        await self.engine.save_door_state(self.experiment.id, _BRACKETS_KEY, body)
 
     # -- bookkeeping helpers --------------------------------------------------------
 
@@ -242,6 +308,8 @@ class TrialQueue:
                 await self._check_failures(f"trial {t.trial_id} expired without an EndTrial after {t.runs} run(s)")
             if expired:
                 self._notify()
+                if any(t.bracket is not None for t in expired):
+                    await self._save_brackets()
             self._check_done()
 
     async def _fail_expired(self, t: TrialRecord) -> None:
@@ -334,7 +402,10 @@ class TrialQueue:
                 raise SearchFailed(self.failure)
             return STOPPED
         if trials.retries:
-            return self._hand_out(trials.trials[trials.retries.pop()], worker)  # LIFO, like KerasTuner's chief
+            info = self._hand_out(trials.trials[trials.retries.pop()], worker)  # LIFO, like KerasTuner's chief
+            if info.bracket is not None:
+                await self._save_brackets()
+            return info
         live = trials.live()
         if any(t.state == "waiting" and self._engine_holds(t) for t in live):
             return _ASK_ENGINE  # the engine hands out its released suggestions first
@@ -432,7 +503,9 @@ class TrialQueue:
                     raise
                 t = TrialRecord(tid, s.id, dict(s.assignments), "waiting", bracket=run)
         trials.add(t)
-        return self._hand_out(t, worker)
+        info = self._hand_out(t, worker)
+        await self._save_brackets()
+        return info
 
     def _loss_of(self, trial_id: str) -> float | None:
         t = self.trials.get(trial_id)
@@ -485,6 +558,8 @@ class TrialQueue:
                 self.trials.completed += 1
                 self._check_done()
                 self._notify()
+                if t.bracket is not None:
+                    await self._save_brackets()
         ended.set()
 
     async def _end_locked(
@@ -516,6 +591,8 @@ class TrialQueue:
             await self._check_failures(f"trial {t.trial_id} ended {status}")
         self._check_done()
         self._notify()
+        if t.bracket is not None:
+            await self._save_brackets()
         return None
 
     async def _check_failures(self, what: str | None) -> None:
@@ -549,7 +626,8 @@ class TrialQueue:
         if t.suggestion_id is not None:
             if point == t.values:
                 try:
-                    await self.engine.observe(exp_id, suggestion_id=t.suggestion_id, value=score, failed=failed, metrics=metrics)
+                    o = await self.engine.observe(exp_id, suggestion_id=t.suggestion_id, value=score, failed=failed, metrics=metrics)
+                    t.observation_id = o.id
                     return
                 except ApiError as exc:
                     if exc.error_type not in ("suggestion_expired", "suggestion_closed"):
@@ -557,7 +635,8 @@ class TrialQueue:
             else:
                 # The space grew since this suggestion: store a point valid in today's space.
                 await self._close(t)
-        await self.engine.observe(exp_id, assignments=point, value=score, failed=failed, metrics=metrics)
+        o = await self.engine.observe(exp_id, assignments=point, value=score, failed=failed, metrics=metrics)
+        t.observation_id = o.id
 
     async def _close(self, t: TrialRecord) -> None:
         if t.suggestion_id is None or self.experiment is None:
