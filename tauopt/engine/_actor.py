@@ -731,7 +731,7 @@ class ExperimentActor:
         if strategy is None or not self._space.parameters:
             return []
         seen = len(self._ledger.observations)
-        add, stale, workers = to_serve(self._trials.trials, now, seen)
+        add, stale, workers = to_serve(self._trials.live(), now, seen)
         writes: list[Write] = []
         for t in stale:
             point = self._served_point(strategy, workers)

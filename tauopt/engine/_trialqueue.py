@@ -273,7 +273,10 @@ class TrialQueue:
             self._finish()
 
     def _hand_out(self, t: TrialRecord, worker: str) -> TrialInfo:
-        return self.trials.claim(t, worker, self._clock())
+        """Claim a trial this queue made or queued (waiting, under the lock) for `worker`."""
+        claimed = self.trials.claim(t, worker, self._clock())
+        assert claimed, f"trial {t.trial_id} handed out while {t.state}"
+        return t.info()
 
     def _trial(self, trial_id: str) -> TrialRecord:
         t = self.trials.get(trial_id)
@@ -295,13 +298,13 @@ class TrialQueue:
         async with self._lock:
             now = self._clock()
             ttl = self.policy.trial_ttl_s
-            expired = [t for t in self.trials.live() if t.state == "running" and now - t.claimed_at > ttl]
+            expired = self.trials.expired(now, ttl)
             runs = max(1, self.policy.max_retries_per_trial)
             for t in expired:
                 log.warning("trial %s expired: no end from %s within %.0f s", t.trial_id, t.worker, ttl)
                 if not self.done and await self._queue_retry(t, max_runs=runs + 1):
                     continue
-                t.state = "failed"
+                self.trials.finish(t, "failed")
                 if not self.done:
                     await self._fail_expired(t)
                 await self._close(t)
@@ -347,7 +350,7 @@ class TrialQueue:
             self.trials.retries.append(t.trial_id)
         else:
             return False
-        t.state = "waiting"
+        self.trials.requeue(t)
         return True
 
     def should_exit(self, linger_s: float, workers: int | None) -> bool:
@@ -452,6 +455,8 @@ class TrialQueue:
                     await self.engine.release_suggestion(self.experiment.id, s.id)  # the search ended meanwhile
                     return None
                 t.runs = s.attempts - 1  # claim counts this run
+                if t.state != "waiting":
+                    self.trials.requeue(t)  # the engine hands it out again: its last run is over
                 return self._hand_out(t, worker)
             if self.done or trials.completed + trials.in_progress() >= self.policy.max_trials:
                 await self.engine.close_suggestion(self.experiment.id, s.id)  # every place filled meanwhile
@@ -554,8 +559,8 @@ class TrialQueue:
             raise
         with anyio.CancelScope(shield=True):
             async with self._lock:
-                t.state, t.score, t.best_step, t.ended = "completed", score, step, None
-                self.trials.completed += 1
+                t.score, t.best_step, t.ended = score, step, None
+                self.trials.finish(t, "completed")
                 self._check_done()
                 self._notify()
                 if t.bracket is not None:
@@ -587,7 +592,7 @@ class TrialQueue:
             log.info("trial %s INVALID: retry %d of %d", t.trial_id, t.runs, p.max_retries_per_trial)
         else:
             await self._observe(t, values, None, 0)
-            t.state = "failed"
+            self.trials.finish(t, "failed")
             await self._check_failures(f"trial {t.trial_id} ended {status}")
         self._check_done()
         self._notify()
