@@ -198,3 +198,26 @@ def test_hyperband_brackets_continue_where_they_were_after_a_chief_restart(tmp_p
         assert await run("restarted", 6) == straight
 
     anyio.run(main, backend="asyncio")
+
+
+def test_a_restart_under_other_brackets_starts_a_fresh_schedule(tmp_path: Path) -> None:
+    from tauopt.transport.grpc._oracle import HyperbandConfig
+
+    db = tmp_path / "chief.db"
+
+    def bracket_of(t: Any) -> tuple[int, int, int]:
+        v = t.hyperparameters.values.values
+        return v["tuner/bracket"].int_value, v["tuner/round"].int_value, v["tuner/epochs"].int_value
+
+    async def main() -> None:
+        async with chief(db, max_trials=30, hyperband=HyperbandConfig(max_epochs=9, factor=3)) as (stub, _):
+            for tuner in ("a", "b"):
+                t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id=tuner))).trial
+                assert bracket_of(t) == (2, 0, 1)
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 0.5}))
+                await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+        async with chief(db, max_trials=30, hyperband=HyperbandConfig(max_epochs=3, factor=3)) as (stub, _):
+            t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="c"))).trial
+            assert bracket_of(t) == (1, 0, 1)  # the new schedule's first bracket, not the stored one's
+
+    anyio.run(main, backend="asyncio")

@@ -169,7 +169,7 @@ class TrialQueue:
         observations = await self.engine.observations(exp.id)
         self._space_known = bool(exp.parameters) or bool(observations) or p.space is not None
         saved = await self.engine.door_state(exp.id, _BRACKETS_KEY) if self._schedule is not None else None
-        runs = self._restore_brackets(saved) if saved is not None else []
+        runs = self._restore_brackets(json.loads(saved)) if saved is not None else []
         by_suggestion = {t.suggestion_id: t for t in runs if t.suggestion_id is not None}
         observed = {t.observation_id for t in runs}
         for o in observations:
@@ -205,10 +205,14 @@ class TrialQueue:
             trials.add(TrialRecord(s.id, s.id, dict(s.assignments), "running", worker=s.tag, claimed_at=now, runs=s.attempts))
         self._check_done()
 
-    def _restore_brackets(self, saved: str) -> list[TrialRecord]:
-        """The bracket schedule and its runs as saved (`_save_brackets`): the runs, added."""
-        assert self._schedule is not None
-        state = json.loads(saved)
+    def _restore_brackets(self, state: dict[str, Any]) -> list[TrialRecord]:
+        """The bracket schedule and its runs as saved (`_save_brackets`): the runs, added.
+        A schedule saved under other brackets (--max-epochs, --factor, iterations) starts over."""
+        assert self._schedule is not None and self.policy.brackets is not None
+        b = self.policy.brackets
+        if state.get("brackets") != [b.max_epochs, b.factor, b.iterations]:
+            log.warning("hyperband: the stored schedule is for other brackets (%s); a fresh schedule starts", state.get("brackets"))
+            return []
         self._schedule.restore(state["schedule"])
         trials, now, score_name = self.trials, self._clock(), self.policy.score
         trials.bracket_runs = int(state["runs"])
@@ -245,7 +249,10 @@ class TrialQueue:
             for t in self.trials.trials.values()
             if t.bracket is not None
         ]  # fmt: skip
-        body = json.dumps({"schedule": self._schedule.state(), "runs": self.trials.bracket_runs, "trials": runs})
+        b = p.brackets
+        assert b is not None
+        body = json.dumps({"brackets": [b.max_epochs, b.factor, b.iterations], "schedule": self._schedule.state(),
+                           "runs": self.trials.bracket_runs, "trials": runs})  # fmt: skip
         await self.engine.save_door_state(self.experiment.id, _BRACKETS_KEY, body)
 
     # -- bookkeeping helpers --------------------------------------------------------
