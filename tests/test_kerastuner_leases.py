@@ -7,7 +7,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from typing import Any
+
 import anyio
+import pytest
 
 from tauopt.transport.grpc._generated import keras_tuner_pb2 as kt
 from tauopt.transport.grpc._generated import service_pb2 as pb
@@ -141,5 +144,80 @@ def test_a_create_trial_held_by_the_bandwidth_answers_idle_when_the_hold_runs_ou
             idle = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="b"))).trial
             assert idle.status == kt.IDLE and 0.45 <= time.monotonic() - t0 < 3
             assert [s.tag for s in await oracle.engine.suggestions(oracle.experiment.id)] == ["a"]  # b took nothing
+
+    anyio.run(main, backend="asyncio")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_hyperband_brackets_continue_where_they_were_after_a_chief_restart(tmp_path: Path, backend: str,
+                                                                           request: pytest.FixtureRequest) -> None:  # fmt: skip
+    """The bracket schedule and its runs are stored with the experiment (SQLite or
+    PostgreSQL): a restarted chief hands out the same runs (bracket, round, epochs,
+    parent) as one that never stopped, the run left running goes back to its worker,
+    and no run is lost."""
+    from tauopt.transport.grpc._oracle import HyperbandConfig
+
+    scores = [0.5, 0.2, 0.9, 0.1, 0.7, 0.3, 0.8, 0.4, 0.6, 0.05, 0.95, 0.15, 0.25, 0.35]
+    keys = ("tuner/bracket", "tuner/round", "tuner/epochs", "tuner/initial_epoch", "tuner/trial_id")
+
+    def shown(t: Any) -> tuple[Any, ...]:
+        v = t.hyperparameters.values.values
+        return (t.trial_id, *(getattr(v[k], v[k].WhichOneof("kind")) if k in v else None for k in keys))
+
+    db: Any = request.getfixturevalue("pg_url") if backend == "postgresql" else tmp_path / "chief.db"
+
+    async def run(project: str, stop_after: int | None) -> list[tuple[Any, ...]]:
+        config = {"max_trials": 30, "hyperband": HyperbandConfig(max_epochs=9, factor=3), "project": project}
+        runs: list[tuple[Any, ...]] = []
+        async with chief(db, **config) as (stub, _):
+            for i, score in enumerate(scores):
+                t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial
+                runs.append(shown(t))
+                if i == stop_after:
+                    break  # the chief stops while this run is running
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": score}))
+                await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+        if stop_after is None:
+            return runs
+        async with chief(db, **config) as (stub, oracle):
+            assert oracle.summary()["trials"] == {"completed": stop_after, "running": 1}
+            for i, score in enumerate(scores[stop_after:], start=stop_after):
+                t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial
+                if i == stop_after:
+                    assert shown(t) == runs[-1]  # its worker resumes the run it had
+                else:
+                    runs.append(shown(t))
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": score}))
+                await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+            assert oracle.summary()["completed"] == len(scores)
+        return runs
+
+    async def main() -> None:
+        straight = await run("straight", None)
+        assert any(r[5] is not None for r in straight[7:])  # runs after the stop include promotions
+        assert await run("restarted", 6) == straight
+
+    anyio.run(main, backend="asyncio")
+
+
+def test_a_restart_under_other_brackets_starts_a_fresh_schedule(tmp_path: Path) -> None:
+    from tauopt.transport.grpc._oracle import HyperbandConfig
+
+    db = tmp_path / "chief.db"
+
+    def bracket_of(t: Any) -> tuple[int, int, int]:
+        v = t.hyperparameters.values.values
+        return v["tuner/bracket"].int_value, v["tuner/round"].int_value, v["tuner/epochs"].int_value
+
+    async def main() -> None:
+        async with chief(db, max_trials=30, hyperband=HyperbandConfig(max_epochs=9, factor=3)) as (stub, _):
+            for tuner in ("a", "b"):
+                t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id=tuner))).trial
+                assert bracket_of(t) == (2, 0, 1)
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 0.5}))
+                await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+        async with chief(db, max_trials=30, hyperband=HyperbandConfig(max_epochs=3, factor=3)) as (stub, _):
+            t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="c"))).trial
+            assert bracket_of(t) == (1, 0, 1)  # the new schedule's first bracket, not the stored one's
 
     anyio.run(main, backend="asyncio")

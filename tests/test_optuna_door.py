@@ -130,6 +130,31 @@ def test_a_waiting_trial_is_claimed_by_exactly_one_of_many_workers(stub: Any, st
     assert trial.state == pb.RUNNING and trial.datetime_start
 
 
+def test_tauopts_rule_marks_the_trials_it_stops_and_leaves_pruned_curves_out_of_the_median(stub: Any, storage: Any) -> None:
+    from optuna.trial import TrialState
+
+    sid = _study(storage, "rule")
+    storage.set_study_user_attr(sid, "tauopt:early_stopping", {"rule": "median", "min_trials": 1})
+
+    def run(value: float, end: TrialState) -> Any:
+        tid = storage.create_new_trial(sid)
+        storage.set_trial_param(tid, "x", 0.5, optuna.distributions.FloatDistribution(0.0, 1.0))
+        storage.set_trial_intermediate_value(tid, 0, value)
+        trial = storage.get_trial(tid)
+        storage.set_trial_state_values(tid, end, [value] if end == TrialState.COMPLETE else None)
+        return trial.system_attrs.get("tauopt:should_stop")
+
+    assert run(1.0, TrialState.COMPLETE) is None  # nothing to compare with yet
+    assert run(10.0, TrialState.PRUNED)["step"] == 0  # worse than the median (1.0): stopped, and pruned
+    # a pruned curve is not a completed one: the median is still 1.0 (with the pruned 10.0 it would be 5.5)
+    assert run(4.0, TrialState.COMPLETE) is not None
+    storage.set_study_user_attr(sid, "tauopt:early_stopping", None)  # null: no rule
+    assert run(50.0, TrialState.COMPLETE) is None
+    with pytest.raises(grpc.RpcError) as err:
+        stub.SetStudyUserAttribute(pb.SetStudyUserAttributeRequest(study_id=sid, key="tauopt:early_stopping", value='{"rule": "x"}'))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
 def test_ids_increase_across_studies_and_a_deleted_studys_id_is_never_given_again(stub: Any, storage: Any) -> None:
     a = _study(storage, "ids-a")
     b = _study(storage, "")  # an empty name is a name

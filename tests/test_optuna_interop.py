@@ -212,3 +212,30 @@ def test_a_study_asking_for_served_suggestions_runs_tauopts_points_in_unmodified
     with pytest.raises(grpc.RpcError) as err:  # Optuna's client maps no status of this call to an exception of its own
         study.set_user_attr("tauopt:serve_suggestions", "no-such-strategy")
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_tauopts_early_stopping_rule_prunes_trials_of_workers_using_tauopt_pruner(served: tuple[Daemon, int]) -> None:
+    """The study opts in to tauopt's median rule (a user attribute); the worker's only
+    change is `pruner=TauoptPruner()`. Trials worse than the median of the completed
+    ones at a step are told so through their system attributes, and prune."""
+    daemon, port = served
+    study = optuna.create_study(study_name="tauopt-rule", storage=storage(port))
+    study.set_user_attr("tauopt:early_stopping", {"rule": "median", "min_trials": 2})
+    xs = [1.0, 1.2, -5.0, 0.9, 4.9]  # losses ~1, ~1, ~37, ~1, ~16: the 3rd and 5th are worse than the median
+    for x in xs:
+        study.enqueue_trial({"x": x, "lr": 0.01, "kind": "a"})
+    ran = result(start("pruned", port, "tauopt-rule", len(xs)))["ran"]
+    assert ran == [0, 1, 2, 3, 4]
+    trials = optuna.load_study(study_name="tauopt-rule", storage=storage(port)).trials
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "PRUNED", "COMPLETE", "PRUNED"]
+    for t in trials:  # pruned exactly where tauopt's rule said so, at the first step it could
+        stop = t.system_attrs.get("tauopt:should_stop")
+        assert (stop is not None) == (t.state.name == "PRUNED")
+        if stop is not None:
+            assert stop["step"] == 0 == max(t.intermediate_values) and "median" in stop["reason"]
+    # the rule is the experiment's, for every door
+    headers = {"Authorization": f"Bearer {token_of(daemon)}"}
+    exp = next(e for e in httpx.get(daemon.url + "/v1/experiments", headers=headers).json() if e["name"] == "tauopt-rule")
+    assert exp["early_stopping"] == {"rule": "median", "min_trials": 2, "grace_steps": 0}
+    observations = httpx.get(f"{daemon.url}/v1/experiments/{exp['id']}/observations", headers=headers).json()
+    assert sorted(o["stopped_at_step"] is not None for o in observations) == [False, False, False, True, True]

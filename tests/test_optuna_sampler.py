@@ -67,3 +67,19 @@ def test_a_parameter_tauopt_cannot_hold_comes_from_the_independent_sampler(clien
     [exp] = client.experiments()
     assert [p.name for p in exp.parameters] == ["x"]
     assert all(set(t.params) == {"x", "c"} for t in study.trials)
+
+
+def test_tauopt_pruner_prunes_what_the_door_stopped_and_asks_its_fallback_otherwise() -> None:
+    from tauopt.integrations.optuna import TauoptPruner
+
+    class Always(optuna.pruners.BasePruner):
+        def prune(self, study: Any, trial: Any) -> bool:
+            return True
+
+    for pruner, unmarked in ((TauoptPruner(), False), (TauoptPruner(fallback=Always()), True)):
+        study = optuna.create_study(pruner=pruner)
+        trial = study.ask()
+        trial.report(1.0, 0)
+        assert trial.should_prune() is unmarked  # no decision of tauopt's: the fallback's, or continue
+        study._storage.set_trial_system_attr(trial._trial_id, "tauopt:should_stop", {"step": 0, "reason": "median"})
+        assert trial.should_prune() is True

@@ -46,7 +46,8 @@ from ._trials import (
 
 __all__ = [
     "Engine",
-    # the trial lifecycle of a door whose workers claim trials (KerasTuner's), see _trialqueue.py
+    # the trial lifecycle both trial-based doors share (_lifecycle.py); the policy of a door
+    # whose workers claim trials (KerasTuner's), see _trialqueue.py
     "TrialQueue",
     "TrialPolicy",
     "TrialInfo",

@@ -13,7 +13,9 @@ leans on three collaborators, each with one job:
 - `release` (_leases.py): a suggestion whose holder is declared dead;
 - `count_failure` (_failures.py): the cap on consecutive failed runs;
 - `TrialBook` (_trials.py): the study and trials of a trial-based door (Optuna's model);
-  `_served.py`: the WAITING trials a study that asks for them is served (tauopt's points).
+  `_served.py`: the WAITING trials a study that asks for them is served (tauopt's points);
+- door state (`DoorState`): a door's own JSON state per key (a bracket schedule), a record
+  of the experiment like the study's.
 
 Inline strategies (random, sobol, grid: the registry says which) answer within
 the message. An ask that finds the bandwidth full may wait (`wait_s`) for a
@@ -22,6 +24,7 @@ slot: it is parked and retried, in arrival order, whenever a slot returns.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, replace
@@ -41,7 +44,7 @@ from ..strategies import Draws, Strategy, SuggestRequest, design, grids, resolve
 from ..strategies import get as get_strategy
 from ._admin import best_observation
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
-from ._curves import Curves, check_report
+from ._curves import Curves, check_early_stopping, check_report
 from ._failures import count_failure, count_success, reset_changes, stopped_error
 from ._ledger import Ledger
 from ._messages import (
@@ -50,6 +53,7 @@ from ._messages import (
     CloseAllSuggestions,
     CloseSuggestion,
     DeleteExperiment,
+    DoorState,
     ExportExperiment,
     GetExperiment,
     GetSuggestion,
@@ -78,8 +82,8 @@ from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
 from ._served import SERVE_KEY, check_serve_attr, refreshed_attrs, served_strategy, served_trial, to_serve
 from ._trials import (
-    NewTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr, Trial, TrialBook, assignments_of, check_attr, mirrored,
-    parameter_of,
+    SHOULD_STOP_KEY, STOPPING_KEY, NewTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr, Trial, TrialBook,
+    assignments_of, check_attr, mirrored, parameter_of,
 )  # fmt: skip
 from ._validate import check_observation, check_tag, check_update
 
@@ -89,6 +93,7 @@ log = logging.getLogger("tauopt.engine")
 
 _DUP_RETRIES = 8
 _TRIAL_TAG = "trial"  # the suggestions that are a trial-based door's trials
+_DOOR_PREFIX = "door/"  # the records of a door's own state (DoorState), beside the study's
 _UNUSED_RNG = np.random.default_rng(0)  # for strategies that draw no random numbers (registry: draws_random=False)
 
 
@@ -128,6 +133,7 @@ class ExperimentActor:
         self._ledger = Ledger(snapshot, self._space)
         self._curves = Curves(snapshot)
         self._trials = TrialBook(snapshot.records)
+        self._door_state = {k[len(_DOOR_PREFIX):]: b for k, b in snapshot.records if k.startswith(_DOOR_PREFIX)}
         self._replies = CommitThenReply(store, self.id, self._add_header)
         # commit(request, writes, outcome): the replies' own method, no frame of the actor's around it
         self._commit = self._replies.commit
@@ -285,6 +291,8 @@ class ExperimentActor:
                 self._on_best(request)
             case TrialOp():
                 self._on_trial_op(request, msg)
+            case DoorState():
+                self._on_door_state(request, msg)
             case Inspect():
                 self._on_inspect(request)
             case ProposalReady():
@@ -688,18 +696,33 @@ class ExperimentActor:
     def _on_trial_op(self, request: Request[Any], msg: TrialOp) -> None:
         now = self._clock()
         change = msg.change
+        rule = None
         if isinstance(change, SetStudyAttr) and not change.system and change.key == SERVE_KEY:
             check_serve_attr(check_attr("value", change.value))
+        if isinstance(change, SetStudyAttr) and not change.system and change.key == STOPPING_KEY:
+            raw = json.loads(check_attr("value", change.value))
+            rule = check_early_stopping({"rule": "none"} if raw is None else raw)
         # a worker about to claim reads the trials: the served ones are there for it
         writes: list[Write] = self._serve(now) if isinstance(change, ReadTrials) else []
         result, records = self._trials.apply(change, now)
         writes += [PutRecord(self.id, key, body) for key, body in records]
+        if rule is not None:  # the study asks for tauopt's early-stopping rule: the experiment's, for every door
+            self._curves.set_rule(rule)
+            self._exp = self._exp.evolve(early_stopping=rule)
+            writes.append(PutExperiment(self._header(), self._drawn))
         trial = self._trials.touched(change, result)
         if trial is not None:
             writes += self._follow(trial, change, now)
         if isinstance(change, SetState):  # a claim or an end: the number of workers may have changed
             writes += self._serve(now)
         self._commit(request, writes, result)
+
+    def _on_door_state(self, request: Request[Any], msg: DoorState) -> None:
+        if msg.body is None:
+            self._commit(request, [], self._door_state.get(msg.key))
+            return
+        self._door_state[msg.key] = msg.body
+        self._commit(request, [PutRecord(self.id, _DOOR_PREFIX + msg.key, msg.body)], None)
 
     def _serve(self, now: float) -> list[Write]:
         """Keep the study's served WAITING trials (`_served.py`) filled and fresh."""
@@ -708,7 +731,7 @@ class ExperimentActor:
         if strategy is None or not self._space.parameters:
             return []
         seen = len(self._ledger.observations)
-        add, stale, workers = to_serve(self._trials.trials, now, seen)
+        add, stale, workers = to_serve(self._trials.live(), now, seen)
         writes: list[Write] = []
         for t in stale:
             point = self._served_point(strategy, workers)
@@ -765,10 +788,15 @@ class ExperimentActor:
             writes.append(PutSuggestion(s))
         if isinstance(change, SetIntermediate) and s.state == "open":
             try:  # the trial keeps every value; reports take finite values in increasing steps
-                report, _ = self._curves.report(s.id, *check_report(change.step, change.value), now)
+                report, decision = self._curves.report(s.id, *check_report(change.step, change.value), now)
                 writes.append(PutReport(self.id, report))
             except ApiError:
-                pass
+                decision = None
+            if decision is not None and decision.should_stop and SHOULD_STOP_KEY not in trial.system_attrs:
+                # the rule's decision, where a pruner reads it (tauopt.integrations.optuna.TauoptPruner)
+                stop = json.dumps({"step": change.step, "reason": decision.reason})
+                key, body = self._trials.mark(trial, SHOULD_STOP_KEY, stop)
+                writes.append(PutRecord(self.id, key, body))
         if trial.finished and s.state == "open":
             writes += self._mirror(trial, s, now)
         return writes
@@ -790,7 +818,8 @@ class ExperimentActor:
                 self._ahead.points.clear()  # computed for the old space
                 self._exp = self._exp.evolve(parameters=space.parameters)
                 writes.append(PutExperiment(self._header(), self._drawn))
-        self._curves.observed(s.id, False)
+        # a pruned trial's curve is a stopped one (as a restart reads it): the median leaves it out
+        self._curves.stats.complete(s.id, stopped=m.stopped_at_step is not None)
         writes.append(PutSuggestion(self._ledger.leave_open(s, "observed", now)))
         obs = self._ledger.observe(m.assignments, s.id, m.value, m.failed, now, m.metrics)
         if m.stopped_at_step is not None:

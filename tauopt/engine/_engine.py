@@ -703,6 +703,16 @@ class Engine:
         experiment_id = self._studies.experiment_of(self._owner, study_id)
         return await self._ask(experiment_id, m.TrialOp(self._owner, change))
 
+    async def door_state(self, experiment_id: str, key: str) -> str | None:
+        """A door's own state of the experiment under `key` (None: never saved)."""
+        result: str | None = await self._ask(experiment_id, m.DoorState(self._owner, key))
+        return result
+
+    async def save_door_state(self, experiment_id: str, key: str, body: str) -> None:
+        """Store a door's own state of the experiment (JSON text), durably before it returns;
+        it goes with the experiment (deleted with it)."""
+        await self._ask(experiment_id, m.DoorState(self._owner, key, body))
+
     async def trial_call(self, trial_id: int, change: TrialChange) -> Any:
         """`study_call` on the study the trial id belongs to."""
         try:

@@ -1,13 +1,21 @@
-"""The trials of a trial-based search, as the engine holds them for a door.
+"""The trial lifecycle both trial-based doors share: one record type, one store of
+trials, one claim.
 
-A trial is one run of a point: WAITING (made, or queued for another run, and not
-claimed), RUNNING (claimed by a worker, since when), ENDING (its result is being
-written) and then COMPLETED or FAILED, never to change again. `TrialSet` keeps
-them, the trials to run again, the completed count and the workers seen; it is
-plain state, changed only under its owner's lock (`TrialQueue`), so a claim is
-won by one worker.
+A trial (`TrialRecord`) is one run of a point: WAITING (made, enqueued, or queued
+for another run, and not claimed), RUNNING (claimed by a worker, since when),
+ENDING (its result is being written) and then COMPLETED, PRUNED or FAILED, never
+to change again. `TrialSet` keeps the trials of one search, numbered 0..n-1 in
+the order they were made, indexes the live ones (so a call costs the same after
+100,000 trials as after 10), and holds the lifecycle's transitions: `claim`
+(WAITING -> RUNNING, won by exactly one caller: its owner calls it under its one
+serializer, the experiment's actor or a trial queue's lock), `requeue` (back to
+WAITING for another run), `finish` and `expired` (running past a TTL). It is
+plain state. Each door's policy sits on top: the KerasTuner door's trial queue
+(`_trialqueue.py`: the bracket schedule, max_trials, retries, the failure cap,
+space growth) and the Optuna door's study (`_trials.py`: attributes,
+distributions, datetimes, kept as the record's `door` view).
 
-A trial's point is usually one of the engine's suggestions (trial id =
+A KerasTuner trial's point is usually one of the engine's suggestions (trial id =
 suggestion id); the others are a baseline run while no space is known and the
 runs of a bracket schedule (`Brackets`), whose promotions repeat a point. The
 metrics a worker reports per step are kept until the trial ends; its score is
@@ -38,10 +46,12 @@ __all__ = [
     "LifeState",
     "best_of",
     "metrics_at",
+    "FINAL",
 ]
 
-LifeState = Literal["waiting", "running", "ending", "completed", "failed"]
-_FINAL = ("completed", "failed")  # a trial in one of these states never changes state again
+LifeState = Literal["waiting", "running", "ending", "completed", "pruned", "failed"]
+FINAL: tuple[LifeState, ...] = ("completed", "pruned", "failed")  # a trial in one of these never changes state again
+_FINAL = FINAL
 
 
 class SearchFailed(Exception):
@@ -114,6 +124,9 @@ class TrialRecord:
     # The space when the engine drew `values` (taken before the ask): while it is still
     # the search's space, `values` is already the point the trial's end stores.
     drawn_in: Space | None = None
+    observation_id: str | None = None  # its end's observation, once written
+    number: int = -1  # its place in its TrialSet, given when added
+    door: Any = None  # a door's own view of the trial (the Optuna door's `Trial`), refreshed on each change
 
     def info(self) -> TrialInfo:
         history = {name: tuple((step, tuple(vals)) for step, vals in sorted(h.items())) for name, h in self.history.items()}
@@ -126,6 +139,7 @@ class TrialSet:
 
     def __init__(self) -> None:
         self.trials: dict[str, TrialRecord] = {}
+        self.numbered: list[TrialRecord] = []  # by number
         self._live: dict[str, TrialRecord] = {}
         # Trials to run again that the engine cannot hand out (the baseline; bracket runs,
         # whose trial ids are not suggestion ids). Every other retry is a released suggestion.
@@ -137,6 +151,9 @@ class TrialSet:
         self.workers_stopped: set[str] = set()
 
     def add(self, t: TrialRecord) -> None:
+        """A new trial, numbered next."""
+        t.number = len(self.numbered)
+        self.numbered.append(t)
         self.trials[t.trial_id] = t
         if t.state not in _FINAL:
             self._live[t.trial_id] = t
@@ -164,12 +181,32 @@ class TrialSet:
                 return t
         return None
 
-    def claim(self, t: TrialRecord, worker: str, now: float) -> TrialInfo:
-        """`worker` runs `t` now (one more run); called under the owner's lock."""
+    def claim(self, t: TrialRecord, worker: str | None, now: float) -> bool:
+        """`worker` runs the WAITING trial `t` from now (one more run): True. False when
+        it is not waiting (another caller won it, or it already runs or ended). Called
+        by the set's one serializer, so of many callers exactly one wins."""
+        if t.state != "waiting":
+            return False
         t.state, t.worker, t.claimed_at = "running", worker, now
         t.runs += 1
         t.history = {}  # a rerun must not show the objective before it reports (the worker would skip its report)
-        return t.info()
+        return True
+
+    def requeue(self, t: TrialRecord) -> None:
+        """Back to WAITING, for another run (a retry, or a door's explicit WAITING)."""
+        t.state = "waiting"
+        self._live[t.trial_id] = t
+
+    def finish(self, t: TrialRecord, state: LifeState) -> None:
+        """The trial ended in a final `state` (the live index drops it on its next scan)."""
+        assert state in _FINAL
+        t.state = state
+        if state == "completed":
+            self.completed += 1
+
+    def expired(self, now: float, ttl_s: float) -> list[TrialRecord]:
+        """Running trials claimed more than `ttl_s` ago."""
+        return [t for t in self.live() if t.state == "running" and now - t.claimed_at > ttl_s]
 
     def ranked(self, maximize: bool) -> list[TrialRecord]:
         """Completed trials by score, then the others."""

@@ -170,5 +170,14 @@ class TrialOp(Msg):
 
 
 @dataclass(slots=True)
+class DoorState(Msg):
+    """A door's own state of the experiment, one JSON text per key (e.g. a bracket
+    schedule): `body` None reads it (None when never written), else writes it."""
+
+    key: str = ""
+    body: str | None = None
+
+
+@dataclass(slots=True)
 class Inspect(Msg):
     """Internal counters (max open ever seen, proposals, fallbacks), for tests and benchmarks."""

@@ -26,7 +26,11 @@ no trial state of its own: it translates its wire to these calls.
 What the experiment does not store is rebuilt from it on restart: open
 suggestions are trials still running on the worker named by their tag, or
 waiting when the engine holds them released; observations are finished trials.
-The bracket schedule starts over; the engine keeps the count of consecutive
+The bracket schedule and its runs are stored with the experiment (the door
+state `hyperband`, saved whenever a run is handed out or ends) and continue
+where they were: a run that was running is its worker's again (or expires), a
+queued one is queued. A promoted run whose observation was written but not yet
+its saved state (the chief stopped in between) runs again. The engine keeps the count of consecutive
 failures, and a queue that finds its experiment stopped by the cap (or with
 another cap) sets the cap again: that restart is the user's "fixed it, try
 again", so the count starts from zero.
@@ -34,6 +38,7 @@ again", so the count starts from zero.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -57,6 +62,7 @@ __all__ = ["TrialPolicy", "TrialQueue", "STOPPED"]
 log = logging.getLogger("tauopt.trials")
 
 STOPPED = "stopped"  # claim's answer when the search is done
+_BRACKETS_KEY = "hyperband"  # the door state holding the bracket schedule and its runs
 
 
 @dataclass(frozen=True)
@@ -162,7 +168,22 @@ class TrialQueue:
         p, trials = self.policy, self.trials
         observations = await self.engine.observations(exp.id)
         self._space_known = bool(exp.parameters) or bool(observations) or p.space is not None
+        saved = await self.engine.door_state(exp.id, _BRACKETS_KEY) if self._schedule is not None else None
+        runs = self._restore_brackets(json.loads(saved)) if saved is not None else []
+        by_suggestion = {t.suggestion_id: t for t in runs if t.suggestion_id is not None}
+        observed = {t.observation_id for t in runs}
         for o in observations:
+            if o.id in observed:
+                continue  # a bracket run's end, restored with it
+            run = by_suggestion.get(o.suggestion_id) if o.suggestion_id is not None else None
+            if run is not None:
+                if run.state not in ("completed", "failed"):  # it ended after its state was saved
+                    run.state, run.observation_id = ("failed" if o.failed else "completed"), o.id
+                    if not o.failed and o.value is not None:
+                        run.score = o.metrics.get(p.score, o.value) if p.separate_score else o.value
+                        run.history = {p.score: {0: [run.score]}}
+                        trials.completed += 1
+                continue
             tid = o.suggestion_id if o.suggestion_id is not None else f"o{o.id}"
             t = TrialRecord(tid, o.suggestion_id, dict(o.assignments), "failed" if o.failed else "completed")
             if not o.failed and o.value is not None:
@@ -174,6 +195,8 @@ class TrialQueue:
             trials.add(t)
         now = self._clock()
         for s in await self.engine.suggestions(exp.id, state="open"):
+            if s.id in by_suggestion:
+                continue  # a bracket run's, restored with it
             if s.released:  # waiting for a retry when the queue stopped: it still is (the engine holds it)
                 trials.add(TrialRecord(s.id, s.id, dict(s.assignments), "waiting", runs=s.attempts))
                 continue
@@ -181,6 +204,56 @@ class TrialQueue:
             # may end it, or (restarted) ask for it again; if it stays silent it expires.
             trials.add(TrialRecord(s.id, s.id, dict(s.assignments), "running", worker=s.tag, claimed_at=now, runs=s.attempts))
         self._check_done()
+
+    def _restore_brackets(self, state: dict[str, Any]) -> list[TrialRecord]:
+        """The bracket schedule and its runs as saved (`_save_brackets`): the runs, added.
+        A schedule saved under other brackets (--max-epochs, --factor, iterations) starts over."""
+        assert self._schedule is not None and self.policy.brackets is not None
+        b = self.policy.brackets
+        if state.get("brackets") != [b.max_epochs, b.factor, b.iterations]:
+            log.warning("hyperband: the stored schedule is for other brackets (%s); a fresh schedule starts", state.get("brackets"))
+            return []
+        self._schedule.restore(state["schedule"])
+        trials, now, score_name = self.trials, self._clock(), self.policy.score
+        trials.bracket_runs = int(state["runs"])
+        runs = []
+        for d in state["trials"]:
+            epochs, initial, bracket, round_num, parent = d["bracket"]
+            t = TrialRecord(d["id"], d["suggestion_id"], dict(d["values"]), d["state"], worker=d["worker"], runs=int(d["runs"]),
+                            bracket=BracketRun(epochs, initial, bracket, round_num, parent), observation_id=d["observation"])  # fmt: skip
+            if t.state == "completed":
+                t.score, t.best_step = d["score"], int(d["best_step"])
+                t.history = {name: {t.best_step: [v]} for name, v in {**d["metrics"], score_name: t.score}.items()}
+                trials.completed += 1
+            elif t.state == "running":
+                t.claimed_at = now  # its worker may end it, or ask for it again; if it stays silent it expires
+            elif t.state == "waiting":
+                trials.retries.append(t.trial_id)
+            trials.add(t)
+            runs.append(t)
+        return runs
+
+    async def _save_brackets(self) -> None:
+        """Store where the bracket schedule stands and its runs (a restart continues from it)."""
+        if self._schedule is None or self.experiment is None:
+            return
+        p = self.policy
+        runs = [
+            {
+                "id": t.trial_id, "suggestion_id": t.suggestion_id, "values": t.values,
+                "state": "running" if t.state == "ending" else t.state, "worker": t.worker, "runs": t.runs,
+                "score": t.score, "best_step": t.best_step, "observation": t.observation_id,
+                "metrics": metrics_at(t.history, t.best_step, skip=p.score) if t.state == "completed" and t.history else {},
+                "bracket": [t.bracket.epochs, t.bracket.initial_epoch, t.bracket.bracket, t.bracket.round, t.bracket.parent_id],
+            }
+            for t in self.trials.trials.values()
+            if t.bracket is not None
+        ]  # fmt: skip
+        b = p.brackets
+        assert b is not None
+        body = json.dumps({"brackets": [b.max_epochs, b.factor, b.iterations], "schedule": self._schedule.state(),
+                           "runs": self.trials.bracket_runs, "trials": runs})  # fmt: skip
+        await self.engine.save_door_state(self.experiment.id, _BRACKETS_KEY, body)
 
     # -- bookkeeping helpers --------------------------------------------------------
 
@@ -207,7 +280,10 @@ class TrialQueue:
             self._finish()
 
     def _hand_out(self, t: TrialRecord, worker: str) -> TrialInfo:
-        return self.trials.claim(t, worker, self._clock())
+        """Claim a trial this queue made or queued (waiting, under the lock) for `worker`."""
+        claimed = self.trials.claim(t, worker, self._clock())
+        assert claimed, f"trial {t.trial_id} handed out while {t.state}"
+        return t.info()
 
     def _trial(self, trial_id: str) -> TrialRecord:
         t = self.trials.get(trial_id)
@@ -229,19 +305,21 @@ class TrialQueue:
         async with self._lock:
             now = self._clock()
             ttl = self.policy.trial_ttl_s
-            expired = [t for t in self.trials.live() if t.state == "running" and now - t.claimed_at > ttl]
+            expired = self.trials.expired(now, ttl)
             runs = max(1, self.policy.max_retries_per_trial)
             for t in expired:
                 log.warning("trial %s expired: no end from %s within %.0f s", t.trial_id, t.worker, ttl)
                 if not self.done and await self._queue_retry(t, max_runs=runs + 1):
                     continue
-                t.state = "failed"
+                self.trials.finish(t, "failed")
                 if not self.done:
                     await self._fail_expired(t)
                 await self._close(t)
                 await self._check_failures(f"trial {t.trial_id} expired without an EndTrial after {t.runs} run(s)")
             if expired:
                 self._notify()
+                if any(t.bracket is not None for t in expired):
+                    await self._save_brackets()
             self._check_done()
 
     async def _fail_expired(self, t: TrialRecord) -> None:
@@ -279,7 +357,7 @@ class TrialQueue:
             self.trials.retries.append(t.trial_id)
         else:
             return False
-        t.state = "waiting"
+        self.trials.requeue(t)
         return True
 
     def should_exit(self, linger_s: float, workers: int | None) -> bool:
@@ -334,7 +412,10 @@ class TrialQueue:
                 raise SearchFailed(self.failure)
             return STOPPED
         if trials.retries:
-            return self._hand_out(trials.trials[trials.retries.pop()], worker)  # LIFO, like KerasTuner's chief
+            info = self._hand_out(trials.trials[trials.retries.pop()], worker)  # LIFO, like KerasTuner's chief
+            if info.bracket is not None:
+                await self._save_brackets()
+            return info
         live = trials.live()
         if any(t.state == "waiting" and self._engine_holds(t) for t in live):
             return _ASK_ENGINE  # the engine hands out its released suggestions first
@@ -381,6 +462,8 @@ class TrialQueue:
                     await self.engine.release_suggestion(self.experiment.id, s.id)  # the search ended meanwhile
                     return None
                 t.runs = s.attempts - 1  # claim counts this run
+                if t.state != "waiting":
+                    self.trials.requeue(t)  # the engine hands it out again: its last run is over
                 return self._hand_out(t, worker)
             if self.done or trials.completed + trials.in_progress() >= self.policy.max_trials:
                 await self.engine.close_suggestion(self.experiment.id, s.id)  # every place filled meanwhile
@@ -432,7 +515,9 @@ class TrialQueue:
                     raise
                 t = TrialRecord(tid, s.id, dict(s.assignments), "waiting", bracket=run)
         trials.add(t)
-        return self._hand_out(t, worker)
+        info = self._hand_out(t, worker)
+        await self._save_brackets()
+        return info
 
     def _loss_of(self, trial_id: str) -> float | None:
         t = self.trials.get(trial_id)
@@ -481,10 +566,12 @@ class TrialQueue:
             raise
         with anyio.CancelScope(shield=True):
             async with self._lock:
-                t.state, t.score, t.best_step, t.ended = "completed", score, step, None
-                self.trials.completed += 1
+                t.score, t.best_step, t.ended = score, step, None
+                self.trials.finish(t, "completed")
                 self._check_done()
                 self._notify()
+                if t.bracket is not None:
+                    await self._save_brackets()
         ended.set()
 
     async def _end_locked(
@@ -512,10 +599,12 @@ class TrialQueue:
             log.info("trial %s INVALID: retry %d of %d", t.trial_id, t.runs, p.max_retries_per_trial)
         else:
             await self._observe(t, values, None, 0)
-            t.state = "failed"
+            self.trials.finish(t, "failed")
             await self._check_failures(f"trial {t.trial_id} ended {status}")
         self._check_done()
         self._notify()
+        if t.bracket is not None:
+            await self._save_brackets()
         return None
 
     async def _check_failures(self, what: str | None) -> None:
@@ -549,7 +638,8 @@ class TrialQueue:
         if t.suggestion_id is not None:
             if point == t.values:
                 try:
-                    await self.engine.observe(exp_id, suggestion_id=t.suggestion_id, value=score, failed=failed, metrics=metrics)
+                    o = await self.engine.observe(exp_id, suggestion_id=t.suggestion_id, value=score, failed=failed, metrics=metrics)
+                    t.observation_id = o.id
                     return
                 except ApiError as exc:
                     if exc.error_type not in ("suggestion_expired", "suggestion_closed"):
@@ -557,7 +647,8 @@ class TrialQueue:
             else:
                 # The space grew since this suggestion: store a point valid in today's space.
                 await self._close(t)
-        await self.engine.observe(exp_id, assignments=point, value=score, failed=failed, metrics=metrics)
+        o = await self.engine.observe(exp_id, assignments=point, value=score, failed=failed, metrics=metrics)
+        t.observation_id = o.id
 
     async def _close(self, t: TrialRecord) -> None:
         if t.suggestion_id is None or self.experiment is None:

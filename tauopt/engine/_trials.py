@@ -6,10 +6,14 @@ by the experiment's actor, and stored as records: `study` (the study's name, id,
 directions, attributes and the distribution of each parameter seen) and
 `trial/<number>` (one trial each). The door only translates its wire to these changes.
 
-States: WAITING (enqueued, not claimed), RUNNING, COMPLETE, PRUNED, FAIL. A claim
-(RUNNING asked of a WAITING trial) succeeds once: the actor takes one message at a
-time, so of two workers claiming one trial one hears True and the other False.
-A finished trial never changes again (`trial_finished`, checked before anything else).
+The trials are the engine's one trial lifecycle (`_lifecycle.TrialSet` of
+`TrialRecord`s, as the KerasTuner door's trial queue keeps them): its states are
+Optuna's WAITING (enqueued, not claimed), RUNNING, COMPLETE, PRUNED and FAIL, its
+claim (RUNNING asked of a WAITING trial) the set's `claim`, won once: the actor
+takes one message at a time, so of two workers claiming one trial one hears True
+and the other False. A finished trial never changes again (`trial_finished`,
+checked before anything else). Each record's `door` is the trial as Optuna sees it
+(`Trial`, frozen), made again on each change; it is what is stored and answered.
 
 Attributes are kept as the JSON text they arrived as and returned unchanged; a
 distribution is Optuna's JSON form ({"name": ..., "attributes": {...}}); a parameter's
@@ -27,6 +31,7 @@ from datetime import datetime
 from typing import Any, Mapping, Sequence
 
 from ..errors import api_error, invalid
+from ._lifecycle import LifeState, TrialRecord, TrialSet
 
 __all__ = [
     "TRIAL_STATES",
@@ -54,10 +59,16 @@ __all__ = [
     "check_attr",
     "check_directions",
     "Distribution",
+    "STOPPING_KEY",
+    "SHOULD_STOP_KEY",
 ]
 
 TRIAL_STATES = ("RUNNING", "COMPLETE", "PRUNED", "FAIL", "WAITING")
 FINISHED = frozenset({"COMPLETE", "PRUNED", "FAIL"})
+# Optuna's states as the lifecycle's
+_LIFE: Mapping[str, LifeState] = {
+    "WAITING": "waiting", "RUNNING": "running", "COMPLETE": "completed", "PRUNED": "pruned", "FAIL": "failed",
+}
 DIRECTIONS = ("MINIMIZE", "MAXIMIZE")
 DATETIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # local time, as Optuna writes and reads it
 TRIAL_ID_BITS = 32
@@ -68,6 +79,11 @@ MAX_ATTRS = 10_000  # attributes of one study or trial (user and system together
 MAX_STEPS = 100_000  # intermediate values of one trial
 MAX_PARAMS = 10_000  # parameters of one trial
 STUDY_KEY = "study"
+# A study's user attribute that sets its experiment's early-stopping rule (the JSON of
+# `early_stopping`, e.g. {"rule": "median", "min_trials": 5}; null: no rule), and the
+# system attribute a trial gets once that rule says it should stop (a pruner reads it).
+STOPPING_KEY = "tauopt:early_stopping"
+SHOULD_STOP_KEY = "tauopt:should_stop"
 
 # Optuna's distribution class names, with the (kind, log) their JSON implies; the
 # legacy names are what `distribution_to_json` writes for the deprecated classes.
@@ -358,6 +374,7 @@ class TrialBook:
 
     def __init__(self, records: Sequence[tuple[str, str]]) -> None:
         self.study: Study | None = None
+        self.records = TrialSet()
         trials: list[Trial] = []
         for key, body in records:
             if key == STUDY_KEY:
@@ -365,7 +382,12 @@ class TrialBook:
             elif key.startswith("trial/"):
                 trials.append(Trial.from_json(body))
         trials.sort(key=lambda t: t.number)
-        self.trials = trials
+        for t in trials:
+            self._add(t)
+
+    def live(self) -> list[Trial]:
+        """The trials waiting or running, by number."""
+        return [r.door for r in self.records.live()]
 
     def apply(self, change: TrialChange, now: float) -> tuple[Any, list[tuple[str, str]]]:
         study = self.study
@@ -377,11 +399,16 @@ class TrialBook:
             case ReadTrial():
                 return self._trial(change.trial_id), []
             case ReadTrials():
-                return [t for t in self.trials if t.trial_id > change.greater_than or t.trial_id in change.included], []
+                # ids are base + number: those above greater_than are a tail of the numbers,
+                # so a read costs the trials it answers, not the study's whole history
+                numbered, base = self.records.numbered, study.study_id << TRIAL_ID_BITS
+                start = min(max(0, change.greater_than - base + 1), len(numbered))
+                below = sorted(i - base for i in change.included if base <= i < base + start)
+                return [numbered[n].door for n in below] + [r.door for r in numbered[start:]], []
             case TrialIdOf():
-                if not 0 <= change.number < len(self.trials):
+                if not 0 <= change.number < len(self.records.numbered):
                     raise api_error("not_found", f"no trial number {change.number} in study {study.study_id}")
-                return self.trials[change.number].trial_id, []
+                return self.records.numbered[change.number].door.trial_id, []
             case NewTrial():
                 return self._new_trial(study, change.template, now)
             case SetParam():
@@ -424,7 +451,15 @@ class TrialBook:
     def link(self, t: Trial, suggestion_id: str) -> tuple[str, str]:
         """Record which suggestion of the experiment the trial is; its record."""
         t = replace(t, suggestion_id=suggestion_id)
-        self.trials[t.number] = t
+        self._put(t)
+        self.records.numbered[t.number].suggestion_id = suggestion_id
+        return t.key(), t.to_json()
+
+    def mark(self, t: Trial, key: str, value: str) -> tuple[str, str]:
+        """Set a system attribute the engine decides (not a worker's write); its record."""
+        t = self.records.numbered[t.number].door
+        t = replace(t, system_attrs={**t.system_attrs, key: value})
+        self._put(t)
         return t.key(), t.to_json()
 
     def start(self, study: Study) -> list[tuple[str, str]]:
@@ -439,12 +474,16 @@ class TrialBook:
         if key not in user and key not in system and len(user) + len(system) >= MAX_ATTRS:
             raise invalid(f"attributes: at most {MAX_ATTRS} per study or trial")
 
-    def _trial(self, trial_id: int) -> Trial:
+    def _record(self, trial_id: int) -> TrialRecord:
         assert self.study is not None
         number = trial_id - (self.study.study_id << TRIAL_ID_BITS)
-        if study_of(trial_id) != self.study.study_id or not 0 <= number < len(self.trials):
+        if study_of(trial_id) != self.study.study_id or not 0 <= number < len(self.records.numbered):
             raise _trial_not_found(trial_id)
-        return self.trials[number]
+        return self.records.numbered[number]
+
+    def _trial(self, trial_id: int) -> Trial:
+        t: Trial = self._record(trial_id).door
+        return t
 
     def _writable(self, trial_id: int) -> Trial:
         t = self._trial(trial_id)
@@ -452,12 +491,19 @@ class TrialBook:
             raise _finished_error(t)
         return t
 
+    def _add(self, t: Trial) -> None:
+        """A trial joins the lifecycle's set (numbered next: its number)."""
+        r = TrialRecord(str(t.trial_id), t.suggestion_id, {}, _LIFE[t.state], door=t)
+        self.records.add(r)
+        assert r.number == t.number
+
     def _put(self, t: Trial) -> list[tuple[str, str]]:
-        self.trials[t.number] = t
+        """The trial's new view (its state unchanged); its record."""
+        self.records.numbered[t.number].door = t
         return [(t.key(), t.to_json())]
 
     def _new_trial(self, study: Study, template: Trial | None, now: float) -> tuple[int, list[tuple[str, str]]]:
-        number = len(self.trials)
+        number = len(self.records.numbered)
         if number >= MAX_TRIALS:
             raise invalid(f"study {study.study_id} has {MAX_TRIALS} trials, the most one study holds")
         trial_id = (study.study_id << TRIAL_ID_BITS) | number
@@ -465,7 +511,9 @@ class TrialBook:
             t = Trial(trial_id, number, "RUNNING", datetime_start=_stamp(now))
         else:
             t = replace(template, trial_id=trial_id, number=number)
-        self.trials.append(t)
+        self._add(t)
+        if t.state == "RUNNING":
+            self.records.numbered[number].claimed_at = now
         records = [(t.key(), t.to_json())]
         added = {k: v for k, v in t.distributions.items() if k not in study.distributions}
         if added:
@@ -500,8 +548,14 @@ class TrialBook:
         t = self._writable(change.trial_id)
         if change.state not in TRIAL_STATES:
             raise invalid(f"state: {change.state!r} is not one of {list(TRIAL_STATES)}")
-        if change.state == "RUNNING" and t.state != "WAITING":
-            return False, []  # a claim someone else won, or a trial already running
+        r, state = self.records.numbered[t.number], _LIFE[change.state]
+        if state == "running":
+            if not self.records.claim(r, None, now):
+                return False, []  # a claim someone else won, or a trial already running
+        elif state == "waiting":
+            self.records.requeue(r)
+        else:
+            self.records.finish(r, state)
         t = replace(t, state=change.state, values=t.values if change.values is None else change.values)
         if change.state == "RUNNING":
             t = replace(t, datetime_start=_stamp(now))

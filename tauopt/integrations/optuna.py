@@ -1,4 +1,5 @@
-"""`TauoptSampler`: Optuna's relative sampling answered by a tauopt experiment.
+"""`TauoptSampler`: Optuna's relative sampling answered by a tauopt experiment;
+`TauoptPruner`: tauopt's early-stopping decisions for a study stored by `tauopt serve`.
 
 Each Optuna study gets one tauopt experiment (its relative search space as the
 parameters, its directions as the objectives). A trial's relative parameters are a
@@ -12,6 +13,11 @@ first trial), come from the independent sampler, as Optuna's own samplers do.
 Works with any Optuna storage (the experiment's id is kept in the study's system
 attributes, so every process of a study shares it) and any tauopt client: in process
 (`Client(driver="local")`, the default) or over HTTP (`Client(base_url=..., token=...)`).
+
+`TauoptPruner` reads the decision the daemon's Optuna door writes into a trial's
+system attributes (`tauopt:should_stop`) when the study's early-stopping rule (the
+study user attribute `tauopt:early_stopping`) stops it; a trial without one is
+judged by the pruner it wraps (none: it continues).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import math
 from typing import Any, Sequence
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.pruners import BasePruner
 from optuna.samplers import BaseSampler, RandomSampler
 from optuna.search_space import IntersectionSearchSpace
 from optuna.study import Study, StudyDirection
@@ -28,10 +35,11 @@ from optuna.trial import FrozenTrial, TrialState
 from ..client import Client
 from ..errors import ApiError
 
-__all__ = ["TauoptSampler"]
+__all__ = ["TauoptSampler", "TauoptPruner"]
 
 _EXPERIMENT_KEY = "tauopt:experiment_id"
 _SUGGESTION_KEY = "tauopt:suggestion_id"
+_SHOULD_STOP_KEY = "tauopt:should_stop"  # the door's decision (tauopt.engine._trials.SHOULD_STOP_KEY)
 
 
 def _metric_names(n: int) -> list[str]:
@@ -181,3 +189,23 @@ class TauoptSampler(BaseSampler):
         if chosen != exp.id:
             self._client.archive_experiment(exp.id)
         return chosen
+
+
+class TauoptPruner(BasePruner):
+    """An Optuna pruner that prunes a trial once tauopt's early-stopping rule stopped it.
+
+    The daemon decides as intermediate values arrive through its Optuna door (the
+    study opts in with the user attribute `tauopt:early_stopping`, e.g.
+    `{"rule": "median", "min_trials": 5}`) and writes the decision into the trial's
+    system attributes, which `prune` reads through the study's storage.
+    `fallback`: the pruner judging a trial tauopt has not stopped (default: none, it
+    continues), e.g. for a study without a tauopt rule or a storage that is not the door.
+    """
+
+    def __init__(self, fallback: BasePruner | None = None) -> None:
+        self._fallback = fallback
+
+    def prune(self, study: Study, trial: FrozenTrial) -> bool:
+        if _SHOULD_STOP_KEY in trial.system_attrs:
+            return True
+        return self._fallback.prune(study, trial) if self._fallback is not None else False

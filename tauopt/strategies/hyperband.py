@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import Any, Callable, Union
 
 __all__ = ["HyperbandSchedule", "NewTrial", "Promote", "Idle", "Finished", "Step"]
 
@@ -115,6 +115,22 @@ class HyperbandSchedule:
             self._iteration += 1
         self._start_bracket()
         return self._new(trial_id, self._brackets[-1])
+
+    def state(self) -> dict[str, Any]:
+        """Where the schedule stands (JSON-able): `restore` continues from it."""
+        return {
+            "iteration": self._iteration,
+            "current": self._current,
+            "brackets": [[b.num, [[[p, t] for p, t in r] for r in b.rounds]] for b in self._brackets],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from `state()` of a schedule with the same arguments."""
+        self._iteration = int(state["iteration"])
+        self._current = int(state["current"])
+        self._brackets = [
+            _Bracket(int(num), [[(p, t) for p, t in r] for r in rounds]) for num, rounds in state["brackets"]
+        ]
 
     def cancel(self, trial_id: str) -> None:
         """Forget a NewTrial the caller could not fill (no fresh values left)."""

@@ -4,7 +4,8 @@
 
 tpe: N trials of a 3-parameter objective with TPE, report/should_prune and a MedianPruner;
 tauopt: the same with tauopt's TauoptSampler (a Client() from TAUOPT_BASE_URL, TAUOPT_TOKEN);
-multi: N trials of a two-objective study; best: print the best trial; hang: start a
+pruned: the tpe objective with tauopt's TauoptPruner (the one line that names tauopt's
+rule, the study's `tauopt:early_stopping` says which); multi: N trials of a two-objective study; best: print the best trial; hang: start a
 trial and wait to be killed. Prints one JSON line (the trial numbers it ran, or the best).
 """
 
@@ -58,6 +59,12 @@ elif mode == "tauopt":
     from tauopt.integrations.optuna import TauoptSampler
 
     study = optuna.load_study(study_name=name, storage=storage, sampler=TauoptSampler(Client(), seed=seed))
+    study.optimize(objective, n_trials=n)
+    print(json.dumps({"ran": ran}))
+elif mode == "pruned":
+    from tauopt.integrations.optuna import TauoptPruner
+
+    study = optuna.load_study(study_name=name, storage=storage, sampler=optuna.samplers.TPESampler(seed=seed), pruner=TauoptPruner())
     study.optimize(objective, n_trials=n)
     print(json.dumps({"ran": ran}))
 elif mode == "multi":
