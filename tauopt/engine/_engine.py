@@ -653,28 +653,37 @@ class Engine:
             raise invalid(f"study_name: give a name of at most {_MAX_STUDY_NAME} characters")
         dirs = check_directions(directions)
         index = self._studies
-        await index.load()
-        study_id = index.reserve(self._owner, name)
-        try:
-            exp = await self._new_experiment(
-                _experiment_name(name, study_id), [], metrics=_study_metrics(dirs), strategy=MODEL_FREE,
-                parallel_bandwidth=_STUDY_BANDWIDTH,
-            )
-            study = Study(study_id, name, dirs)
-            await self._commit([PutExperiment(exp, 0), PutRecord(exp.id, STUDY_KEY, study.to_json())])
-        except BaseException:
-            index.release(study_id)
-            raise
-        index.placed(study_id, exp.id)
+        async with self.store.one_at_a_time():  # several daemons: the id and the name are unique across them
+            await index.load(fresh=self._shared)
+            study_id = index.reserve(self._owner, name)
+            try:
+                exp = await self._new_experiment(
+                    _experiment_name(name, study_id), [], metrics=_study_metrics(dirs), strategy=MODEL_FREE,
+                    parallel_bandwidth=_STUDY_BANDWIDTH,
+                )
+                study = Study(study_id, name, dirs)
+                await self._commit([PutExperiment(exp, 0), PutRecord(exp.id, STUDY_KEY, study.to_json())])
+            except BaseException:
+                index.release(study_id)
+                raise
+            index.placed(study_id, exp.id)
         return study_id
+
+    @property
+    def _shared(self) -> bool:
+        """Other daemons share the store: what they wrote reaches this engine's indexes only by a read."""
+        return self.store.daemon_id is not None
 
     async def study_id(self, name: str) -> int:
         """The id of the study named `name`; `not_found` if none."""
-        await self._studies.load()
+        await self._studies.load(fresh=self._shared)  # another daemon may have made or deleted it
         return self._studies.id_of(self._owner, name)
 
     async def studies(self) -> list[Study]:
         """Every study this credential sees, in creation order."""
+        if self._shared:  # answered here from the shared store, whichever daemon owns each study
+            await self._studies.load(fresh=True)
+            return [self._studies.stored[i] for i in self._studies.ids(self._owner) if i in self._studies.stored]
         await self._studies.load()
         out = []
         for study_id in self._studies.ids(self._owner):
@@ -700,7 +709,13 @@ class Engine:
     async def study_call(self, study_id: int, change: TrialChange) -> Any:
         """Apply a change or read (`tauopt.engine._trials`) to a study, in its experiment's actor."""
         await self._studies.load()
-        experiment_id = self._studies.experiment_of(self._owner, study_id)
+        try:
+            experiment_id = self._studies.experiment_of(self._owner, study_id)
+        except ApiError:
+            if not self._shared:
+                raise
+            await self._studies.load(fresh=True)  # made by another daemon since this one read the index
+            experiment_id = self._studies.experiment_of(self._owner, study_id)
         return await self._ask(experiment_id, m.TrialOp(self._owner, change))
 
     async def trial_call(self, trial_id: int, change: TrialChange) -> Any:
@@ -711,6 +726,15 @@ class Engine:
             if exc.error_type == "not_found":
                 raise api_error("not_found", f"trial {trial_id} not found") from None
             raise
+
+    async def advertise_door(self, door: str, host: str, port: int) -> None:
+        """A gRPC door (`door`: "optuna", "kerastuner") says where it listens, so daemons
+        sharing the store relay its calls for experiments this daemon owns here."""
+        await self.store.advertise(door, host, port)
+
+    async def owner_door(self, owner_url: str, door: str) -> str | None:
+        """Where the daemon at `owner_url` (a `not_owner` error's) serves `door`: "host:port", or None."""
+        return await self.store.door_of(owner_url, door)
 
     def study_count(self) -> int:
         """Studies of this credential (deleted ones not counted)."""
