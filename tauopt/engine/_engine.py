@@ -55,6 +55,20 @@ class DaemonStatus:
 
 log = logging.getLogger("tauopt.engine")
 
+# Daemons sharing a database: a request that landed on a non-owner is forwarded on this
+# answer for this long without asking the database again. Ownership that moved meanwhile
+# costs at most this much: the old owner answers not_owner, and the request is retried.
+_ELSEWHERE_S = 0.5
+_ELSEWHERE_KEPT = 10_000
+
+
+def _not_owner(experiment_id: str, owner: str) -> ApiError:
+    return api_error(
+        "not_owner", f"experiment {experiment_id!r} is served by the daemon at {owner}; send the request there",
+        owner_url=owner,
+    )
+
+
 _INLINE_LOAD_ROWS = 2000  # rows of history an actor is rebuilt from on the event loop at most
 
 
@@ -106,6 +120,8 @@ class Engine:
         self._importance = ImportanceCache()
         self._fronts = FrontCache()
         self._studies = StudyIndex(self.store)
+        # experiments another daemon owns, as its URL and until when that answer is used without a read
+        self._elsewhere: dict[str, tuple[str, float]] = {}
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
 
@@ -214,6 +230,11 @@ class Engine:
                 pass  # passivated between lookup and send: start it again below
         if not isinstance(experiment_id, str) or not experiment_id:
             raise invalid(f"experiment id: give a non-empty string, got {experiment_id!r}")
+        elsewhere = self._elsewhere.get(experiment_id)
+        if elsewhere is not None:  # the owner checks the credential; asking the database again costs each call
+            if time.monotonic() < elsewhere[1]:
+                raise _not_owner(experiment_id, elsewhere[0])
+            del self._elsewhere[experiment_id]
         if message.owner is not None:
             # whose it is, from the index row: another credential's experiment is answered
             # as a missing one, in the time a missing one takes, without loading its history
@@ -243,11 +264,10 @@ class Engine:
         try:
             owner = await self.store.claim(experiment_id)  # before the load: it then sees every acknowledged write
             if owner is not None:
-                raise api_error(
-                    "not_owner",
-                    f"experiment {experiment_id!r} is served by the daemon at {owner}; send the request there",
-                    owner_url=owner,
-                )
+                self._elsewhere[experiment_id] = (owner, time.monotonic() + _ELSEWHERE_S)
+                if len(self._elsewhere) > _ELSEWHERE_KEPT:
+                    del self._elsewhere[next(iter(self._elsewhere))]
+                raise _not_owner(experiment_id, owner)
             snapshot = await self.store.load(experiment_id)
             if snapshot is None:
                 raise api_error("not_found", f"experiment {experiment_id!r} not found")
