@@ -264,9 +264,7 @@ class Engine:
         try:
             owner = await self.store.claim(experiment_id)  # before the load: it then sees every acknowledged write
             if owner is not None:
-                self._elsewhere[experiment_id] = (owner, time.monotonic() + _ELSEWHERE_S)
-                if len(self._elsewhere) > _ELSEWHERE_KEPT:
-                    del self._elsewhere[next(iter(self._elsewhere))]
+                self._owned_elsewhere(experiment_id, owner)
                 raise _not_owner(experiment_id, owner)
             snapshot = await self.store.load(experiment_id)
             if snapshot is None:
@@ -751,6 +749,25 @@ class Engine:
         """A gRPC door (`door`: "optuna", "kerastuner") says where it listens, so daemons
         sharing the store relay its calls for experiments this daemon owns here."""
         await self.store.advertise(door, host, port)
+
+    async def owner_of(self, experiment_id: str) -> str | None:
+        """Daemons sharing the store: None if this engine serves the experiment (taking it
+        when it has no live owner), else the URL of the daemon that does. A door whose
+        calls carry no experiment (the KerasTuner chief's) asks before it translates."""
+        if experiment_id in self._actors:
+            return None
+        elsewhere = self._elsewhere.get(experiment_id)
+        if elsewhere is not None and time.monotonic() < elsewhere[1]:
+            return elsewhere[0]
+        owner = await self.store.claim(experiment_id)
+        if owner is not None:
+            self._owned_elsewhere(experiment_id, owner)
+        return owner
+
+    def _owned_elsewhere(self, experiment_id: str, owner: str) -> None:
+        self._elsewhere[experiment_id] = (owner, time.monotonic() + _ELSEWHERE_S)
+        if len(self._elsewhere) > _ELSEWHERE_KEPT:
+            del self._elsewhere[next(iter(self._elsewhere))]
 
     async def owner_door(self, owner_url: str, door: str) -> str | None:
         """Where the daemon at `owner_url` (a `not_owner` error's) serves `door`: "host:port", or None."""

@@ -53,20 +53,29 @@ class _Relaying:
         return getattr(self._context, name)
 
 
-def relay_for(engine: Any, door: str, max_wait_s: float = 0.0) -> "RelayToOwner | None":
+def relay_for(
+    engine: Any, door: str, max_wait_s: float = 0.0, owner: Callable[[], Awaitable[str | None]] | None = None
+) -> "RelayToOwner | None":
     """The relay for `door` on `engine`, or None when the engine shares its store with no daemon."""
     if engine.store.daemon_id is None:
         return None
     leases = getattr(engine.store, "shared", None)
-    return RelayToOwner(engine, door, lease_s=float(getattr(leases, "lease_s", 3.0)), max_wait_s=max_wait_s)
+    lease_s = float(getattr(leases, "lease_s", 3.0))
+    return RelayToOwner(engine, door, lease_s=lease_s, max_wait_s=max_wait_s, owner=owner)
 
 
 class RelayToOwner(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """A grpc.aio server interceptor for one door ("optuna", "kerastuner") of a daemon
     sharing its database: unary calls whose experiment another daemon owns go there."""
 
-    def __init__(self, engine: Any, door: str, *, lease_s: float, max_wait_s: float = 0.0) -> None:
+    def __init__(
+        self, engine: Any, door: str, *, lease_s: float, max_wait_s: float = 0.0,
+        owner: Callable[[], Awaitable[str | None]] | None = None,
+    ) -> None:  # fmt: skip
+        """`owner`: for a door whose calls name no experiment (the KerasTuner chief serves
+        one), asked before each call: None to serve it here, else the owner's URL."""
         self.engine = engine
+        self.owner = owner
         self.door = door
         self.lease_s = lease_s
         self.max_wait_s = max_wait_s
@@ -103,10 +112,14 @@ class RelayToOwner(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             relaying = _Relaying(context)
             deadline = time.monotonic() + 2 * self.lease_s + self.connect_s
             while True:
-                try:
-                    return await inner(request, relaying)
-                except OwnerElsewhere as held:
-                    answer = await self._relay(method, raw, held.error, context)
+                url = None if self.owner is None else await self._owner(context)
+                if url is None:
+                    try:
+                        return await inner(request, relaying)
+                    except OwnerElsewhere as held:
+                        found = held.error.details.get("owner_url") if isinstance(held.error.details, dict) else None
+                        url = found if isinstance(found, str) else None
+                answer = None if url is None else await self._relay(method, raw, url, context)
                 if answer is not None:
                     return answer
                 if time.monotonic() > deadline:
@@ -120,11 +133,16 @@ class RelayToOwner(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
         return behavior
 
-    async def _relay(self, method: str, raw: bytes, error: ApiError, context: Any) -> bytes | None:
+    async def _owner(self, context: Any) -> str | None:
+        assert self.owner is not None
+        try:
+            return await self.owner()
+        except ApiError as exc:
+            await context.abort(grpc.StatusCode[exc.kind.grpc_code], f"{exc.error_type}: {exc.message}")
+            raise  # abort raises
+
+    async def _relay(self, method: str, raw: bytes, url: str, context: Any) -> bytes | None:
         """The owner's answer, or None when the owner was not reached (nothing was sent)."""
-        url = error.details.get("owner_url") if isinstance(error.details, dict) else None
-        if not isinstance(url, str):
-            return None
         address = self._addresses.get(url)
         if address is None:
             address = await self.engine.owner_door(url, self.door)
