@@ -83,7 +83,7 @@ class RelayToOwner(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self.relayed = 0  # calls answered by another daemon, for tests and metrics
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._addresses: dict[str, str] = {}  # owner URL -> its door's address
-        self._handlers: dict[str, grpc.RpcMethodHandler] = {}
+        self._handlers: dict[tuple[str, str], grpc.RpcMethodHandler] = {}
 
     async def intercept_service(
         self, continuation: Callable[[Any], Awaitable[grpc.RpcMethodHandler]], details: grpc.HandlerCallDetails
@@ -91,18 +91,37 @@ class RelayToOwner(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         handler = await continuation(details)
         if handler is None or handler.unary_unary is None:
             return handler
-        if any(key == FORWARDED for key, _ in (details.invocation_metadata or ())):  # type: ignore[attr-defined]
-            return handler  # relayed here by a peer: answered here, never relayed again
         method: str = details.method  # type: ignore[attr-defined]
-        wrapped = self._handlers.get(method)
+        if any(key == FORWARDED for key, _ in (details.invocation_metadata or ())):  # type: ignore[attr-defined]
+            # relayed here by a peer: answered here, never relayed again
+            return handler if self.owner is None else self._wrapped(method, handler, self._guarding)
+        return self._wrapped(method, handler, self._relaying)
+
+    def _wrapped(self, method: str, handler: grpc.RpcMethodHandler, how: Callable[..., Any]) -> grpc.RpcMethodHandler:
+        wrapped = self._handlers.get((method, how.__name__))
         if wrapped is None:
             serialize = handler.response_serializer
-            wrapped = self._handlers[method] = grpc.unary_unary_rpc_method_handler(
-                self._relaying(method, handler.unary_unary, handler.request_deserializer),
+            wrapped = self._handlers[(method, how.__name__)] = grpc.unary_unary_rpc_method_handler(
+                how(method, handler.unary_unary, handler.request_deserializer),
                 request_deserializer=None,  # the raw bytes: what is relayed
                 response_serializer=lambda r: r if isinstance(r, bytes) else serialize(r),
             )
         return wrapped
+
+    def _guarding(
+        self, method: str, inner: Callable[[Any, Any], Awaitable[Any]], deserialize: Callable[[bytes], Any] | None
+    ) -> Callable[[bytes, Any], Awaitable[Any]]:
+        """A relayed call at a door with an `owner` hook: served only if this daemon serves
+        the experiment (ownership may have moved since the sender asked); else `not_owner`,
+        which makes the sender ask again."""
+
+        async def behavior(raw: bytes, context: Any) -> Any:
+            url = await self._owner(context)
+            if url is not None:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, f"not_owner: the daemon at {url} serves this; ask again")
+            return await inner(deserialize(raw) if deserialize is not None else raw, context)
+
+        return behavior
 
     def _relaying(
         self, method: str, inner: Callable[[Any, Any], Awaitable[Any]], deserialize: Callable[[bytes], Any] | None
