@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import math
 import socket
+import sys
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 
 import anyio
 
@@ -294,3 +297,26 @@ def wait_quiet(pid: int, max_s: float = 30.0, window_s: float = 0.5, busy: float
             break
         last = now
     return time.time() - t0
+
+
+THROWAWAY = "throwaway"
+
+
+@contextmanager
+def postgresql_server(url: str | None) -> Iterator[str]:
+    """`url`, or for None / "throwaway" the URL of a throwaway PostgreSQL cluster of this
+    machine (tests/postgres_support.py: Debian's server binaries, fsync on), removed after."""
+    if url not in (None, THROWAWAY):
+        yield url
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from postgres_support import missing_reason, start_cluster
+
+    reason = missing_reason()
+    if reason is not None:
+        raise SystemExit(f"a throwaway PostgreSQL cluster cannot start: {reason}; or give --pg-url URL")
+    cluster = start_cluster()
+    try:
+        yield cluster.url()
+    finally:
+        cluster.destroy()

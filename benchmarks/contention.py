@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/contention.py --eval-s 0,0.05 --only inproc/
     .venv/bin/python benchmarks/contention.py --quick --only inproc/,optuna/memory,floor/mailbox   # issue 16's in-process goals
     .venv/bin/python benchmarks/contention.py --tiny --out /tmp/b   # the smoke test's run
+    .venv/bin/python benchmarks/contention.py --pg-url throwaway --only /postgresql/ --no-optuna   # PostgreSQL's ask p99
 
 Every worker loops: ask (suggest) -> evaluate (sleep --eval-s; 0 = pure
 coordination overhead) -> observe, for --duration seconds. Per configuration:
@@ -39,11 +40,13 @@ import sys
 import tempfile
 import time
 import traceback
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _bench_common import postgresql_server  # noqa: E402
 from _bench_doors import Config, close_servers, run_config  # noqa: E402
 from _bench_report import floor_shares, markdown, plot_cdfs, ratios, targets  # noqa: E402
 from _progress import progress  # noqa: E402
@@ -231,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pg-url", default=None, metavar="postgresql://...",
         help="add the PostgreSQL rows (tauopt in process and over HTTP, Optuna's RDB) on this server, "
-        "beside SQLite's, 100 experiments, 1/16/64 workers; each configuration in a schema of its own",
+        "beside SQLite's, 100 experiments, 1/16/64 workers; each configuration in a schema of its own; "
+        "`throwaway`: on a throwaway cluster of this machine (tests/postgres_support.py)",
     )
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--out", type=Path, default=Path("bench-out"), help="where the table, JSONL and PNG go (default bench-out/)")
@@ -244,10 +248,15 @@ def main(argv: list[str] | None = None) -> int:
     only = None if args.only is None else [x for x in args.only.split(",") if x]
     planned = plan(mode, duration, eval_list, with_optuna)
     if args.pg_url is not None:
-        os.environ["TAUOPT_BENCH_PG_URL"] = args.pg_url  # the runners read it: one place, also in child processes
         planned = postgresql_plan(duration, with_optuna) + planned
     jobs = [j for j in planned if only is None or any(x in j[0] for x in only)]
+    with postgresql_server(args.pg_url) if args.pg_url is not None else nullcontext("") as pg_url:
+        if pg_url:
+            os.environ["TAUOPT_BENCH_PG_URL"] = pg_url  # the runners read it: one place, also in child processes
+        return _run(args, jobs, argv)
 
+
+def _run(args: argparse.Namespace, jobs: list[Job], argv: list[str] | None) -> int:
     info = machine()
     print(json.dumps(info), flush=True)
     results: list[dict[str, Any]] = []

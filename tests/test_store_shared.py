@@ -89,3 +89,24 @@ async def test_a_deleted_experiment_leaves_no_owner_row(pg_url: str) -> None:
         after = (await a.status()).sharing
         assert before is not None and after is not None and (before.owned, after.owned) == (2, 1)
         assert (await a.experiment(keep.id)).id == keep.id
+
+
+async def test_studies_made_at_once_at_two_daemons_get_ids_and_names_unique_across_them(pg_url: str) -> None:
+    async with daemon(pg_url, "a", lease_s=30) as a, daemon(pg_url, "b", lease_s=30) as b:
+        ids: list[int] = []
+        taken: list[str] = []
+
+        async def make(engine: Engine, name: str) -> None:
+            try:
+                ids.append(await engine.create_study(name, ["MINIMIZE"]))
+            except ApiError as exc:
+                taken.append(exc.error_type)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(6):
+                tg.start_soon(make, a, f"a{i}")
+                tg.start_soon(make, b, f"b{i}")
+                tg.start_soon(make, (a, b)[i % 2], "same")  # one name raced at both daemons: one wins
+        assert len(ids) == 13 and len(set(ids)) == 13 and taken == ["name_taken"] * 5
+        assert await b.study_id("a3") == await a.study_id("a3")  # made at a, found at b
+        assert [s.study_id for s in await a.studies()] == [s.study_id for s in await b.studies()] == sorted(ids)

@@ -55,6 +55,20 @@ class DaemonStatus:
 
 log = logging.getLogger("tauopt.engine")
 
+# Daemons sharing a database: a request that landed on a non-owner is forwarded on this
+# answer for this long without asking the database again. Ownership that moved meanwhile
+# costs at most this much: the old owner answers not_owner, and the request is retried.
+_ELSEWHERE_S = 0.5
+_ELSEWHERE_KEPT = 10_000
+
+
+def _not_owner(experiment_id: str, owner: str) -> ApiError:
+    return api_error(
+        "not_owner", f"experiment {experiment_id!r} is served by the daemon at {owner}; send the request there",
+        owner_url=owner,
+    )
+
+
 _INLINE_LOAD_ROWS = 2000  # rows of history an actor is rebuilt from on the event loop at most
 
 
@@ -106,6 +120,8 @@ class Engine:
         self._importance = ImportanceCache()
         self._fronts = FrontCache()
         self._studies = StudyIndex(self.store)
+        # experiments another daemon owns, as its URL and until when that answer is used without a read
+        self._elsewhere: dict[str, tuple[str, float]] = {}
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
 
@@ -214,6 +230,11 @@ class Engine:
                 pass  # passivated between lookup and send: start it again below
         if not isinstance(experiment_id, str) or not experiment_id:
             raise invalid(f"experiment id: give a non-empty string, got {experiment_id!r}")
+        elsewhere = self._elsewhere.get(experiment_id)
+        if elsewhere is not None:  # the owner checks the credential; asking the database again costs each call
+            if time.monotonic() < elsewhere[1]:
+                raise _not_owner(experiment_id, elsewhere[0])
+            del self._elsewhere[experiment_id]
         if message.owner is not None:
             # whose it is, from the index row: another credential's experiment is answered
             # as a missing one, in the time a missing one takes, without loading its history
@@ -243,11 +264,8 @@ class Engine:
         try:
             owner = await self.store.claim(experiment_id)  # before the load: it then sees every acknowledged write
             if owner is not None:
-                raise api_error(
-                    "not_owner",
-                    f"experiment {experiment_id!r} is served by the daemon at {owner}; send the request there",
-                    owner_url=owner,
-                )
+                self._owned_elsewhere(experiment_id, owner)
+                raise _not_owner(experiment_id, owner)
             snapshot = await self.store.load(experiment_id)
             if snapshot is None:
                 raise api_error("not_found", f"experiment {experiment_id!r} not found")
@@ -653,28 +671,37 @@ class Engine:
             raise invalid(f"study_name: give a name of at most {_MAX_STUDY_NAME} characters")
         dirs = check_directions(directions)
         index = self._studies
-        await index.load()
-        study_id = index.reserve(self._owner, name)
-        try:
-            exp = await self._new_experiment(
-                _experiment_name(name, study_id), [], metrics=_study_metrics(dirs), strategy=MODEL_FREE,
-                parallel_bandwidth=_STUDY_BANDWIDTH,
-            )
-            study = Study(study_id, name, dirs)
-            await self._commit([PutExperiment(exp, 0), PutRecord(exp.id, STUDY_KEY, study.to_json())])
-        except BaseException:
-            index.release(study_id)
-            raise
-        index.placed(study_id, exp.id)
+        async with self.store.one_at_a_time():  # several daemons: the id and the name are unique across them
+            await index.load(fresh=self._shared)
+            study_id = index.reserve(self._owner, name)
+            try:
+                exp = await self._new_experiment(
+                    _experiment_name(name, study_id), [], metrics=_study_metrics(dirs), strategy=MODEL_FREE,
+                    parallel_bandwidth=_STUDY_BANDWIDTH,
+                )
+                study = Study(study_id, name, dirs)
+                await self._commit([PutExperiment(exp, 0), PutRecord(exp.id, STUDY_KEY, study.to_json())])
+            except BaseException:
+                index.release(study_id)
+                raise
+            index.placed(study_id, exp.id)
         return study_id
+
+    @property
+    def _shared(self) -> bool:
+        """Other daemons share the store: what they wrote reaches this engine's indexes only by a read."""
+        return self.store.daemon_id is not None
 
     async def study_id(self, name: str) -> int:
         """The id of the study named `name`; `not_found` if none."""
-        await self._studies.load()
+        await self._studies.load(fresh=self._shared)  # another daemon may have made or deleted it
         return self._studies.id_of(self._owner, name)
 
     async def studies(self) -> list[Study]:
         """Every study this credential sees, in creation order."""
+        if self._shared:  # answered here from the shared store, whichever daemon owns each study
+            await self._studies.load(fresh=True)
+            return [self._studies.stored[i] for i in self._studies.ids(self._owner) if i in self._studies.stored]
         await self._studies.load()
         out = []
         for study_id in self._studies.ids(self._owner):
@@ -700,7 +727,13 @@ class Engine:
     async def study_call(self, study_id: int, change: TrialChange) -> Any:
         """Apply a change or read (`tauopt.engine._trials`) to a study, in its experiment's actor."""
         await self._studies.load()
-        experiment_id = self._studies.experiment_of(self._owner, study_id)
+        try:
+            experiment_id = self._studies.experiment_of(self._owner, study_id)
+        except ApiError:
+            if not self._shared:
+                raise
+            await self._studies.load(fresh=True)  # made by another daemon since this one read the index
+            experiment_id = self._studies.experiment_of(self._owner, study_id)
         return await self._ask(experiment_id, m.TrialOp(self._owner, change))
 
     async def door_state(self, experiment_id: str, key: str) -> str | None:
@@ -721,6 +754,34 @@ class Engine:
             if exc.error_type == "not_found":
                 raise api_error("not_found", f"trial {trial_id} not found") from None
             raise
+
+    async def advertise_door(self, door: str, host: str, port: int) -> None:
+        """A gRPC door (`door`: "optuna", "kerastuner") says where it listens, so daemons
+        sharing the store relay its calls for experiments this daemon owns here."""
+        await self.store.advertise(door, host, port)
+
+    async def owner_of(self, experiment_id: str) -> str | None:
+        """Daemons sharing the store: None if this engine serves the experiment (taking it
+        when it has no live owner), else the URL of the daemon that does. A door whose
+        calls carry no experiment (the KerasTuner chief's) asks before it translates."""
+        if experiment_id in self._actors:
+            return None
+        elsewhere = self._elsewhere.get(experiment_id)
+        if elsewhere is not None and time.monotonic() < elsewhere[1]:
+            return elsewhere[0]
+        owner = await self.store.claim(experiment_id)
+        if owner is not None:
+            self._owned_elsewhere(experiment_id, owner)
+        return owner
+
+    def _owned_elsewhere(self, experiment_id: str, owner: str) -> None:
+        self._elsewhere[experiment_id] = (owner, time.monotonic() + _ELSEWHERE_S)
+        if len(self._elsewhere) > _ELSEWHERE_KEPT:
+            del self._elsewhere[next(iter(self._elsewhere))]
+
+    async def owner_door(self, owner_url: str, door: str) -> str | None:
+        """Where the daemon at `owner_url` (a `not_owner` error's) serves `door`: "host:port", or None."""
+        return await self.store.door_of(owner_url, door)
 
     def study_count(self) -> int:
         """Studies of this credential (deleted ones not counted)."""

@@ -7,6 +7,11 @@ the store's `study` records on first use. Study ids increase and are never given
 again: a deleted study keeps its record (marked deleted), so the next id stays above it.
 Reserving a name and an id happens without an await, so two creations of one
 name race to one winner.
+
+Daemons sharing a database each keep such an index; another daemon's studies reach
+it by `load(fresh=True)`, which reads the records again: the engine does so on a
+miss, for name lookups and listings, and inside the store's `one_at_a_time` section
+before it reserves a new study's id and name, so both are unique across daemons.
 """
 
 from __future__ import annotations
@@ -38,20 +43,28 @@ class StudyIndex:
         self._next_id = 0
         self._loaded = False
         self._loading = anyio.Lock()
+        self.stored: dict[int, Study] = {}  # each study as the last load read it
 
-    async def load(self) -> None:
-        if self._loaded:
+    async def load(self, fresh: bool = False) -> None:
+        """Read the index from the store once; `fresh`: again, for what other daemons wrote
+        (studies they made or deleted; as stored, so `stored` has each one's last state)."""
+        if self._loaded and not fresh:
             return
         async with self._loading:
-            if self._loaded:
+            if self._loaded and not fresh:
                 return
             rows = await self._store.records(STUDY_KEY)
             owners = {e.id: e.owner for e in await self._store.list_experiments()}
+            making = {i: e for i, e in self._by_id.items() if e.experiment_id is None}  # reserved here, not yet stored
+            self._by_id, self._by_name, self.stored = {}, {}, {}
             for experiment_id, body in rows:
                 study = Study.from_json(body)
                 self._next_id = max(self._next_id, study.study_id + 1)
                 if not study.deleted and experiment_id in owners:
                     self._add(StudyEntry(study.study_id, study.name, experiment_id, owners[experiment_id]))
+                    self.stored[study.study_id] = study
+            for entry in making.values():
+                self._add(entry)
             self._loaded = True
 
     def _add(self, entry: StudyEntry) -> None:

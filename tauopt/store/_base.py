@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import abc
 import time
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, AsyncIterator, Callable, Protocol, Sequence, Union, runtime_checkable
 
 import anyio
 from anyio.abc import TaskGroup
@@ -303,6 +303,23 @@ class Store(abc.ABC):
         answer by lease (`_leases.py`)."""
         return None
 
+    async def advertise(self, door: str, host: str, port: int) -> None:
+        """Daemons sharing a database: say that this daemon serves `door` ("optuna",
+        "kerastuner") at host:port, so a peer relays that door's calls for an experiment
+        this daemon owns here. A wildcard host (0.0.0.0, ::) is advertised as the host
+        of this daemon's URL. Nothing to say for a store one engine owns outright."""
+
+    async def door_of(self, owner_url: str, door: str) -> str | None:
+        """The "host:port" where the live daemon at `owner_url` (as `claim` names it)
+        serves `door`; None if it serves no such door, is gone, or nothing is shared."""
+        return None
+
+    def one_at_a_time(self) -> AbstractAsyncContextManager[None]:
+        """A section one daemon of those sharing the database runs at a time, which sees
+        every write the others committed in theirs (a new study's id and name are
+        unique across daemons). With one engine per store: a section of its own."""
+        return _alone()
+
     @abc.abstractmethod
     async def load(self, experiment_id: str) -> Snapshot | None: ...
 
@@ -346,3 +363,8 @@ class Store(abc.ABC):
     async def suggestion_times(self, owner: str | None, since: float) -> list[float]:
         """created_at of every suggestion (any state) made at or after `since` in
         experiments owned by `owner`, ascending."""
+
+
+@asynccontextmanager
+async def _alone() -> AsyncIterator[None]:
+    yield

@@ -1,7 +1,9 @@
 """Several daemons on one PostgreSQL database: one owner per experiment, by lease rows.
 
-    daemons (id, url, expires_at)        one row per running daemon; the daemon renews
-                                         its expiry every `renew_s`, `lease_s` ahead
+    daemons (id, url, expires_at, doors) one row per running daemon; the daemon renews
+                                         its expiry every `renew_s`, `lease_s` ahead;
+                                         `doors`: its gRPC doors' addresses (JSON), so a
+                                         peer relays a call to the owner's same door
     owners  (experiment_id, daemon)      which daemon's actor serves the experiment
 
 An experiment belongs to the daemon its `owners` row names while that daemon's
@@ -52,7 +54,11 @@ TABLES = (
     "started_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(), expires_at TIMESTAMPTZ NOT NULL)",
     "CREATE TABLE IF NOT EXISTS owners (experiment_id TEXT PRIMARY KEY, daemon TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS owners_by_daemon ON owners (daemon)",
+    "ALTER TABLE daemons ADD COLUMN IF NOT EXISTS doors TEXT NOT NULL DEFAULT '{}'",
 )
+# One daemon at a time runs a section that must see every other daemon's writes (a new
+# study's id and name); a transaction-scoped advisory lock, so it ends with the connection.
+SECTION_LOCK = 0x7461756F7074  # "tauopt"
 _LIVE = "d.expires_at > clock_timestamp()"
 # Take the experiment if it has no owner, is ours, or its owner's lease lapsed; RETURNING says we have it.
 _CLAIM = f"""INSERT INTO owners (experiment_id, daemon) SELECT $1, $2 WHERE $3::boolean OR EXISTS
@@ -121,6 +127,21 @@ class Leases:
             return None
         url = await conn.fetchval(_OWNER_URL, experiment_id)
         return None if url is None else str(url)
+
+    async def advertise(self, conn: Any, door: str, address: str) -> None:
+        """Name this daemon's `door` ("optuna", "kerastuner") at `address` ("host:port") in its row."""
+        await conn.execute(
+            "UPDATE daemons SET doors = (doors::jsonb || jsonb_build_object($2::text, $3::text))::text WHERE id = $1",
+            self.daemon_id, door, address,
+        )  # fmt: skip
+
+    async def door_of(self, conn: Any, url: str, door: str) -> str | None:
+        """The address of `door` on the live daemon at `url` (an owner named by `claim`), or None."""
+        found = await conn.fetchval(
+            f"SELECT d.doors::jsonb ->> $2 FROM daemons d WHERE d.url = $1 AND {_LIVE} ORDER BY d.started_at DESC LIMIT 1",
+            url.rstrip("/"), door,
+        )  # fmt: skip
+        return None if found is None else str(found)
 
     async def fence(self, conn: Any, experiment_ids: Sequence[str]) -> None:
         """Inside a write transaction: lock the experiments' owner rows and check they are ours and live."""

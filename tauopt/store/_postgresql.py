@@ -45,7 +45,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence, TypeVar
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -56,7 +57,7 @@ from ..models import Experiment
 from ._base import CredentialRecord, Done, IndexRow, Sharing, Snapshot, Store, StoreError, Write
 from ._filewatch import StoreUnavailable, read_error
 from ._group_commit import GroupCommitWriter, GroupWritten
-from ._leases import Leases
+from ._leases import SECTION_LOCK, Leases
 from ._postgresql_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION, TABLES, migrate
 from ._rows import (
     CREDENTIAL_COLUMNS,
@@ -239,6 +240,7 @@ class PostgresStore(GroupWritten, Store):
         self.daemon_id = None if shared is None else shared.daemon_id
         self.exclusive = exclusive and shared is None
         self._renewing: anyio.CancelScope | None = None
+        self._section = anyio.Lock()
         self._conn: Any = None  # the writer's connection (asyncpg.Connection), replaced when lost
         self._pool: Any = None
         self._asyncpg: Any = None
@@ -317,6 +319,55 @@ class PostgresStore(GroupWritten, Store):
             return None
         shared = self.shared
         return await self._read(lambda conn: shared.claim(conn, experiment_id, new))
+
+    async def advertise(self, door: str, host: str, port: int) -> None:
+        if self.shared is None:
+            return
+        if host.strip("[]") in ("", "0.0.0.0", "::"):  # every interface: peers reach it at this daemon's host
+            host = urlsplit(self.shared.url).hostname or "127.0.0.1"
+        address = f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"
+        shared = self.shared
+        await self._read(lambda conn: shared.advertise(conn, door, address))
+
+    async def door_of(self, owner_url: str, door: str) -> str | None:
+        if self.shared is None:
+            return None
+        shared = self.shared
+        return await self._read(lambda conn: shared.door_of(conn, owner_url, door))
+
+    @asynccontextmanager
+    async def one_at_a_time(self) -> AsyncIterator[None]:
+        if self.shared is None:  # one engine owns the database
+            yield
+            return
+        async with self._section:  # one pooled connection for this daemon's sections, not one per caller
+            if self._pool is None:
+                raise StoreError(f"{self!r} is not open; call start() first")
+            try:
+                conn = await self._pool.acquire(timeout=self.connect_timeout_s)
+            except Exception as exc:
+                raise read_error(self._error(exc, "cannot start a section")) from exc
+            try:
+                transaction = conn.transaction()
+                try:
+                    await transaction.start()
+                    # a frozen holder's transaction is ended by the server, and its lock with it
+                    idle_ms = round((self.statement_timeout_s + self.shared.lease_s) * 1000)
+                    await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {idle_ms}")
+                    await conn.execute("SELECT pg_advisory_xact_lock($1)", SECTION_LOCK)
+                except Exception as exc:
+                    raise read_error(self._error(exc, "cannot start a section")) from exc
+                try:
+                    yield
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        try:
+                            await transaction.rollback()  # it wrote nothing: ending it releases the lock
+                        except Exception as exc:  # noqa: BLE001 - a lost connection released it too
+                            log.warning("store %r: ending a section failed (%r); the server ends it", self, exc)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._pool.release(conn)
 
     def _settings(self) -> dict[str, str]:
         return {

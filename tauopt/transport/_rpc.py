@@ -12,9 +12,18 @@ import grpc
 
 from ..errors import ApiError, invalid
 
-__all__ = ["OnRpc", "answer_rpc", "bind_insecure"]
+__all__ = ["OnRpc", "OwnerElsewhere", "answer_rpc", "bind_insecure"]
 
 T = TypeVar("T")
+
+
+class OwnerElsewhere(Exception):
+    """Another daemon owns the call's experiment (`not_owner`), and the call's context
+    relays (`_relay.RelayToOwner`): the relay sends the call there instead of an error."""
+
+    def __init__(self, error: ApiError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 # Told of every answered RPC: (method, grpc status code name, outcome, seconds), where
 # outcome is "ok" or the error type. The CLI passes the engine's metrics recorder.
@@ -38,6 +47,9 @@ async def answer_rpc(
     try:
         return await fn()
     except ApiError as exc:
+        if exc.error_type == "not_owner" and getattr(context, "relays", False):
+            code, outcome = "OK", "relayed"
+            raise OwnerElsewhere(exc) from None
         code, outcome = grpc.StatusCode[exc.kind.grpc_code].name, exc.error_type
         log.log(error_level, "%s: %s %s", rpc, code, exc.message)
         await context.abort(grpc.StatusCode[code], f"{exc.error_type}: {exc.message}")

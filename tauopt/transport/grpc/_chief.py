@@ -26,6 +26,7 @@ from ...models import Parameter
 from ...space import Space
 from ._env import check_env
 from ._oracle import ChiefConfig, HyperbandConfig, KerasTunerOracle
+from ._sharing import SharedChief
 
 __all__ = ["ChiefOptions", "ExtraDoor", "serve_chief", "run_chief_from_args", "load_space", "parse_objectives"]
 
@@ -40,6 +41,8 @@ class ChiefOptions:
     ip: str
     port: int
     db: str | None = None
+    advertise_url: str | None = None  # share a postgresql:// --db with other chiefs of the search
+    lease_s: float = 3.0
 
 
 # Another door served on the chief's engine (the CLI composes them; this door
@@ -89,26 +92,40 @@ async def serve_chief(
 
     from ...engine import Engine
     from .._metrics import Metrics
+    from .._relay import relay_for
     from .._rpc import bind_insecure
     from ._generated import service_pb2_grpc as pb_grpc
     from ._servicer import MAX_MESSAGE_BYTES, OracleServicer
 
     stop = anyio.Event()
-    async with Engine(store=options.db) as engine:
+    async with Engine(store=_store(options)) as engine:
         oracle = KerasTunerOracle(engine, options.config)
-        exp = await oracle.start()
+        sharing = SharedChief(engine, oracle) if options.advertise_url is not None else None
+        lost: list[str] = []
+        leases = getattr(engine.store, "shared", None)
+        if leases is not None:  # a lapsed lease: stop, to be restarted fresh; the other chiefs serve meanwhile
+
+            def _lost(why: str) -> None:
+                lost.append(why)
+                stop.set()
+
+            leases.on_lost = _lost
+        exp = await oracle.start() if sharing is None else await sharing.start()
+        relay = None if sharing is None else relay_for(engine, "kerastuner", options.config.hold_s, sharing.owner)
         server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.so_reuseport", 0),
-            ]
+            ],
+            interceptors=() if relay is None else (relay,),
         )
         # counted into the engine's metrics, which the HTTP door (--http-port) renders at /metrics
         recorder = Metrics.for_engine(engine).record_rpc
         pb_grpc.add_OracleServicer_to_server(OracleServicer(oracle, on_rpc=recorder), server)
         bound = bind_insecure(server, f"{options.ip}:{options.port}")
         await server.start()
+        await engine.advertise_door("kerastuner", options.ip, bound)
         try:
             async with anyio.create_task_group() as tg:
                 ready = {
@@ -126,8 +143,13 @@ async def serve_chief(
                 if on_ready is not None:
                     on_ready(ready)
                 _install_signal_handlers(stop)
-                while not stop.is_set() and not oracle.should_exit():
-                    await oracle.maintain()
+                while not stop.is_set():
+                    if sharing is None or sharing.serving:
+                        await oracle.maintain()
+                        if oracle.should_exit():
+                            break
+                    elif await sharing.ended():  # a follower: the owner completed the search
+                        break
                     with anyio.move_on_after(TICK_S):
                         await stop.wait()
                 for stop_door in stops:
@@ -135,6 +157,14 @@ async def serve_chief(
         finally:
             with anyio.move_on_after(5, shield=True):
                 await server.stop(grace=1.0)
+                if relay is not None:
+                    await relay.close()
+        if lost:
+            print(f"tauopt kerastuner chief: stopped: {lost[0]}", file=sys.stderr, flush=True)
+            return 1
+        if sharing is not None and not sharing.serving:
+            print(json.dumps({"event": "exit", "followed": True, "exit_code": 130 if stop.is_set() else 0}), flush=True)
+            return 130 if stop.is_set() else 0
         if oracle.done and not oracle.failure and not stop.is_set():
             await _mark_completed(engine, exp.id)
         summary = oracle.summary()
@@ -145,6 +175,17 @@ async def serve_chief(
         if oracle.failure:
             print(oracle.failure, file=sys.stderr, flush=True)
         return summary["exit_code"]
+
+
+def _store(options: ChiefOptions) -> Any:
+    """The chief's store: its --db, shared with the search's other chiefs with --advertise-url."""
+    if options.advertise_url is None:
+        return options.db
+    from ...store import is_url_of_server, open_store
+
+    if options.db is None or not is_url_of_server(options.db) or not options.lease_s > 0:
+        raise invalid("--advertise-url goes with a postgresql:// --db and a positive --lease-s")
+    return open_store(options.db, shared_as=options.advertise_url, lease_s=options.lease_s)
 
 
 async def _mark_completed(engine: Any, experiment_id: str) -> None:
@@ -212,7 +253,8 @@ def options_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> C
         space=space,
     )
     assert env.ip is not None and env.port is not None
-    return ChiefOptions(config, env.ip, env.port, args.db)
+    advertise = getattr(args, "advertise_url", None)
+    return ChiefOptions(config, env.ip, env.port, args.db, advertise, getattr(args, "lease_s", 3.0))
 
 
 def _uvloop_installed() -> bool:

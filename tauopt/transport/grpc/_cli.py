@@ -60,6 +60,11 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     chief.add_argument("--strategy", default="auto", help="tauopt strategy (default: auto)")
     chief.add_argument("--db", default=None, help="SQLite file for durable state (default: in memory)")
     chief.add_argument("--project", default="kerastuner", help="experiment name; an active one is resumed")
+    chief.add_argument(
+        "--advertise-url", default=None, metavar="http://HOST:PORT",
+        help="share a postgresql:// --db with other chiefs of the search (workers may use any); this chief's name there",
+    )  # fmt: skip
+    chief.add_argument("--lease-s", type=float, default=3.0, help="with --advertise-url: a dead chief's search moves after this many seconds")
     chief.add_argument("--trial-ttl-s", type=float, default=3600.0, help="hand a trial out again after this long (default 3600)")
     chief.add_argument("--max-retries-per-trial", type=int, default=0, help="reruns of an INVALID trial (default 0)")
     chief.add_argument("--max-consecutive-failures", type=int, default=3, help="end the search after this many failed trials in a row (default 3)")

@@ -60,6 +60,7 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
     import grpc
 
     from .._metrics import Metrics
+    from .._relay import relay_for
     from .._rpc import bind_insecure
     from ._generated import api_pb2_grpc as pb_grpc
     from ._servicer import StorageServicer  # imports grpc: only when the door opens
@@ -72,8 +73,10 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
             f"--optuna-owner {door.owner}: {found} active credential has that name; "
             "name one from `tauopt token list` (or create it: `tauopt token create --name NAME`)"
         )
+    relay = relay_for(engine, "optuna")  # daemons sharing the store: a study another one owns is served there
     server = grpc.aio.server(
-        options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.so_reuseport", 0)]
+        options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.so_reuseport", 0)],
+        interceptors=() if relay is None else (relay,),
     )
     servicer = StorageServicer(
         engine.as_owner(creds[0].id), on_rpc=Metrics.for_engine(engine).record_rpc, max_studies=door.max_studies
@@ -82,6 +85,7 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
     target = f"[{door.host}]:{door.port}" if ":" in door.host and not door.host.startswith("[") else f"{door.host}:{door.port}"
     bound = bind_insecure(server, target, "--optuna-port: ")
     await server.start()
+    await engine.advertise_door("optuna", door.host, bound)
     log.info("Optuna storage (GrpcStorageProxy) at %s:%d for credential %r", door.host, bound, door.owner)
     if not is_loopback(door.host):
         log.warning("the Optuna door listens on %s:%d without authentication: anyone who reaches it can "
@@ -94,6 +98,8 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
         finally:
             with anyio.move_on_after(5, shield=True):
                 await server.stop(grace=1.0)
+                if relay is not None:
+                    await relay.close()
 
     tg.start_soon(run)
     return {"optuna_port": bound, "optuna_owner": door.owner}, stopped.set
