@@ -34,6 +34,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from ..actors import ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
+from ..schema import check_observation, check_report, check_tag, check_update
 from ..space import Space
 from ..store import DeleteExperiment as DeleteWrite
 from ..store import PutCounters, PutExperiment, PutObservation, PutRecord, PutReport, PutSuggestion, Snapshot, Store, Write
@@ -41,7 +42,7 @@ from ..strategies import Draws, Strategy, SuggestRequest, design, grids, resolve
 from ..strategies import get as get_strategy
 from ._admin import best_observation
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
-from ._curves import Curves, check_report
+from ._curves import Curves
 from ._failures import count_failure, count_success, reset_changes, stopped_error
 from ._ledger import Ledger
 from ._messages import (
@@ -81,7 +82,6 @@ from ._trials import (
     NewTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr, Trial, TrialBook, assignments_of, check_attr, mirrored,
     parameter_of,
 )  # fmt: skip
-from ._validate import check_observation, check_tag, check_update
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
 
