@@ -5,11 +5,13 @@ early-stopping rule, the strategy options, the value types they are built of, an
 
 /openapi.json is generated from these models (the request bodies name them; FastAPI
 writes them into `components.schemas`), so a client, a code generator or a fuzzer
-reads the spec's shape from one definition. What JSON Schema cannot say (it has no
-keyword relating two values) is said in a description and judged by the engine:
-lo < hi, step <= hi - lo, a default within the bounds or among the values, a
-condition's parent naming another parameter, unique names, ASHA's max_step >
-min_step. `uniqueItems` on bounds states the part of lo < hi it can.
+reads the spec's shape from one definition. A value is judged by the rules of
+`_rules` (with their messages), which `ExperimentSpec`'s fields name; the types here
+state for the document what JSON Schema can say of those rules. What it cannot say
+(it has no keyword relating two values) is in a description: lo < hi, step <= hi -
+lo, a default within the bounds or among the values, a condition's parent naming
+another parameter, unique names, ASHA's max_step > min_step. `uniqueItems` on bounds
+states the part of lo < hi it can.
 """
 
 from __future__ import annotations
