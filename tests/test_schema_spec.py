@@ -8,10 +8,13 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 from tauopt import ApiError
 from tauopt.models import Metric, Parameter, StrategyOptions
-from tauopt.schema import ExperimentSpec, parse_parameter
+from tauopt.schema import ExperimentSpec, ParameterSpec, parse_parameter
 from tauopt.space import Space
 
 X = {"name": "x", "type": "double", "bounds": [0, 1]}
@@ -66,3 +69,41 @@ def test_import_tauopt_loads_no_pydantic_and_the_first_create_does() -> None:
     )
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+# What the document says of a parameter and what the rules judge, side by side: the
+# document must accept every parameter the rules accept (it may accept more, as it
+# cannot relate two values: lo < hi, a default within the bounds).
+_values = st.one_of(st.text(max_size=3), st.integers(-3, 3), st.floats(-3, 3, allow_nan=False), st.booleans())
+_conditions = st.one_of(
+    st.none(), st.just([]), st.fixed_dictionaries({"parent": st.just("p"), "values": st.lists(_values, min_size=1, max_size=2)}),
+    st.lists(st.fixed_dictionaries({"parent": st.just("p"), "values": st.lists(_values, min_size=1, max_size=2)}), max_size=2),
+)
+_scale = st.sampled_from([None, "linear", "log", "reverse_log"])
+
+
+def _kind(kind: str, **fields: st.SearchStrategy) -> st.SearchStrategy:
+    return st.fixed_dictionaries(
+        {"name": st.sampled_from(["x", "lr"]), "type": st.just(kind)}, optional={"conditions": _conditions, **fields}
+    )
+
+
+_parameters = st.one_of(
+    _kind("double", bounds=st.tuples(st.floats(-5, 5), st.floats(-5, 5)).map(sorted), scale=_scale,
+          step=st.one_of(st.none(), st.floats(0.01, 3), st.integers(1, 2)), default=st.one_of(st.none(), st.floats(-5, 5), st.integers(-5, 5))),
+    _kind("int", bounds=st.tuples(st.integers(-5, 5), st.integers(-5, 5)).map(sorted), scale=_scale,
+          step=st.one_of(st.none(), st.integers(1, 3)), default=st.one_of(st.none(), st.integers(-5, 5))),
+    _kind("categorical", values=st.lists(_values, min_size=1, max_size=4), default=st.one_of(st.none(), _values)),
+    _kind("boolean", default=st.one_of(st.none(), st.booleans())),
+    _kind("fixed", value=_values),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_parameters)
+def test_the_document_accepts_every_parameter_the_rules_accept(raw: dict) -> None:
+    try:
+        parse_parameter(raw)
+    except ApiError:
+        return
+    TypeAdapter(ParameterSpec).validate_python(raw)
