@@ -44,11 +44,12 @@ def one_fit_ms(history: Sequence[Any], n: int, pending: int = 7, repeats: int = 
 
     from tauopt.compute._workers import blas_pinned, torch_pinned
     from tauopt.models import Metric
+    from tauopt.schema import parse_metric
     from tauopt.space import Space
     from tauopt.strategies._request import SuggestRequest
     from tauopt.strategies.gp import propose_gp
 
-    space, metric = Space.parse(PARAMETERS), Metric.parse(METRIC)
+    space, metric = Space.parse(PARAMETERS), parse_metric(METRIC)
     n = max(1, min(n, len(history) - pending))
     open_points = tuple(o.assignments for o in history[n : n + pending])
 

@@ -18,8 +18,9 @@ import time
 
 import numpy as np
 
-from tauopt.models import Experiment, Observation, Parameter, parse_metrics
+from tauopt.models import Experiment, Observation, Parameter
 from tauopt.pareto import GrowingFront, nondominated
+from tauopt.schema import parse_metrics, parse_parameter
 
 
 def main() -> None:
@@ -27,7 +28,7 @@ def main() -> None:
     parser.add_argument("--observations", type=int, default=100_000)
     n = parser.parse_args().observations
     metrics = parse_metrics(metrics=[{"name": "acc", "objective": "maximize"}, {"name": "lat", "objective": "minimize"}])
-    exp = Experiment("e", "e", (Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}),), metrics[0], metrics=metrics)
+    exp = Experiment("e", "e", (parse_parameter({"name": "x", "type": "double", "bounds": [0, 1]}),), metrics[0], metrics=metrics)
     out: dict[str, object] = {"observations": n, "load": round(os.getloadavg()[0], 1)}
     for label, on_front in (("all_on_front", True), ("random", False)):
         rng = np.random.default_rng(0)

@@ -29,9 +29,10 @@ import httpx
 
 from tauopt import Client
 from tauopt.engine._auth import new_credential
-from tauopt.models import Experiment, Observation, Parameter, parse_metrics
+from tauopt.models import Experiment, Observation, Parameter
 from tauopt.store import PutExperiment, PutObservation
 from tauopt.store._sqlite import SqliteStore
+from tauopt.schema import parse_metrics, parse_parameter
 
 
 async def _seed(db: Path, n: int) -> str:
@@ -39,7 +40,7 @@ async def _seed(db: Path, n: int) -> str:
         cred, token = new_credential("bench", suggestions_per_day=1_000_000, max_active_experiments=10)
         await store.put_credential(cred)
         metrics = parse_metrics(metrics=[{"name": "acc", "objective": "maximize"}, {"name": "lat", "objective": "minimize"}])
-        params = (Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}),)
+        params = (parse_parameter({"name": "x", "type": "double", "bounds": [0, 1]}),)
         exp = Experiment("front", "front", params, metrics[0], metrics=metrics, strategy="random", state="active",
                          created_at=1.0, owner=cred.id, observations=n)  # fmt: skip
         await store.write([PutExperiment(exp, 0)])

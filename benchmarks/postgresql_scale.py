@@ -25,6 +25,7 @@ import anyio
 from tauopt.models import Experiment, Metric, Parameter, Suggestion
 from tauopt.store import CredentialRecord, PutCounters, PutExperiment, PutSuggestion
 from tauopt.store._postgresql import PostgresStore
+from tauopt.schema import parse_parameter
 
 
 async def _median_ms(fn: Callable[[], Awaitable[Any]], repeat: int) -> float:
@@ -51,7 +52,7 @@ async def run(url: str, experiments: int, observations: int, repeat: int) -> dic
     store_url = f"{url}{'&' if '?' in url else '?'}search_path={schema}"
     try:
         async with PostgresStore(store_url) as store:
-            head = Experiment("e0", "scale", (Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}),),
+            head = Experiment("e0", "scale", (parse_parameter({"name": "x", "type": "double", "bounds": [0, 1]}),),
                               Metric("y"), parallel_bandwidth=64, created_at=1.0, owner="c0")  # fmt: skip
             await store.write([PutExperiment(head)])
             await store.put_credential(CredentialRecord("c0", "owner", "h0", 1.0))

@@ -45,11 +45,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tauopt.models import Metric, Observation, parse_metrics
+from tauopt.models import Metric, Observation
 from tauopt.pareto import hypervolume
 from tauopt.space import Space
 from tauopt.strategies import propose, resolve
 from tauopt.strategies._request import SuggestRequest
+from tauopt.schema import parse_metrics
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _progress import progress, say  # noqa: E402

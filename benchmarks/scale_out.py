@@ -36,6 +36,7 @@ from tauopt.engine import Engine
 from tauopt.models import Metric, Observation
 from tauopt.space import Space
 from tauopt.strategies import StrategyJob, SuggestRequest, get
+from tauopt.schema import parse_metric
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _progress import progress  # noqa: E402
@@ -102,7 +103,7 @@ async def _round_trips(pool: StrategyPool, args: argparse.Namespace) -> dict[str
     for i in range(args.history):
         a = {f"x{j}": float(v) for j, v in enumerate(rng.random(4))}
         history.append(Observation(str(i), "bench", None, a, _loss(a), False, 0.0, {}))
-    request = SuggestRequest(Space.parse(SPACE), Metric.parse(METRIC), tuple(history), (), 1, 0, args.history)
+    request = SuggestRequest(Space.parse(SPACE), parse_metric(METRIC), tuple(history), (), 1, 0, args.history)
     job = StrategyJob(get("sobol").job_runner, request, None, None)
     # The load's last fits run on (until their deadline): the executor's own cost is
     # measured once they are done, not a job's wait behind them.

@@ -37,6 +37,7 @@ import anyio
 from tauopt.engine import Engine, MemoryStore, Store
 from tauopt.store import PutExperiment, PutObservation, PutSuggestion
 from tauopt.models import Experiment, Metric, Observation, Parameter, Suggestion
+from tauopt.schema import parse_parameter
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _progress import progress  # noqa: E402
@@ -108,7 +109,7 @@ async def run_engine(store: Store, workers: int, experiments: int, ops: int) -> 
 
 
 async def run_store(store: Store, workers: int, ops: int) -> dict[str, Any]:
-    exp = Experiment("bench", "bench", tuple(Parameter.parse(p, i) for i, p in enumerate(PARAMETERS)), Metric("loss"), workers)
+    exp = Experiment("bench", "bench", tuple(parse_parameter(p, i) for i, p in enumerate(PARAMETERS)), Metric("loss"), workers)
     per_worker = ops // workers
     async with store:
         await store.write([PutExperiment(exp)])

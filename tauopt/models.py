@@ -1,28 +1,17 @@
 """Value objects users see: Parameter, Metric, Experiment, Suggestion, Observation.
 
 All are frozen dataclasses. `to_dict()` gives the JSON wire form (used by the
-HTTP door and the store); `from_dict()` reads it back. Parsing user input
-(`Parameter.parse`, `Metric.parse`) validates and raises `ApiError`
-`invalid_request` naming the field and what is wrong.
+HTTP door and the store); `from_dict()` reads it back, trusting it: it was checked
+when it was made. User input is checked by the spec's rules (`tauopt.schema`),
+which build these objects and raise `ApiError` `invalid_request` naming the field
+and what is wrong.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
-from typing import Any, Iterable, Literal, Mapping, TypeGuard, TypeVar, Union
-
-from .errors import invalid
-from .limits import (
-    MAX_CATEGORICAL_VALUES,
-    MAX_CONDITIONS,
-    MAX_TEXT_VALUE_CHARS,
-    as_float,
-    check_count,
-    check_int64,
-    check_text,
-)
+from typing import Any, Iterable, Literal, Mapping, TypeVar, Union
 
 __all__ = [
     "Value",
@@ -30,7 +19,6 @@ __all__ = [
     "Parameter",
     "Metric",
     "Constraint",
-    "parse_metrics",
     "named_values",
     "with_values",
     "StrategyOptions",
@@ -55,50 +43,6 @@ SUGGESTION_STATES = ("open", "observed", "closed", "expired")
 OBJECTIVES = ("minimize", "maximize")
 
 
-def _is_scale(v: object) -> TypeGuard[Scale]:
-    return v in SCALES
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _finite(where: str, v: int | float) -> bool:
-    return math.isfinite(as_float(where, v))
-
-
-def _check_value(where: str, v: Any) -> Value:
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, str):
-        return check_text(where, v, MAX_TEXT_VALUE_CHARS)
-    if isinstance(v, int):
-        return check_int64(where, v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise invalid(f"{where}: {v!r} is not finite; use a finite number")
-        return v
-    raise invalid(f"{where}: {v!r} is a {type(v).__name__}; use a str, int, float or bool")
-
-
-def _values(where: str, values: Any) -> tuple[Value, ...]:
-    """A non-empty list of values, at most MAX_CATEGORICAL_VALUES (counted before any is checked)."""
-    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
-        raise invalid(f"{where}: give a non-empty list of values")
-    values = tuple(values)
-    check_count(where, len(values), MAX_CATEGORICAL_VALUES, "values")
-    vals = tuple(_check_value(where, v) for v in values)
-    if not vals:
-        raise invalid(f"{where}: give a non-empty list of values")
-    return vals
-
-
-def _unknown_keys(where: str, given: Mapping[str, Any], allowed: Iterable[str]) -> None:
-    extra = sorted(set(given) - set(allowed))
-    if extra:
-        raise invalid(f"{where}: unknown key(s) {extra}; allowed keys are {sorted(allowed)}")
-
-
 def same_value(a: Value, b: Value) -> bool:
     """Equality that keeps bool apart from int (True is not 1 here)."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -115,23 +59,12 @@ class Condition:
     parent: str
     values: tuple[Value, ...]
 
-    @classmethod
-    def parse(cls, where: str, raw: Any) -> "Condition":
-        if isinstance(raw, Condition):
-            return raw
-        if not isinstance(raw, Mapping):
-            raise invalid(f"{where}: a condition is a dict {{'parent': NAME, 'values': [...]}}")
-        _unknown_keys(where, raw, ("parent", "values"))
-        parent = raw.get("parent")
-        if not isinstance(parent, str) or not parent:
-            raise invalid(f"{where}.parent: give the name of the parent parameter")
-        return cls(check_text(f"{where}.parent", parent), _values(f"{where}.values", raw.get("values")))
-
     def to_dict(self) -> dict[str, Any]:
         return {"parent": self.parent, "values": list(self.values)}
 
-
-_PARAM_KEYS = ("name", "type", "bounds", "scale", "step", "values", "value", "conditions", "default")
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Condition":
+        return cls(d["parent"], tuple(d["values"]))
 
 
 @dataclass(frozen=True)
@@ -155,120 +88,6 @@ class Parameter:
     conditions: tuple[Condition, ...] = ()
     default: Value | None = None
 
-    @classmethod
-    def parse(cls, raw: Any, index: int = 0) -> "Parameter":
-        if isinstance(raw, Parameter):
-            raw = raw.to_dict()
-        where = f"parameters[{index}]"
-        if not isinstance(raw, Mapping):
-            raise invalid(f"{where}: a parameter is a dict or a tauopt.Parameter, not {type(raw).__name__}")
-        _unknown_keys(where, raw, _PARAM_KEYS)
-        name = raw.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise invalid(f"{where}.name: give a non-empty string name")
-        check_text(f"{where}.name", name)
-        where = f"parameters[{index}] ({name!r})"
-        ptype = raw.get("type")
-        if ptype not in PARAMETER_TYPES:
-            raise invalid(f"{where}.type: {ptype!r} is not one of {list(PARAMETER_TYPES)}")
-        conditions = raw.get("conditions")  # null is none; "" or 0 is not a list (as /openapi.json says)
-        if conditions is None:
-            conditions = ()
-        if isinstance(conditions, Mapping):
-            conditions = (conditions,)
-        if isinstance(conditions, (str, bytes)) or not isinstance(conditions, Iterable):
-            raise invalid(f"{where}.conditions: give a list of conditions")
-        conditions = tuple(conditions)
-        check_count(f"{where}.conditions", len(conditions), MAX_CONDITIONS, "conditions")
-        conds = tuple(Condition.parse(f"{where}.conditions[{i}]", c) for i, c in enumerate(conditions))
-        scale = raw.get("scale")
-        if scale is None:  # null is linear; "" or false is not a scale (as /openapi.json says)
-            scale = "linear"
-        if not _is_scale(scale):
-            raise invalid(f"{where}.scale: {scale!r} is not one of {list(SCALES)}")
-        default = raw.get("default")
-        if default is not None:
-            default = _check_value(f"{where}.default", default)
-
-        def forbid(*keys: str) -> None:
-            for k in keys:
-                if raw.get(k) is not None and not (k == "scale" and raw.get(k) == "linear"):
-                    raise invalid(f"{where}.{k}: not used by a {ptype} parameter; remove it")
-
-        if ptype in ("double", "int"):
-            forbid("values", "value")
-            raw_bounds = raw.get("bounds")
-            if isinstance(raw_bounds, (str, bytes, Mapping)) or not isinstance(raw_bounds, Iterable):
-                raise invalid(f"{where}.bounds: give [lo, hi]")
-            bounds = tuple(raw_bounds)
-            if len(bounds) != 2:
-                raise invalid(f"{where}.bounds: give [lo, hi]")
-            if not all(_is_number(b) for b in bounds):
-                raise invalid(f"{where}.bounds: both bounds must be numbers, got {list(bounds)}")
-            lo, hi = bounds
-            if ptype == "int":  # before any float(): 10**400 is an int too wide, not a float overflow
-                for bound in bounds:
-                    if isinstance(bound, int):
-                        check_int64(f"{where}.bounds", bound)
-            if not (_finite(f"{where}.bounds", lo) and _finite(f"{where}.bounds", hi)):
-                raise invalid(f"{where}.bounds: bounds must be finite, got {list(bounds)}")
-            if ptype == "int":
-                if not all(isinstance(b, int) or b.is_integer() for b in bounds):
-                    raise invalid(f"{where}.bounds: an int parameter needs integer bounds, got {list(bounds)}")
-                lo, hi = check_int64(f"{where}.bounds", int(lo)), check_int64(f"{where}.bounds", int(hi))
-            else:
-                lo, hi = float(lo), float(hi)
-                if not math.isfinite(hi - lo):
-                    raise invalid(
-                        f"{where}.bounds: hi - lo = {hi} - {lo} overflows a 64-bit float; "
-                        "narrow the range (hi - lo must be below about 1.8e308)"
-                    )
-            if lo >= hi:
-                raise invalid(f"{where}.bounds: lo must be < hi, got lo={lo} hi={hi}")
-            if scale != "linear" and lo <= 0:
-                raise invalid(f"{where}.scale: {scale} scale needs lo > 0, got lo={lo}")
-            step = raw.get("step")
-            if step is not None:
-                if not _is_number(step) or not _finite(f"{where}.step", step) or step <= 0:
-                    raise invalid(f"{where}.step: give a positive number, got {step!r}")
-                if ptype == "int":
-                    if float(step) != int(step):
-                        raise invalid(f"{where}.step: an int parameter needs an integer step, got {step!r}")
-                    step = int(step)
-                else:
-                    step = float(step)
-                if step > hi - lo:
-                    raise invalid(f"{where}.step: step {step} is larger than hi - lo = {hi - lo}")
-                if ptype == "double" and (hi - lo) / step > 2.0**63:
-                    raise invalid(f"{where}.step: {step} splits [{lo}, {hi}] into more than 2**63 steps; use a larger step")
-            if default is not None and not (_is_number(default) and lo <= default <= hi):
-                raise invalid(f"{where}.default: {default!r} is outside bounds [{lo}, {hi}]")
-            return cls(name, ptype, (lo, hi), scale, step, None, None, conds, default)
-        if ptype == "categorical":
-            forbid("bounds", "scale", "step", "value")
-            vals = _values(f"{where}.values", raw.get("values"))
-            # a duplicate is the same type and equal (1 and 1.0 may both appear): hashing
-            # (type, value) finds it in O(n)
-            seen: set[tuple[type, Value]] = set()
-            for v in vals:
-                if (type(v), v) in seen:
-                    raise invalid(f"{where}.values: duplicate value {v!r}; each value must appear once")
-                seen.add((type(v), v))
-            if default is not None and not any(same_value(default, v) for v in vals):
-                raise invalid(f"{where}.default: {default!r} is not one of the values")
-            return cls(name, ptype, None, "linear", None, vals, None, conds, default)
-        if ptype == "boolean":
-            forbid("bounds", "scale", "step", "values", "value")
-            if default is not None and not isinstance(default, bool):
-                raise invalid(f"{where}.default: a boolean default must be true or false")
-            return cls(name, ptype, None, "linear", None, None, None, conds, default)
-        # fixed
-        forbid("bounds", "scale", "step", "values")
-        if "value" not in raw or raw["value"] is None:
-            raise invalid(f"{where}.value: a fixed parameter needs its value")
-        value = _check_value(f"{where}.value", raw["value"])
-        return cls(name, ptype, None, "linear", None, None, value, conds, None)
-
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name, "type": self.type}
         if self.bounds is not None:
@@ -289,7 +108,12 @@ class Parameter:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Parameter":
-        return cls.parse(d)
+        bounds, values = d.get("bounds"), d.get("values")
+        return cls(
+            d["name"], d["type"], None if bounds is None else (bounds[0], bounds[1]), d.get("scale") or "linear",
+            d.get("step"), None if values is None else tuple(values), d.get("value"),
+            tuple(Condition.from_dict(c) for c in d.get("conditions") or ()), d.get("default"),
+        )  # fmt: skip
 
 
 MAX_OBJECTIVES = 4
@@ -304,17 +128,6 @@ class Constraint:
     op: Literal["<=", ">="]
     bound: float
 
-    @classmethod
-    def parse(cls, where: str, raw: Any) -> "Constraint":
-        if isinstance(raw, Constraint):
-            return raw
-        if not isinstance(raw, Mapping) or len(raw) != 1 or next(iter(raw)) not in CONSTRAINT_OPS:
-            raise invalid(f"{where}: give exactly one bound, {{'<=': number}} or {{'>=': number}}, got {raw!r}")
-        op, bound = next(iter(raw.items()))
-        if not _is_number(bound) or not _finite(where, bound):
-            raise invalid(f"{where}: the bound must be a finite number, got {bound!r}")
-        return cls(op, float(bound))
-
     def satisfied(self, value: float) -> bool:
         return value <= self.bound if self.op == "<=" else value >= self.bound
 
@@ -324,6 +137,11 @@ class Constraint:
 
     def to_dict(self) -> dict[str, float]:
         return {self.op: self.bound}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, float]) -> "Constraint":
+        ((op, bound),) = d.items()
+        return cls(op, float(bound))  # type: ignore[arg-type]  # written by to_dict: "<=" or ">="
 
 
 @dataclass(frozen=True)
@@ -335,69 +153,21 @@ class Metric:
     objective: Literal["minimize", "maximize"] | None = "minimize"
     constraint: Constraint | None = None
 
-    @classmethod
-    def parse(cls, raw: Any, where: str = "metric", default_objective: str | None = "minimize") -> "Metric":
-        if isinstance(raw, Metric):
-            return raw
-        if not isinstance(raw, Mapping):
-            raise invalid(f"{where}: give {{'name': ..., 'objective': 'minimize' | 'maximize'}}")
-        _unknown_keys(where, raw, ("name", "objective", "constraint"))
-        name = raw.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise invalid(f"{where}.name: give a non-empty string name")
-        check_text(f"{where}.name", name)
-        if raw.get("constraint") is not None:
-            if raw.get("objective") is not None:
-                raise invalid(f"{where} ({name!r}): a metric is an objective or a constraint, not both; give one of them")
-            return cls(name, None, Constraint.parse(f"{where}.constraint ({name!r})", raw["constraint"]))
-        objective = raw.get("objective", default_objective)
-        if objective is None:
-            raise invalid(f"{where} ({name!r}): give 'objective': 'minimize' | 'maximize' or 'constraint': {{'<=': number}}")
-        if objective not in OBJECTIVES:
-            raise invalid(f"{where}.objective: {objective!r} is not one of {list(OBJECTIVES)}")
-        return cls(name, objective)
-
     def to_dict(self) -> dict[str, Any]:
         if self.constraint is not None:
             return {"name": self.name, "constraint": self.constraint.to_dict()}
         return {"name": self.name, "objective": self.objective}
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Metric":
+        if d.get("constraint") is not None:
+            return cls(d["name"], None, Constraint.from_dict(d["constraint"]))
+        return cls(d["name"], d.get("objective", "minimize"))
+
     @property
     def sign(self) -> float:
         """+1 when smaller is better; multiply values by it to minimize."""
         return 1.0 if self.objective != "maximize" else -1.0
-
-
-def parse_metrics(metric: Any = None, metrics: Any = None) -> tuple[Metric, ...]:
-    """An experiment's metrics from `metric=` (one objective, today's form) or
-    `metrics=[...]` (1-4 objectives and any constraint metrics); objectives first,
-    in the order given, so the first objective is `Experiment.metric`."""
-    if metric is not None and metrics is not None:
-        raise invalid("give metric= (one objective) or metrics=[...], not both")
-    if metrics is None:
-        if metric is None:
-            raise invalid("metrics: give metric={'name': ..., 'objective': ...} or metrics=[...]")
-        return (Metric.parse(metric),)
-    if isinstance(metrics, (str, bytes, Mapping)) or not isinstance(metrics, Iterable):
-        raise invalid("metrics: give a list of {'name', 'objective'} or {'name', 'constraint'} dicts")
-    metrics = tuple(metrics)
-    check_count("metrics", len(metrics), MAX_OBJECTIVES + MAX_CONSTRAINTS, "metrics")
-    # an entry with neither objective nor constraint is an objective to minimize, as in metric=
-    parsed = tuple(Metric.parse(m, f"metrics[{i}]") for i, m in enumerate(metrics))
-    seen: set[str] = set()
-    for i, m in enumerate(parsed):
-        if m.name in seen:
-            raise invalid(f"metrics[{i}].name: {m.name!r} appears twice; each metric name must be unique")
-        seen.add(m.name)
-    objectives = tuple(m for m in parsed if m.objective is not None)
-    constraints = tuple(m for m in parsed if m.constraint is not None)
-    if not objectives:
-        raise invalid("metrics: give at least one objective ({'name': ..., 'objective': 'minimize' | 'maximize'})")
-    if len(objectives) > MAX_OBJECTIVES:
-        raise invalid(f"metrics: {len(objectives)} objectives; at most {MAX_OBJECTIVES} (make the others constraints)")
-    if len(constraints) > MAX_CONSTRAINTS:
-        raise invalid(f"metrics: {len(constraints)} constraint metrics; at most {MAX_CONSTRAINTS}")
-    return objectives + constraints
 
 
 @dataclass(frozen=True)
@@ -410,27 +180,12 @@ class StrategyOptions:
     initial_points: int | None = None
     seed: int | None = None
 
-    @classmethod
-    def parse(cls, raw: Any) -> "StrategyOptions":
-        if raw is None:
-            return cls()
-        if isinstance(raw, StrategyOptions):
-            return raw
-        if not isinstance(raw, Mapping):
-            raise invalid("strategy_options: give a dict with grid_size, initial_points or seed")
-        _unknown_keys("strategy_options", raw, ("grid_size", "initial_points", "seed"))
-        out = {}
-        for key, minimum in (("grid_size", 2), ("initial_points", 1), ("seed", 0)):
-            v = raw.get(key)
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-                raise invalid(f"strategy_options.{key}: give an integer >= {minimum}, got {v!r}")
-            out[key] = v
-        return cls(**out)
-
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in (("grid_size", self.grid_size), ("initial_points", self.initial_points), ("seed", self.seed)) if v is not None}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "StrategyOptions":
+        return cls(**d) if d else cls()
 
 
 @dataclass(frozen=True)
@@ -505,9 +260,9 @@ class Experiment:
         return cls(
             id=d["id"],
             name=d["name"],
-            parameters=tuple(Parameter.parse(p, i) for i, p in enumerate(d["parameters"])),
-            metric=Metric.parse(d["metric"]),
-            metrics=tuple(Metric.parse(x, f"metrics[{i}]", None) for i, x in enumerate(d.get("metrics") or ())),
+            parameters=tuple(Parameter.from_dict(p) for p in d["parameters"]),
+            metric=Metric.from_dict(d["metric"]),
+            metrics=tuple(Metric.from_dict(x) for x in d.get("metrics") or ()),
             parallel_bandwidth=int(d["parallel_bandwidth"]),
             suggestion_ttl_s=d.get("suggestion_ttl_s"),
             observation_budget=d.get("observation_budget"),
@@ -516,7 +271,7 @@ class Experiment:
             created_at=float(d.get("created_at", 0.0)),
             open_suggestions=int(d.get("open_suggestions", 0)),
             observations=int(d.get("observations", 0)),
-            strategy_options=StrategyOptions.parse(d.get("strategy_options")),
+            strategy_options=StrategyOptions.from_dict(d.get("strategy_options")),
             owner=owner if owner is not None else d.get("owner"),
             early_stopping=dict(d.get("early_stopping") or {"rule": "none"}),
             max_consecutive_failures=d.get("max_consecutive_failures"),

@@ -18,6 +18,8 @@ from ._numbers import PASS_FLOAT, plain_number, shown
 from .errors import ApiError, invalid
 from .limits import MAX_CONDITION_DEPTH, MAX_PARAMETERS, check_count
 from .models import Parameter, Value, same_value
+# the rules module itself, not the package: the package's typed models import the strategies, which import the space
+from .schema._rules import parse_parameter
 
 __all__ = ["Space", "Key", "is_large_space"]
 
@@ -124,7 +126,7 @@ class Space:
         if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
             raise invalid("parameters: give a list of parameters")
         check_count("parameters", len(raw), MAX_PARAMETERS, "parameters")
-        return cls(tuple(Parameter.parse(p, i) for i, p in enumerate(raw)))
+        return cls(tuple(parse_parameter(p, i) for i, p in enumerate(raw)))
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the cached samplers (closures): a pooled strategy job sends
@@ -438,7 +440,7 @@ def _scaled(p: Parameter, u: float) -> float:
         return math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
     if p.scale == "reverse_log":
         return hi + lo - math.exp(math.log(lo) + (1.0 - u) * (math.log(hi) - math.log(lo)))
-    return lo + u * (hi - lo)  # finite: Parameter.parse refuses ranges whose hi - lo overflows
+    return lo + u * (hi - lo)  # finite: parse_parameter refuses ranges whose hi - lo overflows
 
 
 def _sampler(p: Parameter) -> Callable[[float], Value]:

@@ -18,10 +18,11 @@ from _bench_optuna import _sampler  # noqa: E402
 
 from tauopt.models import Metric, Observation  # noqa: E402
 from tauopt.space import Space  # noqa: E402
+from tauopt.schema import parse_metric  # noqa: E402
 
 
 def _history(n: int) -> list[Observation]:
-    space, metric = Space.parse(PARAMETERS), Metric.parse(METRIC)
+    space, metric = Space.parse(PARAMETERS), parse_metric(METRIC)
     assert metric.name
     rng = np.random.default_rng(0)
     points = [space.from_unit(u) for u in rng.random((n, len(PARAMETERS)))]

@@ -35,6 +35,7 @@ from tauopt.models import Metric
 from tauopt.space import Space
 from tauopt.transport._metrics import Metrics, _engine_snapshot
 from tauopt.strategies import Strategy, StrategyJob, SuggestRequest, get, register, unregister
+from tauopt.schema import parse_metric
 
 pytestmark = pytest.mark.anyio
 
@@ -179,7 +180,7 @@ async def test_gp_fits_run_on_the_dask_workers_one_experiment_per_worker(shared:
         prefixes = await executor.client.run_on_scheduler(_task_prefixes)
         from dask_gated_job import failing_run
 
-        failing = StrategyJob(failing_run, SuggestRequest(Space.parse(XY), Metric.parse(M)), None, 20.0)
+        failing = StrategyJob(failing_run, SuggestRequest(Space.parse(XY), parse_metric(M)), None, 20.0)
         with pytest.raises(JobFailed, match="ZeroDivisionError: model blew up"):
             await executor.submit("failing", failing)
     by_exp = {exp: {w for w, fits in ran.items() for k, _ in fits if k == exp} for exp in (a.id, b.id)}
@@ -309,7 +310,7 @@ def test_the_dask_executor_implements_the_interface() -> None:
 
 
 def test_a_job_is_plain_data_with_no_engine_or_store_objects() -> None:
-    request = SuggestRequest(Space.parse(XY), Metric.parse(M), (), ({"x": 0.5, "y": 0.5},), 2, 7, 3)
+    request = SuggestRequest(Space.parse(XY), parse_metric(M), (), ({"x": 0.5, "y": 0.5},), 2, 7, 3)
     blob = pickle.dumps(StrategyJob(get("gp").job_runner, request, None, 5.0))
     assert b"tauopt.engine" not in blob and b"tauopt.store" not in blob and b"anyio" not in blob
 

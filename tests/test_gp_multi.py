@@ -9,13 +9,14 @@ import pytest
 
 pytest.importorskip("gpytorch")
 
-from tauopt.models import Metric, Observation, parse_metrics  # noqa: E402
+from tauopt.models import Metric, Observation  # noqa: E402
 from tauopt.space import Space  # noqa: E402
 from tauopt.pareto import hypervolume  # noqa: E402
 from tauopt.strategies._gp_ehvi import ehvi, log_ehvi  # noqa: E402
 from tauopt.strategies._request import SuggestRequest  # noqa: E402
 from tauopt.strategies._scalarize import chebyshev, targets  # noqa: E402
 from tauopt.strategies.gp import GPConfig, propose_gp  # noqa: E402
+from tauopt.schema import parse_metrics  # noqa: E402
 
 TWO_MIN = parse_metrics(metrics=[{"name": "f1", "objective": "minimize"}, {"name": "f2", "objective": "minimize"}])
 MODES = [GPConfig(multi_objective="ehvi"), GPConfig(multi_objective="parego")]

@@ -19,6 +19,7 @@ from tauopt.strategies._gp_encode import Encoder  # noqa: E402
 from tauopt.strategies._gp_warping import HalfRankWarp, Standardize  # noqa: E402
 from tauopt.strategies._request import SuggestRequest  # noqa: E402
 from tauopt.strategies.gp import GPConfig, propose_gp  # noqa: E402
+from tauopt.schema import parse_metric  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -511,7 +512,7 @@ def test_a_history_past_the_cap_is_cut_to_the_cap_keeping_each_objectives_best_i
         Observation(str(i), "e", None, {"x": float(u)}, None if i % 9 == 0 else float(u), i % 9 == 0, metrics={"b": float(1 - u)})
         for i, u in enumerate(rng.random(n))
     )
-    metrics = (Metric("a"), Metric.parse({"name": "b", "objective": "maximize"}))
+    metrics = (Metric("a"), parse_metric({"name": "b", "objective": "maximize"}))
     request = SuggestRequest(space, metrics[0], hist, (), 1, metrics=metrics)
     cut = gp._bounded(request, np.random.default_rng(1))
     assert len(cut.history) == gp.HISTORY_CAP

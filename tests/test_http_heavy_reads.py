@@ -17,11 +17,12 @@ import httpx
 import pytest
 
 from tauopt.engine._auth import new_credential
-from tauopt.models import Experiment, Observation, Report, Suggestion, parse_metrics
+from tauopt.models import Experiment, Observation, Report, Suggestion
 from tauopt.space import Space
 from tauopt.store import PutExperiment, PutObservation, PutReport, PutSuggestion
 from tauopt.store._sqlite import SqliteStore
 from tauopt.strategies import get as get_strategy
+from tauopt.schema import parse_metrics
 from test_http_daemon import Daemon
 
 N = 20_000

@@ -7,12 +7,13 @@ import pytest
 
 from tauopt.engine._importance import METHOD, importance
 from tauopt.models import Observation, Parameter
+from tauopt.schema import parse_metric, parse_parameter
 
 PARAMS = [
-    Parameter.parse({"name": "x", "type": "double", "bounds": [1e-4, 1.0], "scale": "log"}),
-    Parameter.parse({"name": "noise", "type": "double", "bounds": [0.0, 1.0]}),
-    Parameter.parse({"name": "act", "type": "categorical", "values": ["relu", "tanh"]}),
-    Parameter.parse({"name": "c", "type": "fixed", "value": 3}),
+    parse_parameter({"name": "x", "type": "double", "bounds": [1e-4, 1.0], "scale": "log"}),
+    parse_parameter({"name": "noise", "type": "double", "bounds": [0.0, 1.0]}),
+    parse_parameter({"name": "act", "type": "categorical", "values": ["relu", "tanh"]}),
+    parse_parameter({"name": "c", "type": "fixed", "value": 3}),
 ]
 
 
@@ -82,7 +83,7 @@ def test_lengthscale_importance_ranks_the_parameter_the_metric_depends_on_first(
     space = Space.parse(GP_PARAMS)
     history = [Observation(str(i + 1), "e", None, a, v) for i, (a, v) in enumerate(_gp_points(30))]
     history.append(Observation("31", "e", None, _gp_points(1, seed=9)[0][0], None, True))  # a failure is imputed, not fatal
-    shares = lengthscale_importance(space, Metric.parse({"name": "loss", "objective": "minimize"}), history)
+    shares = lengthscale_importance(space, parse_metric({"name": "loss", "objective": "minimize"}), history)
     assert set(shares) == {"noise_a", "x", "noise_b", "act"}
     assert max(shares, key=lambda k: shares[k]) == "x"
     assert sum(shares.values()) == pytest.approx(1.0)

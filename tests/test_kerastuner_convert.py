@@ -9,6 +9,7 @@ from tauopt.models import Parameter
 from tauopt.space import Space
 from tauopt.transport.grpc import _convert as c
 from tauopt.transport.grpc._generated import keras_tuner_pb2 as kt
+from tauopt.schema import parse_parameter
 
 
 def parent(name: str, *values: kt.Value) -> kt.Condition:
@@ -93,7 +94,7 @@ def test_a_child_whose_parent_is_unknown_is_skipped_not_fatal() -> None:
 
 
 def test_merge_adds_only_new_names_and_keeps_the_known_definition() -> None:
-    known = Space((Parameter.parse({"name": "units", "type": "int", "bounds": [1, 2]}),))
+    known = Space((parse_parameter({"name": "units", "type": "int", "bounds": [1, 2]}),))
     learned = c.space_from_proto(worker_space()).parameters
     space, _ = c.merge_space(known, learned)
     assert space.by_name["units"].bounds == (1, 2)
@@ -107,7 +108,7 @@ def test_merge_adds_only_new_names_and_keeps_the_known_definition() -> None:
 def test_each_value_sits_in_the_oneof_of_its_parameter_type(ptype: str, raw, field: str) -> None:
     p = {"int": {"type": "int", "bounds": [0, 9]}, "double": {"type": "double", "bounds": [0, 9]},
          "boolean": {"type": "boolean"}, "categorical": {"type": "categorical", "values": ["a", "b"]}}[ptype]
-    space = Space((Parameter.parse({"name": "x", **p}),))
+    space = Space((parse_parameter({"name": "x", **p}),))
     values = c.values_to_proto({"x": raw}, space)
     assert values.values["x"].WhichOneof("kind") == field
 
@@ -123,7 +124,7 @@ def test_an_unset_value_is_refused() -> None:
 
 
 def test_the_space_sent_obeys_keras_tuner_parsing_rules() -> None:
-    space = Space(tuple(Parameter.parse(p) for p in [
+    space = Space(tuple(parse_parameter(p) for p in [
         {"name": "i", "type": "int", "bounds": [1, 5]},
         {"name": "f", "type": "double", "bounds": [0.1, 1.0], "scale": "log"},
         {"name": "c", "type": "categorical", "values": [1, 2.5]},
@@ -146,7 +147,7 @@ def test_the_space_sent_obeys_keras_tuner_parsing_rules() -> None:
 
 def test_a_mixed_type_categorical_cannot_be_a_keras_tuner_choice() -> None:
     with pytest.raises(ApiError):
-        c.check_kerastuner_space(Space((Parameter.parse({"name": "x", "type": "categorical", "values": ["a", 1]}),)))
+        c.check_kerastuner_space(Space((parse_parameter({"name": "x", "type": "categorical", "values": ["a", 1]}),)))
 
 
 def test_worker_values_become_a_valid_point_inactive_dropped_missing_defaulted() -> None:

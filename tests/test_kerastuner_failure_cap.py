@@ -16,6 +16,7 @@ from tauopt.models import Parameter
 from tauopt.transport.grpc._generated import keras_tuner_pb2 as kt
 from tauopt.transport.grpc._generated import service_pb2 as pb
 from tauopt.transport.grpc._oracle import ChiefConfig, KerasTunerOracle
+from tauopt.schema import parse_parameter
 
 from test_kerastuner_servicer import SPACE, chief, end
 
@@ -60,7 +61,7 @@ def test_a_trial_expired_out_of_runs_is_a_failed_run_in_the_engine(tmp_path: Pat
     now = [0.0]
     config = ChiefConfig(
         objective="score", direction="min", max_trials=3, trial_ttl_s=10.0, max_consecutive_failures=1,
-        space=tuple(Parameter.parse(p) for p in SPACE),
+        space=tuple(parse_parameter(p) for p in SPACE),
     )  # fmt: skip
 
     async def main() -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from tauopt.transport.grpc._generated import keras_tuner_pb2 as kt
 from tauopt.transport.grpc._generated import service_pb2 as pb
+from tauopt.schema import parse_parameter
 
 from test_kerastuner_servicer import chief, end
 
@@ -84,7 +85,7 @@ def test_a_trials_expiries_count_against_its_runs_across_a_chief_restart(tmp_pat
     db = tmp_path / "chief.db"
     now = [0.0]
     config = ChiefConfig(
-        objective="score", direction="min", max_trials=2, trial_ttl_s=10.0, space=tuple(Parameter.parse(p) for p in SPACE)
+        objective="score", direction="min", max_trials=2, trial_ttl_s=10.0, space=tuple(parse_parameter(p) for p in SPACE)
     )
 
     async def main() -> None:

@@ -18,6 +18,7 @@ from tauopt.transport.grpc._generated import service_pb2 as pb
 from tauopt.transport.grpc._generated import service_pb2_grpc as pb_grpc
 from tauopt.transport.grpc._oracle import ChiefConfig, KerasTunerOracle
 from tauopt.transport.grpc._servicer import OracleServicer
+from tauopt.schema import parse_parameter
 
 SPACE = [
     {"name": "units", "type": "int", "bounds": [4, 64], "step": 4},
@@ -30,7 +31,7 @@ SPACE = [
 async def chief(db: Path | None = None, **config: Any) -> AsyncIterator[tuple[pb_grpc.OracleStub, KerasTunerOracle]]:
     from tauopt.models import Parameter
 
-    config.setdefault("space", tuple(Parameter.parse(p) for p in SPACE))
+    config.setdefault("space", tuple(parse_parameter(p) for p in SPACE))
     async with Engine(store=str(db) if db else None, pool=None) as engine:
         oracle = KerasTunerOracle(engine, ChiefConfig(objective="score", direction="min", **config))
         await oracle.start()
@@ -358,7 +359,7 @@ def test_a_space_sent_with_every_end_trial_is_parsed_once_and_a_grown_one_is_lea
     async def main() -> None:
         from tauopt.models import Parameter
 
-        space = (Parameter.parse({"name": "units", "type": "int", "bounds": [4, 64], "step": 4}),)
+        space = (parse_parameter({"name": "units", "type": "int", "bounds": [4, 64], "step": 4}),)
         async with chief(max_trials=6, space=space) as (stub, oracle):
             servicer_learned = []
             for i in range(3):

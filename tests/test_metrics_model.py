@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tauopt import ApiError
-from tauopt.models import Constraint, Experiment, Metric, Parameter, parse_metrics
+from tauopt.models import Constraint, Experiment, Metric, Parameter
+from tauopt.schema import parse_metrics, parse_parameter
 
 
 def _error(**kw) -> str:
@@ -70,7 +71,7 @@ def test_an_experiment_stored_before_metrics_existed_reads_with_its_one_metric()
 
 def test_metrics_round_trip_through_the_wire_form():
     ms = parse_metrics(metrics=[{"name": "acc", "objective": "maximize"}, {"name": "mem", "constraint": {">=": 0}}])
-    exp = Experiment("e", "n", (Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}),), ms[0], metrics=ms)
+    exp = Experiment("e", "n", (parse_parameter({"name": "x", "type": "double", "bounds": [0, 1]}),), ms[0], metrics=ms)
     assert Experiment.from_dict(exp.to_dict()) == exp
 
 

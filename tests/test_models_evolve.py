@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from tauopt.models import Experiment, Metric, Observation, Parameter, Suggestion
+from tauopt.schema import parse_parameter
 
 
 def _experiment() -> Experiment:
-    return Experiment("e1", "n", (Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}, 0),), Metric("y"))
+    return Experiment("e1", "n", (parse_parameter({"name": "x", "type": "double", "bounds": [0, 1]}, 0),), Metric("y"))
 
 
 def test_an_evolved_experiment_equals_replace_and_leaves_the_original_alone() -> None:

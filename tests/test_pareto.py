@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tauopt.models import Experiment, Observation, Parameter, parse_metrics
+from tauopt.models import Experiment, Observation, Parameter
 from tauopt.pareto import best_feasible, dominates, hypervolume, is_feasible, nondominated, pareto_front
+from tauopt.schema import parse_metrics, parse_parameter
 
 
 def _exp(metrics) -> Experiment:
     ms = parse_metrics(metrics=metrics)
-    return Experiment("e", "e", (Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}),), ms[0], metrics=ms)
+    return Experiment("e", "e", (parse_parameter({"name": "x", "type": "double", "bounds": [0, 1]}),), ms[0], metrics=ms)
 
 
 def _obs(i: int, value: float | None, failed: bool = False, **metrics: float) -> Observation:

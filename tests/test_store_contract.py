@@ -26,6 +26,7 @@ from tauopt.store import (
     StoreError,
 )
 from tauopt.models import Experiment, Metric, Observation, Parameter, Report, Suggestion
+from tauopt.schema import parse_parameter
 
 pytestmark = pytest.mark.anyio
 
@@ -56,8 +57,8 @@ def experiment(eid: str = "e1", owner: str | None = "alice", state: str = "activ
         id=eid,
         name=f"name of {eid}",
         parameters=(
-            Parameter.parse({"name": "lr", "type": "double", "bounds": [1e-5, 1.0], "scale": "log"}),
-            Parameter.parse({"name": "act", "type": "categorical", "values": ["relu", "tanh", 3, True]}),
+            parse_parameter({"name": "lr", "type": "double", "bounds": [1e-5, 1.0], "scale": "log"}),
+            parse_parameter({"name": "act", "type": "categorical", "values": ["relu", "tanh", 3, True]}),
         ),
         metric=Metric("loss"),
         parallel_bandwidth=4,

@@ -17,6 +17,7 @@ from tauopt.store._filewatch import StoreUnavailable
 from tauopt.store._sqlite import SqliteStore
 from tauopt.store import PutExperiment, StoreError
 from tauopt.models import Experiment, Metric, Parameter
+from tauopt.schema import parse_parameter
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +26,7 @@ def experiment(eid: str, name: str = "exp") -> Experiment:
     return Experiment(
         id=eid,
         name=name,
-        parameters=(Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}),),
+        parameters=(parse_parameter({"name": "x", "type": "double", "bounds": [0, 1]}),),
         metric=Metric("loss"),
         created_at=1.0,
     )

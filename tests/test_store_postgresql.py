@@ -16,6 +16,7 @@ from tauopt.models import Experiment, Metric, Parameter, Suggestion
 from tauopt.store import PutExperiment, PutSuggestion, StoreError, open_store
 from tauopt.store._filewatch import StoreUnavailable
 from tauopt.store._postgresql import MIGRATIONS, SCHEMA_VERSION, PostgresStore
+from tauopt.schema import parse_parameter
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +25,7 @@ SPACE = [{"name": "x", "type": "double", "bounds": (0, 1)}]
 
 def experiment(eid: str = "e1") -> Experiment:
     return Experiment(
-        id=eid, name=eid, parameters=(Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}),),
+        id=eid, name=eid, parameters=(parse_parameter({"name": "x", "type": "double", "bounds": [0, 1]}),),
         metric=Metric("y"), parallel_bandwidth=4, created_at=1.0,
     )  # fmt: skip
 

@@ -32,6 +32,7 @@ from tauopt.store import (
     StoreError,
 )
 from tauopt.models import Condition, Experiment, Metric, Observation, Parameter, StrategyOptions, Suggestion
+from tauopt.schema import parse_parameter
 
 pytestmark = pytest.mark.anyio
 
@@ -42,7 +43,7 @@ def experiment(eid: str = "e1", owner: str | None = "alice") -> Experiment:
     return Experiment(
         id=eid,
         name="exp",
-        parameters=(Parameter.parse({"name": "x", "type": "double", "bounds": [0, 1]}),),
+        parameters=(parse_parameter({"name": "x", "type": "double", "bounds": [0, 1]}),),
         metric=Metric("loss"),
         parallel_bandwidth=8,
         created_at=1.0,
@@ -84,7 +85,7 @@ def parameters(draw: st.DrawFn, name: str) -> Parameter:
         raw["default"] = draw(st.none() | st.sampled_from(raw["values"]))
     elif kind == "fixed":
         raw["value"] = draw(values)
-    return Parameter.parse(raw)
+    return parse_parameter(raw)
 
 
 @st.composite

@@ -37,6 +37,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from ..actors import ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
+from ..schema import check_early_stopping, check_observation, check_report, check_tag, check_update
 from ..space import Space
 from ..store import DeleteExperiment as DeleteWrite
 from ..store import PutCounters, PutExperiment, PutObservation, PutRecord, PutReport, PutSuggestion, Snapshot, Store, Write
@@ -44,7 +45,7 @@ from ..strategies import Draws, Strategy, SuggestRequest, design, grids, resolve
 from ..strategies import get as get_strategy
 from ._admin import best_observation
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
-from ._curves import Curves, check_early_stopping, check_report
+from ._curves import Curves
 from ._failures import count_failure, count_success, reset_changes, stopped_error
 from ._ledger import Ledger
 from ._messages import (
@@ -85,7 +86,6 @@ from ._trials import (
     SHOULD_STOP_KEY, STOPPING_KEY, NewTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr, Trial, TrialBook,
     assignments_of, check_attr, mirrored, parameter_of,
 )  # fmt: skip
-from ._validate import check_observation, check_tag, check_update
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
 

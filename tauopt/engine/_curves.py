@@ -8,30 +8,14 @@ reads do not depend on the order they were fed in.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..errors import invalid
 from ..models import Report, ReportDecision
 from ..store import Snapshot
-from ..strategies.stopping import CurveStats, StepOrderError, StoppingRule, parse_rule, rule_to_json
+from ..strategies.stopping import CurveStats, StepOrderError, StoppingRule, parse_rule
 
-__all__ = ["Curves", "check_report", "check_early_stopping"]
-
-_MAX_STEP = 2**53  # an integer JSON carries exactly
-
-
-def check_early_stopping(spec: Any) -> dict[str, Any]:
-    """The rule's normal JSON form; bad input -> 400 invalid_request."""
-    return rule_to_json(parse_rule(spec))
-
-
-def check_report(step: Any, value: Any) -> tuple[int, float]:
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= _MAX_STEP:
-        raise invalid(f"step: give an integer from 0 to 2**53 (epochs, iterations), got {step!r}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise invalid(f"value: give the objective's intermediate value as a finite number, got {value!r}")
-    return step, float(value)
+__all__ = ["Curves"]
 
 
 class Curves:

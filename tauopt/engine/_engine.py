@@ -22,9 +22,10 @@ from anyio.abc import TaskGroup
 
 from ..actors import ActorGone, ActorRef
 from ..errors import ApiError, api_error, invalid
-from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion, parse_metrics
+from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ..operations import UNSET, ExperimentState, SuggestionState
-from ..space import Space, is_large_space
+from ..schema import check_name, check_wait
+from ..space import is_large_space
 from ..store import PutExperiment, PutRecord, Store, Write, open_store
 from ..store._base import Sharing, StoreError
 from ..store._filewatch import commit_error
@@ -32,14 +33,12 @@ from ..strategies import AUTO, MODEL_FREE, grids, uses_pool, warm_up_for
 from . import _messages as m
 from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
-from ._curves import check_early_stopping
 from ._downsample import Downsample, downsample
 from ._export import check_document, check_imported_state, imported_writes
 from ._importance import ImportanceCache
 from ._shared import FrontCache
 from ._studies import StudyIndex
 from ._trials import STUDY_KEY, DeleteStudy, ReadStudy, Study, TrialChange, check_directions, study_of
-from ._validate import check_bandwidth, check_budget, check_description, check_max_failures, check_name, check_strategy, check_ttl, check_wait
 
 __all__ = ["Engine", "DaemonStatus", "UNSET", "open_store"]
 
@@ -368,35 +367,39 @@ class Engine:
     ) -> Experiment:
         """A new active experiment of this owner, every field checked, claimed but not yet
         committed (create, import and the Optuna door's studies)."""
-        all_metrics = parse_metrics(metric, metrics)
-        options = StrategyOptions.parse(strategy_options)
-        stopping = check_early_stopping(early_stopping)
+        from ..schema import ExperimentSpec  # with pydantic: the first create pays its import, `import tauopt` does not
+
+        given = dict(
+            name=name, parameters=parameters, metric=metric, metrics=metrics, parallel_bandwidth=parallel_bandwidth,
+            suggestion_ttl_s=suggestion_ttl_s, observation_budget=observation_budget, strategy=strategy,
+            strategy_options=strategy_options, early_stopping=early_stopping,
+            max_consecutive_failures=max_consecutive_failures, description=description,
+        )  # fmt: skip
         if is_large_space(parameters):
             # up to 10,000 parameters take a good fraction of a second to check: a worker
             # thread keeps the loop (health, other experiments' asks) answering meanwhile
-            space = await anyio.to_thread.run_sync(Space.parse, parameters)
+            spec = await anyio.to_thread.run_sync(ExperimentSpec.model_validate, given)
         else:
-            space = Space.parse(parameters)
-        strategy = check_strategy(strategy)
-        if grids(strategy):
-            space.grid(options.grid_size)  # refuses continuous parameters without a grid size
+            spec = ExperimentSpec.model_validate(given)
+        if grids(spec.strategy):
+            spec.parameters.grid(spec.strategy_options.grid_size)  # refuses continuous parameters without a grid size
         exp = Experiment(
             id=secrets.token_hex(8),
-            name=check_name(name),
-            parameters=space.parameters,
-            metric=all_metrics[0],
-            metrics=all_metrics,
-            parallel_bandwidth=check_bandwidth(parallel_bandwidth),
-            suggestion_ttl_s=check_ttl(suggestion_ttl_s),
-            observation_budget=check_budget(observation_budget),
-            strategy=strategy,
+            name=spec.name,
+            parameters=spec.parameters.parameters,
+            metric=spec.metrics[0],
+            metrics=spec.metrics,
+            parallel_bandwidth=spec.parallel_bandwidth,
+            suggestion_ttl_s=spec.suggestion_ttl_s,
+            observation_budget=spec.observation_budget,
+            strategy=spec.strategy,
             state="active",
             created_at=self._clock(),
-            strategy_options=options,
+            strategy_options=spec.strategy_options,
             owner=self._owner,
-            early_stopping=stopping,
-            max_consecutive_failures=check_max_failures(max_consecutive_failures),
-            description=check_description(description),
+            early_stopping=dict(spec.early_stopping),
+            max_consecutive_failures=spec.max_consecutive_failures,
+            description=spec.description,
         )
         try:
             await self.store.claim(exp.id, new=True)  # several daemons: this one owns what it creates

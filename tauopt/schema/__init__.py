@@ -1,67 +1,121 @@
-"""The wire shapes, each defined once as a typed model (pydantic): the experiment spec
-(`_spec`: parameters as a union discriminated by `type`, conditions, metrics, the
-early-stopping rule, the strategy options) and each HTTP operation's request and
-answer (`_wire`). /openapi.json is generated from these models, and the REST door
-reads its bodies with them.
+"""The shapes, each defined once: the experiment spec (`_spec`: parameters as a union
+discriminated by `type`, conditions, metrics, the early-stopping rule, the strategy
+options; `ExperimentSpec`, the spec create_experiment takes), each HTTP operation's
+request and answer (`_wire`), and the rules every value is judged by (`_rules`: one
+function per shape, with the messages users read).
 
-Server side: pydantic comes with the `server` extra. The engine and the clients do not
-import this package, so `import tauopt` and the HTTP client load no pydantic; the
-engine's checks (`tauopt.models`, `tauopt.engine._validate`) judge every value, with
-the messages every door answers.
+The engine validates a new experiment through `ExperimentSpec`, whose fields run the
+rules and whose types /openapi.json states; the worker loop's calls (ask, observe,
+report) run the same rule functions directly, without a model in between. The REST
+door reads its bodies with the `_wire` models.
+
+pydantic is imported on first use of a model (module `__getattr__`), so `import tauopt`
+and the thin clients load none; the rules are plain Python.
 """
 
 from __future__ import annotations
 
-from ._spec import (
-    AshaStopping,
-    BooleanParameter,
-    CategoricalParameter,
-    Condition,
-    ConstraintMetric,
-    DoubleParameter,
-    EarlyStoppingSpec,
-    FixedParameter,
-    IntParameter,
-    MedianStopping,
-    MetricSpec,
-    MetricsSpec,
-    NoEarlyStopping,
-    ObjectiveMetric,
-    ParameterSpec,
-    StrategyOptionsSpec,
-)
-from ._wire import (
-    COMMON_ERRORS,
-    ClosedOut,
-    CreateExperimentBody,
-    ErrorOut,
-    ExperimentDocument,
-    ExperimentOut,
-    ExperimentStateQ,
-    HealthOut,
-    IdQ,
-    NonNegative,
-    ObservationOut,
-    ObserveBody,
-    Positive,
-    ReportBody,
-    ReportItemOut,
-    ReportOut,
-    SuggestBody,
-    SuggestionOut,
-    SuggestionStateQ,
-    TextQ,
-    UpdateExperimentBody,
-    error_responses,
-    integral_values,
+from typing import TYPE_CHECKING, Any
+
+from ._rules import (
+    UPDATABLE,
+    check_bandwidth,
+    check_budget,
+    check_description,
+    check_early_stopping,
+    check_max_failures,
+    check_name,
+    check_observation,
+    check_report,
+    check_strategy,
+    check_tag,
+    check_ttl,
+    check_update,
+    check_value_and_metrics,
+    check_wait,
+    parse_condition,
+    parse_constraint,
+    parse_metric,
+    parse_metrics,
+    parse_parameter,
+    parse_strategy_options,
 )
 
-__all__ = [
+if TYPE_CHECKING:
+    from ._spec import (
+        ExperimentSpec,
+        AshaStopping,
+        BooleanParameter,
+        CategoricalParameter,
+        Condition,
+        ConstraintMetric,
+        DoubleParameter,
+        EarlyStoppingSpec,
+        FixedParameter,
+        IntParameter,
+        MedianStopping,
+        MetricSpec,
+        MetricsSpec,
+        NoEarlyStopping,
+        ObjectiveMetric,
+        ParameterSpec,
+        StrategyOptionsSpec,
+    )
+    from ._wire import (
+        COMMON_ERRORS,
+        ClosedOut,
+        CreateExperimentBody,
+        ErrorOut,
+        ExperimentDocument,
+        ExperimentOut,
+        ExperimentStateQ,
+        HealthOut,
+        IdQ,
+        NonNegative,
+        ObservationOut,
+        ObserveBody,
+        Positive,
+        ReportBody,
+        ReportItemOut,
+        ReportOut,
+        SuggestBody,
+        SuggestionOut,
+        SuggestionStateQ,
+        TextQ,
+        UpdateExperimentBody,
+        error_responses,
+        integral_values,
+    )
+
+
+_SPEC = (
     "ParameterSpec", "DoubleParameter", "IntParameter", "CategoricalParameter", "BooleanParameter", "FixedParameter",
     "Condition", "MetricSpec", "MetricsSpec", "ObjectiveMetric", "ConstraintMetric", "EarlyStoppingSpec",
-    "NoEarlyStopping", "MedianStopping", "AshaStopping", "StrategyOptionsSpec",
+    "NoEarlyStopping", "MedianStopping", "AshaStopping", "StrategyOptionsSpec", "ExperimentSpec",
+)
+_WIRE = (
     "CreateExperimentBody", "UpdateExperimentBody", "SuggestBody", "ObserveBody", "ReportBody",
     "ExperimentOut", "SuggestionOut", "ObservationOut", "ReportOut", "ReportItemOut", "ClosedOut", "HealthOut",
     "ErrorOut", "ExperimentDocument", "ExperimentStateQ", "SuggestionStateQ", "NonNegative", "Positive", "IdQ", "TextQ",
     "COMMON_ERRORS", "error_responses", "integral_values",
-]
+)
+_RULES = (
+    "parse_parameter", "parse_condition", "parse_metric", "parse_constraint", "parse_metrics", "parse_strategy_options",
+    "check_name", "check_description", "check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_max_failures",
+    "check_strategy", "check_early_stopping", "check_update", "check_wait", "check_value_and_metrics", "check_observation",
+    "check_report", "UPDATABLE",
+)
+__all__ = [*_SPEC, *_WIRE, *_RULES]
+
+
+def __getattr__(name: str) -> Any:
+    """A typed model, imported (and pydantic with it) on first use."""
+    if name in _SPEC:
+        from . import _spec as module
+    elif name in _WIRE:
+        from . import _wire as module  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value

@@ -1,21 +1,24 @@
 """The experiment spec as typed models: a parameter (one model per `type`, a
 discriminated union), a condition, a metric (an objective or a constraint), the
-early-stopping rule, the strategy options, and the value types they are built of.
+early-stopping rule, the strategy options, the value types they are built of, and
+`ExperimentSpec`, the whole spec create_experiment takes.
 
 /openapi.json is generated from these models (the request bodies name them; FastAPI
 writes them into `components.schemas`), so a client, a code generator or a fuzzer
-reads the spec's shape from one definition. What JSON Schema cannot say (it has no
-keyword relating two values) is said in a description and judged by the engine:
-lo < hi, step <= hi - lo, a default within the bounds or among the values, a
-condition's parent naming another parameter, unique names, ASHA's max_step >
-min_step. `uniqueItems` on bounds states the part of lo < hi it can.
+reads the spec's shape from one definition. A value is judged by the rules of
+`_rules` (with their messages), which `ExperimentSpec`'s fields name; the types here
+state for the document what JSON Schema can say of those rules. What it cannot say
+(it has no keyword relating two values) is in a description: lo < hi, step <= hi -
+lo, a default within the bounds or among the values, a condition's parent naming
+another parameter, unique names, ASHA's max_step > min_step. `uniqueItems` on bounds
+states the part of lo < hi it can.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Callable, Literal, Mapping, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationInfo
 from pydantic.config import JsonDict
 
 from ..limits import (
@@ -29,13 +32,28 @@ from ..limits import (
     MAX_PARAMETERS,
     MAX_TEXT_VALUE_CHARS,
 )
-from ..models import MAX_CONSTRAINTS, MAX_OBJECTIVES
+from ..models import MAX_CONSTRAINTS, MAX_OBJECTIVES, Metric, StrategyOptions
+from ..space import Space
+from ..strategies import AUTO, names
+from ._rules import (
+    check_bandwidth,
+    check_budget,
+    check_description,
+    check_early_stopping,
+    check_max_failures,
+    check_name,
+    check_strategy,
+    check_ttl,
+    parse_metrics,
+    parse_strategy_options,
+)
 
 __all__ = [
     "Name", "Tag", "Description", "Float64", "Int64", "AtLeast1", "Seconds", "ParameterValue", "Condition",
     "DoubleParameter", "IntParameter", "CategoricalParameter", "BooleanParameter", "FixedParameter", "ParameterSpec",
     "MetricSpec", "ObjectiveMetric", "ConstraintMetric", "MetricsSpec", "NoEarlyStopping", "MedianStopping",
-    "AshaStopping", "EarlyStoppingSpec", "StrategyOptionsSpec", "MetricNumbers", "Assignments",
+    "AshaStopping", "EarlyStoppingSpec", "StrategyOptionsSpec", "MetricNumbers", "Assignments", "Strategy",
+    "ExperimentSpec",
 ]
 
 # check_name / check_text: 1-256 characters, not only whitespace (what Python's str.strip removes, spelled out:
@@ -259,3 +277,53 @@ Assignments = Annotated[
     Field(min_length=1, max_length=MAX_PARAMETERS,
           json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": _NOT_SPACE}}),
 ]  # fmt: skip
+
+Strategy = Literal[names()]  # type: ignore[valid-type]  # the registry's names, auto first
+
+
+def _judged_by(rule: Callable[[Any], Any], spec: Any) -> Any:
+    """A field validated by `rule` (one of `_rules`: its messages are the ones users read) and
+    documented as `spec`; the field holds what the rule returns, the engine's value."""
+    return PlainValidator(rule, json_schema_input_type=spec)
+
+
+def _as_given(value: Any) -> Any:
+    return value
+
+
+def _metrics(metrics: Any, info: ValidationInfo) -> tuple[Metric, ...]:
+    return parse_metrics(info.data.get("metric"), metrics)
+
+
+def _space(parameters: Any) -> Space:
+    return Space.parse(parameters)  # looked up per call (a test gates the parse of a huge space)
+
+
+def _strategy(strategy: Any) -> str:
+    return check_strategy(strategy, names())
+
+
+class ExperimentSpec(BaseModel):
+    """An experiment's spec, as `create_experiment` takes it: each field is judged by its rule
+    and documented as its type; the fields hold the engine's values (a `Space`, `Metric`s,
+    `StrategyOptions`, the stopping rule's JSON form). `metric` is what was given; `metrics`
+    is every metric, the first objective first (from `metric=` or `metrics=`)."""
+
+    # the fields in the order they are judged (the first fault found is the one reported)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    metric: Annotated[Any, _judged_by(_as_given, MetricSpec | None)] = None
+    metrics: Annotated[tuple[Metric, ...], _judged_by(_metrics, MetricsSpec | None)] = Field(default=None, validate_default=True)
+    strategy_options: Annotated[StrategyOptions, _judged_by(parse_strategy_options, StrategyOptionsSpec | None)] = Field(
+        default_factory=StrategyOptions
+    )
+    early_stopping: Annotated[Mapping[str, Any], _judged_by(check_early_stopping, EarlyStoppingSpec | None)] = Field(
+        default_factory=lambda: {"rule": "none"}
+    )
+    parameters: Annotated[Space, _judged_by(_space, Annotated[list[ParameterSpec], Field(min_length=1)])]
+    strategy: Annotated[str, _judged_by(_strategy, Strategy)] = AUTO
+    name: Annotated[str, _judged_by(check_name, Name)]
+    parallel_bandwidth: Annotated[int, _judged_by(check_bandwidth, AtLeast1)] = 1
+    suggestion_ttl_s: Annotated[float | None, _judged_by(check_ttl, Seconds | None)] = None
+    observation_budget: Annotated[int | None, _judged_by(check_budget, AtLeast1 | None)] = None
+    max_consecutive_failures: Annotated[int | None, _judged_by(check_max_failures, AtLeast1 | None)] = None
+    description: Annotated[str | None, _judged_by(check_description, Description | None)] = None

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 from ...errors import ApiError, invalid
 from ...limits import MAX_CATEGORICAL_VALUES, check_count
 from ...models import Condition, Parameter, Value
+from ...schema import parse_parameter
 from ...engine import Learned, assignments_for, default_value, merge_space
 from ...space import Space
 from ._generated import keras_tuner_pb2 as kt
@@ -232,7 +233,7 @@ def space_from_proto(space: kt.HyperParameters.Space) -> Learned:
             if not any(_same(raw["default"], v) for v in raw["values"]):
                 raw = {k: v for k, v in raw.items() if k != "default"}
         try:
-            params.append(Parameter.parse(raw))
+            params.append(parse_parameter(raw))
         except ApiError as exc:
             skipped.append(f"{where}: {exc.message}")
             continue
