@@ -13,7 +13,8 @@ start together (after their imports) so trials/s is the study's rate.
 
 Output: one JSON line per cell on stdout: backend, workers, sampler, objective_ms,
 trials, trials_per_s, ask_p50_ms/ask_p99_ms (ask + suggests), tell_p50_ms/tell_p99_ms,
-and the check that trial numbers are 0..n-1 without duplicates.
+server_cpu_ms_per_trial (the server process's CPU, all its threads, over the run, per
+trial: less sensitive to a loaded machine than trials/s), and the check that trial numbers are 0..n-1 without duplicates.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def run_cell(backend: str, workers: int, sampler: str, objective_ms: float, tria
     import warnings
 
     import optuna
+    import psutil
     from optuna.storages import GrpcStorageProxy
 
     warnings.simplefilter("ignore")
@@ -132,6 +134,8 @@ def run_cell(backend: str, workers: int, sampler: str, objective_ms: float, tria
             ]
             for p in procs:
                 assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+            daemon = psutil.Process(server.pid)
+            cpu0 = daemon.cpu_times()
             t0 = time.perf_counter()
             for p in procs:
                 assert p.stdin is not None
@@ -139,6 +143,7 @@ def run_cell(backend: str, workers: int, sampler: str, objective_ms: float, tria
                 p.stdin.flush()
             outs = [json.loads(p.communicate(timeout=1800)[0].strip().splitlines()[-1]) for p in procs]
             wall = time.perf_counter() - t0
+            cpu1 = daemon.cpu_times()
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -151,6 +156,7 @@ def run_cell(backend: str, workers: int, sampler: str, objective_ms: float, tria
         "objective_ms": objective_ms, "trials": total, "trials_per_s": round(total / wall, 1),
         "ask_p50_ms": round(float(np.percentile(asks, 50)), 2), "ask_p99_ms": round(float(np.percentile(asks, 99)), 2),
         "tell_p50_ms": round(float(np.percentile(tells, 50)), 2), "tell_p99_ms": round(float(np.percentile(tells, 99)), 2),
+        "server_cpu_ms_per_trial": round((cpu1.user + cpu1.system - cpu0.user - cpu0.system) * 1000 / total, 2),
         "numbers_ok": numbers == list(range(total)),
     }  # fmt: skip
 

@@ -31,7 +31,7 @@ import anyio
 import numpy as np
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..actors import ActorRef, Request, fail, mailbox, reply, serve
+from ..actors import NOT_NOW, ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
 from ..space import Space
@@ -78,8 +78,8 @@ from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
 from ._served import SERVE_KEY, check_serve_attr, refreshed_attrs, served_strategy, served_trial, to_serve
 from ._trials import (
-    NewTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr, Trial, TrialBook, assignments_of, check_attr, mirrored,
-    parameter_of,
+    NewTrial, ReadStudy, ReadTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr, Trial, TrialBook, assignments_of, check_attr, mirrored,
+    TrialIdOf, parameter_of,
 )  # fmt: skip
 from ._validate import check_observation, check_tag, check_update
 
@@ -156,7 +156,7 @@ class ExperimentActor:
 
     async def run(self, registry: dict[str, ActorRef], *, task_status: TaskStatus[ActorRef] = anyio.TASK_STATUS_IGNORED) -> None:
         send, receive = mailbox(self._mailbox_size)
-        ref = ActorRef(send)
+        ref = ActorRef(send, self._peek)
         self._receive = receive
         self._self_ref = ActorRef(send.clone())
         self._registry = registry
@@ -701,6 +701,23 @@ class ExperimentActor:
             writes += self._serve(now)
         self._commit(request, writes, result)
 
+    def _peek(self, msg: Any) -> Any:
+        """A study's read answered outside the mailbox (`ActorRef.peek`) when the mailbox
+        would answer it the same at once: nothing of this actor is waiting to be committed
+        (a read never shows what a crash could undo), and the read changes nothing (a read
+        of the trials refills the WAITING trials of a study served suggestions)."""
+        if type(msg) is not TrialOp or not isinstance(msg.change, _PEEKABLE):
+            return NOT_NOW
+        replies = self._replies
+        if replies.uncommitted or replies.poisoned is not None or self._deleted:
+            return NOT_NOW
+        if msg.owner is not None and self._exp.owner is not None and msg.owner != self._exp.owner:
+            return NOT_NOW  # the mailbox answers it as not found
+        study = self._trials.study
+        if isinstance(msg.change, ReadTrials) and study is not None and served_strategy(study.user_attrs) is not None:
+            return NOT_NOW
+        return self._trials.apply(msg.change, self._clock())[0]
+
     def _serve(self, now: float) -> list[Write]:
         """Keep the study's served WAITING trials (`_served.py`) filled and fresh."""
         study = self._trials.study
@@ -811,6 +828,9 @@ class ExperimentActor:
 
     def _on_best(self, request: Request[Any]) -> None:
         self._commit(request, [], best_observation(self._exp, self._ledger.observations))
+
+
+_PEEKABLE = (ReadStudy, ReadTrial, ReadTrials, TrialIdOf)
 
 
 def _extended_space(space: Space, raw: Any) -> Space:
