@@ -13,7 +13,9 @@ start together (after their imports) so trials/s is the study's rate.
 
 Output: one JSON line per cell on stdout: backend, workers, sampler, objective_ms,
 trials, trials_per_s, ask_p50_ms/ask_p99_ms (ask + suggests), tell_p50_ms/tell_p99_ms,
-and the check that trial numbers are 0..n-1 without duplicates.
+server_cpu_ms_per_trial (the server process's CPU, all its threads, over the run, per
+trial: less sensitive to a loaded machine than trials/s), client_cpu_ms_per_trial (the
+workers' own CPU in their loops, per trial), the 1-minute load average at the end, and the check that trial numbers are 0..n-1 without duplicates.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _bench_common import _cpu_seconds
 
 BACKENDS = ("optuna-rdb-sqlite", "optuna-journal", "optuna-inmemory", "tauopt")
 
@@ -61,6 +64,7 @@ study = optuna.load_study(study_name=name, storage=GrpcStorageProxy(host="127.0.
 print("ready", flush=True)
 sys.stdin.readline()
 asks, tells, numbers = [], [], []
+cpu0 = time.process_time()
 for _ in range(trials):
     t0 = time.perf_counter()
     trial = study.ask()
@@ -74,7 +78,7 @@ for _ in range(trials):
     t2 = time.perf_counter()
     study.tell(trial, value)
     asks.append(t1 - t0); tells.append(time.perf_counter() - t2); numbers.append(trial.number)
-print(json.dumps({"asks": asks, "tells": tells, "numbers": numbers}), flush=True)
+print(json.dumps({"asks": asks, "tells": tells, "numbers": numbers, "cpu_s": time.process_time() - cpu0}), flush=True)
 """
 
 
@@ -132,6 +136,7 @@ def run_cell(backend: str, workers: int, sampler: str, objective_ms: float, tria
             ]
             for p in procs:
                 assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+            cpu0 = _cpu_seconds(server.pid)
             t0 = time.perf_counter()
             for p in procs:
                 assert p.stdin is not None
@@ -139,6 +144,7 @@ def run_cell(backend: str, workers: int, sampler: str, objective_ms: float, tria
                 p.stdin.flush()
             outs = [json.loads(p.communicate(timeout=1800)[0].strip().splitlines()[-1]) for p in procs]
             wall = time.perf_counter() - t0
+            cpu1 = _cpu_seconds(server.pid)
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -151,6 +157,9 @@ def run_cell(backend: str, workers: int, sampler: str, objective_ms: float, tria
         "objective_ms": objective_ms, "trials": total, "trials_per_s": round(total / wall, 1),
         "ask_p50_ms": round(float(np.percentile(asks, 50)), 2), "ask_p99_ms": round(float(np.percentile(asks, 99)), 2),
         "tell_p50_ms": round(float(np.percentile(tells, 50)), 2), "tell_p99_ms": round(float(np.percentile(tells, 99)), 2),
+        "server_cpu_ms_per_trial": round((cpu1 - cpu0) * 1000 / total, 2),
+        "client_cpu_ms_per_trial": round(sum(o["cpu_s"] for o in outs) * 1000 / total, 2),
+        "load_average": round(os.getloadavg()[0], 1),
         "numbers_ok": numbers == list(range(total)),
     }  # fmt: skip
 

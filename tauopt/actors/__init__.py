@@ -2,7 +2,8 @@
 
     mailbox      a bounded memory object stream of Requests
     Request      a frozen message plus a one-slot reply stream
-    ActorRef     what callers hold: `await ref.ask(message)`
+    ActorRef     what callers hold: `await ref.ask(message)`; an actor may give its
+                 ref a `peek` that answers some messages at once (reads of durable state)
     serve()      the loop: one message at a time, a failing handler answers
                  its caller with an internal error and the actor goes on
 
@@ -12,6 +13,6 @@ The actor decides when to reply (`reply(request, value)` /
 with `send_nowait` and never wait: a caller that has gone away is dropped.
 """
 
-from ._runtime import ActorGone, ActorRef, Request, fail, mailbox, reply, serve
+from ._runtime import NOT_NOW, ActorGone, ActorRef, Request, fail, mailbox, reply, serve
 
-__all__ = ["ActorGone", "ActorRef", "Request", "fail", "mailbox", "reply", "serve"]
+__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Request", "fail", "mailbox", "reply", "serve"]

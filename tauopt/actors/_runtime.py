@@ -10,7 +10,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..errors import ApiError, api_error
 
-__all__ = ["ActorGone", "ActorRef", "Request", "fail", "mailbox", "reply", "serve"]
+__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Request", "fail", "mailbox", "reply", "serve"]
 
 log = logging.getLogger("tauopt.actors")
 M = TypeVar("M")
@@ -57,15 +57,28 @@ def mailbox(size: int) -> tuple[MemoryObjectSendStream[Request[Any]], MemoryObje
     return anyio.create_memory_object_stream[Request[Any]](size)
 
 
+NOT_NOW = object()  # what a peek answers when the message must go through the mailbox
+
+
 class ActorRef:
-    """A handle to an actor's mailbox. Safe to share between tasks of one event loop."""
+    """A handle to an actor's mailbox. Safe to share between tasks of one event loop.
 
-    __slots__ = ("_send",)
+    `peek(message)`, if the actor gives one: the answer to a message the actor can answer
+    at once, outside its mailbox, exactly as it would from it (a read of state that is
+    already durable); NOT_NOW for every other message. It runs on the loop's thread, so
+    it sees the actor between two of its messages."""
 
-    def __init__(self, send: MemoryObjectSendStream[Request[Any]]) -> None:
+    __slots__ = ("_send", "_peek")
+
+    def __init__(self, send: MemoryObjectSendStream[Request[Any]], peek: Callable[[Any], Any] | None = None) -> None:
         self._send = send
+        self._peek = peek
 
     async def ask(self, message: Any) -> Any:
+        if self._peek is not None:
+            found = self._peek(message)
+            if found is not NOT_NOW:
+                return found
         reply_send, reply_receive = anyio.create_memory_object_stream[Any](1)
         with reply_receive:
             request = Request(message, reply_send)

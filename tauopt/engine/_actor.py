@@ -34,7 +34,7 @@ import anyio
 import numpy as np
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..actors import ActorRef, Request, fail, mailbox, reply, serve
+from ..actors import NOT_NOW, ActorRef, Request, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
 from ..schema import check_early_stopping, check_observation, check_report, check_tag, check_update
@@ -83,8 +83,8 @@ from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error
 from ._served import SERVE_KEY, check_serve_attr, refreshed_attrs, served_strategy, served_trial, to_serve
 from ._trials import (
-    SHOULD_STOP_KEY, STOPPING_KEY, NewTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr, Trial, TrialBook,
-    assignments_of, check_attr, mirrored, parameter_of,
+    SHOULD_STOP_KEY, STOPPING_KEY, NewTrial, ReadStudy, ReadTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr,
+    Trial, TrialBook, TrialIdOf, assignments_of, check_attr, mirrored, parameter_of,
 )  # fmt: skip
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
@@ -162,7 +162,7 @@ class ExperimentActor:
 
     async def run(self, registry: dict[str, ActorRef], *, task_status: TaskStatus[ActorRef] = anyio.TASK_STATUS_IGNORED) -> None:
         send, receive = mailbox(self._mailbox_size)
-        ref = ActorRef(send)
+        ref = ActorRef(send, self._peek)
         self._receive = receive
         self._self_ref = ActorRef(send.clone())
         self._registry = registry
@@ -724,6 +724,23 @@ class ExperimentActor:
         self._door_state[msg.key] = msg.body
         self._commit(request, [PutRecord(self.id, _DOOR_PREFIX + msg.key, msg.body)], None)
 
+    def _peek(self, msg: Any) -> Any:
+        """A study's read answered outside the mailbox (`ActorRef.peek`) when the mailbox
+        would answer it the same at once: nothing of this actor is waiting to be committed
+        (a read never shows what a crash could undo), and the read changes nothing (a read
+        of the trials refills the WAITING trials of a study served suggestions)."""
+        if type(msg) is not TrialOp or not isinstance(msg.change, _PEEKABLE):
+            return NOT_NOW
+        replies = self._replies
+        if replies.uncommitted or replies.poisoned is not None or self._deleted:
+            return NOT_NOW
+        if msg.owner is not None and self._exp.owner is not None and msg.owner != self._exp.owner:
+            return NOT_NOW  # the mailbox answers it as not found
+        study = self._trials.study
+        if isinstance(msg.change, ReadTrials) and study is not None and served_strategy(study.user_attrs) is not None:
+            return NOT_NOW
+        return self._trials.apply(msg.change, self._clock())[0]
+
     def _serve(self, now: float) -> list[Write]:
         """Keep the study's served WAITING trials (`_served.py`) filled and fresh."""
         study = self._trials.study
@@ -840,6 +857,9 @@ class ExperimentActor:
 
     def _on_best(self, request: Request[Any]) -> None:
         self._commit(request, [], best_observation(self._exp, self._ledger.observations))
+
+
+_PEEKABLE = (ReadStudy, ReadTrial, ReadTrials, TrialIdOf)
 
 
 def _extended_space(space: Space, raw: Any) -> Space:

@@ -12,7 +12,7 @@ import grpc
 
 from ..errors import ApiError, invalid
 
-__all__ = ["OnRpc", "OwnerElsewhere", "answer_rpc", "bind_insecure"]
+__all__ = ["OnRpc", "OwnerElsewhere", "answer_rpc", "bind_insecure", "length_delimited", "passing_bytes"]
 
 T = TypeVar("T")
 
@@ -80,3 +80,40 @@ def bind_insecure(server: Any, target: str, flag: str = "") -> int:
     if not bound:
         raise invalid(f"{flag}cannot bind {target}; is the port in use?")
     return bound
+
+
+def length_delimited(field: int, payload: bytes) -> bytes:
+    """`payload` (an encoded message) as field `field` of a protobuf message: the tag, the
+    length as a varint, the bytes. Joined, such fields are the message that holds them."""
+    out = bytearray()
+    out.append(field << 3 | 2)  # wire type 2: length-delimited
+    n = len(payload)
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    out += payload
+    return bytes(out)
+
+
+def passing_bytes(add: Callable[[Any, Any], None], servicer: Any, server: Any) -> None:
+    """`add(servicer, server)` (a generated add_*Servicer_to_server) with every method's
+    reply serializer passing `bytes` through as they are: a handler may answer its reply
+    already encoded (e.g. joined from cached parts)."""
+
+    class Capture:
+        def add_generic_rpc_handlers(self, handlers: Any) -> None:
+            pass  # rebuilt below from the registered handlers
+
+        def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+            self.service, self.handlers = service, handlers
+
+    capture = Capture()
+    add(servicer, capture)
+
+    def passing(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+        return lambda reply: reply if type(reply) is bytes else serialize(reply)
+
+    handlers = {name: h._replace(response_serializer=passing(h.response_serializer)) for name, h in capture.handlers.items()}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(capture.service, handlers),))
+    server.add_registered_method_handlers(capture.service, handlers)

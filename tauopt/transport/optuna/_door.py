@@ -61,7 +61,7 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
 
     from .._metrics import Metrics
     from .._relay import relay_for
-    from .._rpc import bind_insecure
+    from .._rpc import bind_insecure, passing_bytes
     from ._generated import api_pb2_grpc as pb_grpc
     from ._servicer import StorageServicer  # imports grpc: only when the door opens
 
@@ -81,7 +81,7 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
     servicer = StorageServicer(
         engine.as_owner(creds[0].id), on_rpc=Metrics.for_engine(engine).record_rpc, max_studies=door.max_studies
     )
-    pb_grpc.add_StorageServiceServicer_to_server(servicer, server)
+    passing_bytes(pb_grpc.add_StorageServiceServicer_to_server, servicer, server)
     target = f"[{door.host}]:{door.port}" if ":" in door.host and not door.host.startswith("[") else f"{door.host}:{door.port}"
     bound = bind_insecure(server, target, "--optuna-port: ")
     await server.start()

@@ -36,16 +36,17 @@ from ...engine import (
     check_key,
 )
 from ...errors import api_error, invalid
-from .._rpc import OnRpc, answer_rpc
+from .._rpc import OnRpc, answer_rpc, length_delimited
 from ._door import MAX_MESSAGE_BYTES, MAX_STUDIES
 from ._generated import api_pb2 as pb
 from ._generated import api_pb2_grpc as pb_grpc
 
-__all__ = ["StorageServicer", "MAX_MESSAGE_BYTES"]
+__all__ = ["StorageServicer", "EncodedTrials", "MAX_MESSAGE_BYTES"]
 
 log = logging.getLogger("tauopt.optuna")
 
 MAX_INCLUDED_IDS = 1_000_000  # unfinished trial ids one GetTrials may name
+ENCODED_TRIALS = 20_000  # trials whose wire bytes are kept (each about a few hundred bytes)
 
 T = TypeVar("T")
 
@@ -81,6 +82,32 @@ def trial_to_proto(t: Trial) -> pb.Trial:
         system_attributes=dict(t.system_attrs),
         intermediate_values=dict(t.intermediate),
     )
+
+
+class EncodedTrials:
+    """Each trial's wire form, encoded once per version of the trial. Every worker's
+    GetTrials names every unfinished trial it has seen, and reads each finished one once,
+    so one version of a trial goes out many times: it is encoded once and the replies
+    are joined from the bytes. A version is the trial object itself (the engine replaces
+    a trial's object when the trial changes); the oldest entries go past `size`."""
+
+    def __init__(self, size: int = ENCODED_TRIALS) -> None:
+        self._size = size
+        self._by_id: dict[int, tuple[Trial, bytes]] = {}
+
+    def __call__(self, t: Trial) -> bytes:
+        """`t` as field 1 of GetTrialReply and GetTrialsReply (the trial, the trials)."""
+        by_id = self._by_id
+        hit = by_id.get(t.trial_id)
+        if hit is not None:
+            if hit[0] is t:
+                return hit[1]
+            del by_id[t.trial_id]  # re-inserted last: the newest version is the last to go
+        elif len(by_id) >= self._size:
+            del by_id[next(iter(by_id))]
+        encoded = length_delimited(1, trial_to_proto(t).SerializeToString())
+        by_id[t.trial_id] = (t, encoded)
+        return encoded
 
 
 def trial_from_proto(p: pb.Trial) -> Trial:
@@ -122,6 +149,7 @@ class StorageServicer(pb_grpc.StorageServiceServicer):
         self.engine = engine
         self.on_rpc = on_rpc
         self.max_studies = max_studies
+        self.encoded = EncodedTrials()
 
     async def _call(self, context: grpc.aio.ServicerContext, rpc: str, fn: Callable[[], Awaitable[T]]) -> T:
         # not_found and name_taken are ordinary answers here (load_if_exists, a lookup)
@@ -279,20 +307,21 @@ class StorageServicer(pb_grpc.StorageServiceServicer):
 
         return await self._call(context, "SetTrialSystemAttribute", run)
 
-    async def GetTrial(self, request: pb.GetTrialRequest, context: Any) -> pb.GetTrialReply:
-        async def run() -> pb.GetTrialReply:
-            trial = await self.engine.trial_call(request.trial_id, ReadTrial(request.trial_id))
-            return pb.GetTrialReply(trial=trial_to_proto(trial))
+    # GetTrial and GetTrials answer their reply's bytes (the door's serializer passes bytes on)
+
+    async def GetTrial(self, request: pb.GetTrialRequest, context: Any) -> bytes:
+        async def run() -> bytes:
+            return self.encoded(await self.engine.trial_call(request.trial_id, ReadTrial(request.trial_id)))
 
         return await self._call(context, "GetTrial", run)
 
-    async def GetTrials(self, request: pb.GetTrialsRequest, context: Any) -> pb.GetTrialsReply:
-        async def run() -> pb.GetTrialsReply:
+    async def GetTrials(self, request: pb.GetTrialsRequest, context: Any) -> bytes:
+        async def run() -> bytes:
             if len(request.included_trial_ids) > MAX_INCLUDED_IDS:
                 raise invalid(f"included_trial_ids: at most {MAX_INCLUDED_IDS}")
             read = ReadTrials(request.trial_id_greater_than, frozenset(request.included_trial_ids))
             trials = await self.engine.study_call(request.study_id, read)
-            return pb.GetTrialsReply(trials=[trial_to_proto(t) for t in trials])
+            return b"".join(map(self.encoded, trials))
 
         return await self._call(context, "GetTrials", run)
 
