@@ -74,7 +74,7 @@ def test_get_trials_reads_the_ids_above_the_last_finished_one_and_the_included_o
 
     def numbers(greater_than: int, included: set[int] = set()) -> list[int]:
         found = book.apply(ReadTrials(greater_than, frozenset(included)), 0.0)[0]
-        reference = [t for t in book.trials if t.trial_id > greater_than or t.trial_id in included]
+        reference = [t for t in (r.door for r in book.records.numbered) if t.trial_id > greater_than or t.trial_id in included]
         assert found == reference
         return [t.number for t in found]
 
