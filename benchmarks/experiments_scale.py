@@ -16,7 +16,12 @@ experiments have no history (idle ones that were created and never run). Then a 
   loaded machine the latencies wait for a core; the CPU is the ask's own cost), and
   the RSS after them;
 - dashboard: the experiment list's first page as the dashboard reads it (a page of
-  100, then each row's summary, 6 at a time as a browser does), wall time.
+  100, then each row's summary, 6 at a time as a browser does), wall time;
+- GET /metrics (no metrics token: the aggregate gauges), p50/p99 and the daemon's CPU
+  per scrape;
+- a KerasTuner chief's project lookup: after the daemon stopped, an engine on the same
+  file starts a trial queue for a new project (finds none of that name, creates it),
+  as the chief does before its first answer, 3 times (after one to warm up).
 
     nice -n 10 .venv/bin/python benchmarks/experiments_scale.py --sizes 0,1000,10000,100000
     .venv/bin/python benchmarks/experiments_scale.py --smoke     # 300 experiments, a few seconds
@@ -78,6 +83,19 @@ async def _seed(db: Path, n: int) -> str:
 
             await store.write([DeleteExperiment(template.id)])
     return token
+
+
+async def _project_lookup(db: Path, project: str) -> float:
+    """Seconds a KerasTuner chief's trial queue takes to find (here: not find, then create)
+    its project in the store at `db`: what the chief does before its first answer."""
+    from tauopt import Engine
+    from tauopt.engine._trialqueue import TrialPolicy, TrialQueue
+
+    policy = TrialPolicy(project=project, objectives=(("loss", "min"),), score="loss", maximize=False, max_trials=10)
+    async with Engine(store=str(db), pool=None) as engine:
+        t0 = time.perf_counter()
+        await TrialQueue(engine, policy).start()
+        return time.perf_counter() - t0
 
 
 def _rss_mb(pid: int) -> float:
@@ -160,10 +178,14 @@ def measure(n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 cold.append(time.perf_counter() - t0)
             cold_cpu_ms = 1000 * (_cpu_seconds(proc.pid) - cpu0) / max(len(cold), 1)
             warm, _ = _timed(http, "GET", f"/v1/experiments/{cold_ids[0]}", args.repeats) if cold_ids else ([], None)
+            cpu0 = _cpu_seconds(proc.pid)
+            scrapes, _ = _timed(http, "GET", "/metrics", args.repeats)
+            scrape_cpu_ms = 1000 * (_cpu_seconds(proc.pid) - cpu0) / args.repeats
         rss_after = _rss_mb(proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    lookups = [anyio.run(_project_lookup, db, f"kt-{i}") for i in range(4)][1:]  # the first imports what a create needs
     return {
         "experiments": n,
         "load_average": round(os.getloadavg()[0], 1),
@@ -180,6 +202,9 @@ def measure(n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "cold_ask_daemon_cpu_ms": round(cold_cpu_ms, 2),
         "warm_read_ms": _ms(warm),
         "rss_after_cold_asks_mb": round(rss_after, 1),
+        "metrics_scrape_ms": _ms(scrapes),
+        "metrics_scrape_daemon_cpu_ms": round(scrape_cpu_ms, 2),
+        "kerastuner_project_start_ms": _ms(lookups),
     }
 
 

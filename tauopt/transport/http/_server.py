@@ -14,6 +14,7 @@ translates; auth and per-credential limits sit at the door
 
 from __future__ import annotations
 
+import gc
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
@@ -94,6 +95,7 @@ def create_app(
     metrics_top_experiments: int = TOP_EXPERIMENTS,
     doors: Sequence[Any] = (),
     forward_lease_s: float | None = None,
+    freeze_at_start: bool = False,
 ) -> Starlette:
     """The REST API as an ASGI app.
 
@@ -111,6 +113,10 @@ def create_app(
     forward_lease_s: with several daemons on one database (the engine's store shared by
         lease of that many seconds), forward requests for experiments another daemon
         owns to it (`_forward.py`).
+    freeze_at_start: once the app has started, move every object made so far (imports,
+        the app, the engine) out of the garbage collector's reach (`gc.freeze`), so a
+        full collection later scans only what the daemon made since; a daemon's own
+        process only (`tauopt serve`), as it changes the whole process.
     """
     # an engine other doors serve (the chief's --http-port): count into its one Metrics
     metrics = Metrics(metrics_top_experiments) if engine is None else Metrics.for_engine(engine, metrics_top_experiments)
@@ -130,6 +136,12 @@ def create_app(
                 for door in doors:
                     _, stop = await door(group, eng, "127.0.0.1")
                     stack.callback(stop)  # before the group's exit: the door's task ends
+            if freeze_at_start:
+                # tens of thousands of start-up objects, alive until the end: a full collection
+                # walked them all each time (a pause of the event loop that grows with the
+                # libraries loaded, in the tail of every request it falls on)
+                gc.collect()
+                gc.freeze()
             yield {"engine": eng, "gate": app.state.gate, "auth": auth, "columns": ColumnsCache(), "pages": EncodedPages()}
 
     schema: dict[str, Any] = {}
