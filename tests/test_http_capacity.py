@@ -100,6 +100,7 @@ def test_experiments_scale_benchmark_measures_a_small_store_and_draws_its_curves
     (run,) = json.loads(out.stdout)["sizes"]
     assert run["experiments"] == 300 and run["listed_first_page"] == 300 and run["cold_asks"] == 20, run
     assert run["start_s"] > 0 and run["cold_ask_ms"]["p99"] > 0 and run["rss_idle_mb"] > 0, run
+    assert run["metrics_scrape_ms"]["p50"] > 0 and run["kerastuner_project_resume_ms"]["p50"] > 0, run
     assert png.stat().st_size > 0
 
 
