@@ -16,7 +16,13 @@ experiments have no history (idle ones that were created and never run). Then a 
   loaded machine the latencies wait for a core; the CPU is the ask's own cost), and
   the RSS after them;
 - dashboard: the experiment list's first page as the dashboard reads it (a page of
-  100, then each row's summary, 6 at a time as a browser does), wall time.
+  100, then each row's summary, 6 at a time as a browser does), wall time;
+- GET /metrics (no metrics token: the aggregate gauges), p50/p99 and the daemon's CPU
+  per scrape;
+- a KerasTuner chief's project lookup: after the daemon stopped, an engine on the same
+  file starts a trial queue, as the chief does before its first answer: 3 times for a
+  new project (finds none of that name, creates it) and 3 times for an existing one
+  (finds and resumes it), after one to warm up (--lookups).
 
     nice -n 10 .venv/bin/python benchmarks/experiments_scale.py --sizes 0,1000,10000,100000
     .venv/bin/python benchmarks/experiments_scale.py --smoke     # 300 experiments, a few seconds
@@ -78,6 +84,20 @@ async def _seed(db: Path, n: int) -> str:
 
             await store.write([DeleteExperiment(template.id)])
     return token
+
+
+async def _project_lookup(db: Path, project: str) -> float:
+    """Seconds a KerasTuner chief's trial queue takes to find its project in the store at
+    `db` and resume it, or to find none and create it: what the chief does before its
+    first answer."""
+    from tauopt import Engine
+    from tauopt.engine._trialqueue import TrialPolicy, TrialQueue
+
+    policy = TrialPolicy(project=project, objectives=(("loss", "min"),), score="loss", maximize=False, max_trials=10)
+    async with Engine(store=str(db), pool=None) as engine:
+        t0 = time.perf_counter()
+        await TrialQueue(engine, policy).start()
+        return time.perf_counter() - t0
 
 
 def _rss_mb(pid: int) -> float:
@@ -160,10 +180,16 @@ def measure(n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 cold.append(time.perf_counter() - t0)
             cold_cpu_ms = 1000 * (_cpu_seconds(proc.pid) - cpu0) / max(len(cold), 1)
             warm, _ = _timed(http, "GET", f"/v1/experiments/{cold_ids[0]}", args.repeats) if cold_ids else ([], None)
+            cpu0 = _cpu_seconds(proc.pid)
+            scrapes, _ = _timed(http, "GET", "/metrics", args.repeats)
+            scrape_cpu_ms = 1000 * (_cpu_seconds(proc.pid) - cpu0) / args.repeats
         rss_after = _rss_mb(proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    anyio.run(_project_lookup, db, "kt-0")  # imports what a create needs
+    creates = [anyio.run(_project_lookup, db, f"kt-{i}") for i in range(1, 1 + args.lookups)]
+    resumes = [anyio.run(_project_lookup, db, "kt-0") for _ in range(args.lookups)]
     return {
         "experiments": n,
         "load_average": round(os.getloadavg()[0], 1),
@@ -180,6 +206,10 @@ def measure(n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "cold_ask_daemon_cpu_ms": round(cold_cpu_ms, 2),
         "warm_read_ms": _ms(warm),
         "rss_after_cold_asks_mb": round(rss_after, 1),
+        "metrics_scrape_ms": _ms(scrapes),
+        "metrics_scrape_daemon_cpu_ms": round(scrape_cpu_ms, 2),
+        "kerastuner_project_create_ms": _ms(creates),  # a chief's first start: no project of that name yet
+        "kerastuner_project_resume_ms": _ms(resumes),  # a chief restarted: its project found by name
     }
 
 
@@ -214,13 +244,14 @@ def main() -> None:
     p.add_argument("--out", default=None, help="also write the JSON here")
     p.add_argument("--png", default=None, help="draw the curves here (matplotlib)")
     p.add_argument("--replot", default=None, metavar="JSON", help="only draw --png from this earlier output")
-    p.add_argument("--smoke", action="store_true", help="300 experiments, 3 repeats, 20 cold asks")
+    p.add_argument("--lookups", type=int, default=3, help="KerasTuner project lookups measured, each kind")
+    p.add_argument("--smoke", action="store_true", help="300 experiments, 3 repeats, 20 cold asks, 1 lookup")
     args = p.parse_args()
     if args.replot:
         plot(json.loads(Path(args.replot).read_text()), args.png)
         return
     if args.smoke:
-        args.sizes, args.repeats, args.cold = "300", 3, 20
+        args.sizes, args.repeats, args.cold, args.lookups = "300", 3, 20, 1
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(args.workdir or tmp)
         sizes = measure_sizes(args.sizes, lambda n: measure(n, args, workdir))

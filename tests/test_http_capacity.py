@@ -100,4 +100,29 @@ def test_experiments_scale_benchmark_measures_a_small_store_and_draws_its_curves
     (run,) = json.loads(out.stdout)["sizes"]
     assert run["experiments"] == 300 and run["listed_first_page"] == 300 and run["cold_asks"] == 20, run
     assert run["start_s"] > 0 and run["cold_ask_ms"]["p99"] > 0 and run["rss_idle_mb"] > 0, run
+    assert run["metrics_scrape_ms"]["p50"] > 0 and run["kerastuner_project_resume_ms"]["p50"] > 0, run
     assert png.stat().st_size > 0
+
+
+@pytest.mark.anyio
+async def test_a_daemon_freezes_what_it_made_at_start_so_full_collections_skip_it() -> None:
+    """`tauopt serve`'s app (freeze_at_start) moves its start-up objects out of the
+    collector's reach once started: a full collection no longer walks them (the pause
+    is measured by benchmarks/experiments_scale.py's cold asks)."""
+    import gc
+
+    from tauopt import Engine
+    from tauopt.transport.http._server import create_app
+
+    gc.unfreeze()
+    try:
+        async with Engine(pool=None) as engine:
+            app = create_app(engine, freeze_at_start=True)
+            async with app.router.lifespan_context(app):
+                assert gc.get_freeze_count() > 1000  # the libraries, the app, the engine
+            gc.unfreeze()
+            plain = create_app(engine)  # embedded in someone else's process: left alone
+            async with plain.router.lifespan_context(plain):
+                assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()

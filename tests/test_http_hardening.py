@@ -192,3 +192,96 @@ def test_the_gate_counts_a_credentials_waiting_asks() -> None:
             assert other  # per credential
     with gate.waiting_ask(cred) as again:
         assert again  # released on the way out
+
+
+# -- one write per answer; one credential lookup at a time ----------------------------------
+
+
+class _Recorded:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+
+def test_a_head_that_declares_its_length_goes_out_with_the_body_in_one_write() -> None:
+    from tauopt.transport.http._guard import _HeadWithBody
+
+    t = _Recorded()
+    out = _HeadWithBody(t)  # type: ignore[arg-type]
+    out.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # written at once: the client waits for it to send its body
+    assert t.writes == [b"HTTP/1.1 100 Continue\r\n\r\n"]
+    out.write(b"HTTP/1.1 201 Created\r\ndate: x\r\ncontent-length: 2\r\n\r\n")
+    out.write(b"{}")
+    assert t.writes[1:] == [b"HTTP/1.1 201 Created\r\ndate: x\r\ncontent-length: 2\r\n\r\n{}"]
+    chunked = _Recorded()
+    out = _HeadWithBody(chunked)  # type: ignore[arg-type]
+    out.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")  # a stream's head: at once
+    assert chunked.writes == [b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"]
+    cut = _Recorded()
+    out = _HeadWithBody(cut)  # type: ignore[arg-type]
+    out.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n")
+    out.close()  # the app stopped before its body: the head still goes out, then the connection closes
+    assert cut.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n"] and cut.closed
+
+
+def test_expect_100_continue_is_answered_before_the_body_and_the_answer_follows(guarded: tuple[str, int, str, str]) -> None:
+    _, port, token, eid = guarded
+    body = b'{"tag": "w"}'
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(
+            f"POST /v1/experiments/{eid}/suggestions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        )
+        assert s.recv(65536).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        s.sendall(body)
+        answer = b""
+        while b'"experiment_id"' not in answer:
+            chunk = s.recv(65536)
+            assert chunk, answer
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 201") and b"content-length: " in answer
+
+
+@pytest.mark.anyio
+async def test_requests_arriving_while_a_tokens_lookup_runs_wait_for_it_instead_of_asking_the_store() -> None:
+    import anyio
+
+    from tauopt.engine._auth import hash_token
+    from tauopt.store import MemoryStore
+
+    class SlowLookups(MemoryStore):
+        lookups = 0
+        release = anyio.Event()
+
+        async def credential_by_hash(self, token_hash: str):  # type: ignore[no-untyped-def]
+            SlowLookups.lookups += 1
+            await self.release.wait()
+            return await super().credential_by_hash(token_hash)
+
+    store = SlowLookups()
+    cred, token = new_credential("w")
+    async with store:
+        await store.put_credential(cred)
+        gate = Gate(store)
+        got = []
+        async with anyio.create_task_group() as tg:
+            for _ in range(20):
+                tg.start_soon(lambda: _authenticate(gate, token, got))
+            await anyio.wait_all_tasks_blocked()
+            store.release.set()
+        assert SlowLookups.lookups == 1 and len(got) == 20 and all(c.token_hash == hash_token(token) for c in got)
+        with pytest.raises(Exception, match="unknown or revoked"):  # a bad token is still refused, by its own lookup
+            await gate.authenticate("Bearer tau_wrong")
+
+
+async def _authenticate(gate: Gate, token: str, got: list) -> None:
+    got.append(await gate.authenticate(f"Bearer {token}"))

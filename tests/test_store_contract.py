@@ -15,6 +15,7 @@ from tauopt.store import (
     CredentialRecord,
     DeleteExperiment,
     MemoryStore,
+    PutCounters,
     PutCredential,
     PutExperiment,
     PutObservation,
@@ -217,6 +218,26 @@ async def test_listing_pages_by_cursor_with_filters_in_store_order(store: Store)
     assert ids(await store.list_experiments(name="%")) == ["d"]
     assert ids(await store.list_experiments(name="t_")) == ["b"]
     assert ids(await store.list_experiments(owner="bob")) == []
+    # an exact name: case and every character count
+    assert ids(await store.list_experiments(named="resnet_2")) == ["b"]
+    assert ids(await store.list_experiments(named="Resnet")) == []
+    assert ids(await store.list_experiments(state="archived", named="vit")) == ["c"]
+    assert ids(await store.list_experiments(state="active", named="vit", owner="alice")) == []
+
+
+async def test_experiment_gauges_count_by_state_and_rank_the_busiest_not_archived(store: Store) -> None:
+    await store.write([
+        PutExperiment(experiment("a")), PutExperiment(experiment("b", state="completed")),
+        PutExperiment(experiment("c", state="archived")), PutExperiment(experiment("d", owner=None)),
+        PutExperiment(experiment("e")),
+    ])  # fmt: skip
+    await store.write([
+        PutCounters("a", 1, 5, 6), PutCounters("c", 9, 9, 9), PutCounters("d", 3, 0, 3), PutCounters("e", 1, 7, 8),
+    ])  # fmt: skip
+    gauges = await store.experiment_gauges(3)
+    assert dict(gauges.states) == {"active": 3, "completed": 1, "archived": 1}
+    assert gauges.busiest == (("d", 3, 0), ("e", 1, 7), ("a", 1, 5))  # c is archived
+    assert (await store.experiment_gauges(0)).busiest == ()
 
 
 async def test_credentials_put_revoke_and_lookup_by_hash(store: Store) -> None:

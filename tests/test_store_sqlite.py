@@ -543,3 +543,38 @@ async def test_a_store_of_100k_experiments_opens_in_under_a_second(tmp_path: Pat
 def test_importing_tauopt_does_not_import_aiosqlite() -> None:
     code = "import sys, tauopt, tauopt.engine; assert 'aiosqlite' not in sys.modules, 'aiosqlite imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+async def test_a_scrape_and_a_projects_lookup_read_only_the_experiments_they_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GET /metrics' gauges are aggregated by the store, and a trial queue finds its
+    project by name through the name index: neither reads every stored experiment."""
+    from tauopt import Engine
+    from tauopt.engine._trialqueue import TrialPolicy, TrialQueue
+    from tauopt.transport._metrics import Metrics
+
+    space = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}]
+    async with Engine(store=str(tmp_path / "t.db"), pool=None) as engine:
+        for name in ("other", "proj", "another"):
+            await engine.create_experiment(name, space, {"name": "loss"}, strategy="random")
+        await engine.suggest((await engine.experiments(name="another"))[0].id)
+        listed: list[str] = []
+        real = engine.store.list_experiments
+
+        async def watched(*args: object, **kwargs: object) -> list:
+            found = await real(*args, **kwargs)  # type: ignore[arg-type]
+            listed.extend(e.name for e in found)
+            return found
+
+        monkeypatch.setattr(engine.store, "list_experiments", watched)
+        metrics = Metrics(2)
+        metrics.bind(engine)
+        text = (await metrics.scrape()).decode()
+        assert 'tauopt_experiments{state="active"} 3.0' in text
+        assert text.count("tauopt_experiment_open_suggestions{") == 2 and 'open_suggestions{experiment=' in text
+        policy = TrialPolicy(project="proj", objectives=(("loss", "min"),), score="loss", maximize=False, max_trials=4)
+        assert (await TrialQueue(engine, policy).start()).name == "proj"
+        assert listed == ["proj"]
+        conn = sqlite3.connect(tmp_path / "t.db")
+        plan = " ".join(str(r) for r in conn.execute("EXPLAIN QUERY PLAN SELECT seq FROM experiments WHERE name = 'proj'"))
+        conn.close()
+        assert "experiments_by_name" in plan

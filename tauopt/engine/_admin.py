@@ -47,7 +47,7 @@ def best_observation(experiment: Experiment, observations: Iterable[Observation]
 
 async def list_experiments(
     store: Store, state: str | None, owner: str | None, *, after: str | None = None, limit: int | None = None,
-    name: str | None = None,
+    name: str | None = None, named: str | None = None,
 ) -> list[Experiment]:
     """Experiments in `state` visible to `owner` (None: all), in the order they entered the
     store (created or imported), at most `limit` after the experiment `after` (its id; one
@@ -58,7 +58,7 @@ async def list_experiments(
             raise invalid(
                 f"after: no experiment {after!r} (deleted since the last page?); list again without after"
             )
-    return await store.list_experiments(state, owner, after=after, limit=limit, name=name)
+    return await store.list_experiments(state, owner, after=after, limit=limit, name=name, named=named)
 
 
 @dataclass(frozen=True)

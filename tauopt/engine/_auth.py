@@ -211,6 +211,7 @@ class Gate:
         self.clock = clock
         self.cache_s = cache_s
         self._cache: dict[str, tuple[float, Credential]] = {}
+        self._lookups: dict[str, anyio.Event] = {}  # token hash -> its lookup running
         self._quotas: dict[str, SuggestionQuota] = {}
         self._buckets: dict[str, TokenBucket] = {}
         self._create_locks: dict[str, anyio.Lock] = {}
@@ -226,21 +227,38 @@ class Gate:
                 "missing bearer token; send 'Authorization: Bearer <token>' (tauopt token create prints one)",
             )
         digest = hash_token(token)
-        now = self.clock()
         hit = self._cache.get(digest)
-        if hit is not None and now - hit[0] < self.cache_s:
-            cred = hit[1]
-        else:
-            found = await self.store.credential_by_hash(digest)
-            if found is None or found.revoked:
-                self._cache.pop(digest, None)
-                raise api_error("unauthorized", "unknown or revoked token; check TAUOPT_TOKEN or create a new token")
-            cred = found
-            self._cache[digest] = (now, cred)
+        cred = hit[1] if hit is not None and self.clock() - hit[0] < self.cache_s else await self._look_up(digest)
         # The lookup was by hash; confirm in constant time all the same.
         if not hmac.compare_digest(digest.encode(), cred.token_hash.encode()):
             raise api_error("unauthorized", "unknown or revoked token; check TAUOPT_TOKEN or create a new token")
         return cred
+
+    async def _look_up(self, digest: str) -> Credential:
+        """The store's credential of `digest`, cached. One lookup at a time per token: the
+        requests that arrive while it runs (a busy token's, every time its cache entry
+        expires) wait for its answer instead of each asking the store."""
+        while True:
+            running = self._lookups.get(digest)
+            if running is None:
+                break
+            await running.wait()
+            hit = self._cache.get(digest)
+            if hit is not None:
+                return hit[1]
+            # that lookup failed (refused, or the store unavailable): this request asks for itself
+        done = self._lookups[digest] = anyio.Event()
+        try:
+            now = self.clock()
+            found = await self.store.credential_by_hash(digest)
+            if found is None or found.revoked:
+                self._cache.pop(digest, None)
+                raise api_error("unauthorized", "unknown or revoked token; check TAUOPT_TOKEN or create a new token")
+            self._cache[digest] = (now, found)
+            return found
+        finally:
+            del self._lookups[digest]
+            done.set()
 
     def forget(self, token_hash: str | None = None) -> None:
         """Drop cached credentials (all, or one) so a revoke applies at once."""

@@ -429,6 +429,12 @@ class Engine:
             raise invalid(f"name: give text to find in experiment names, not {name!r}")
         return await list_experiments(self.store, state, self._owner, after=after, limit=limit, name=name)
 
+    async def _experiments_named(self, name: str, state: ExperimentState) -> list[Experiment]:
+        """The experiments of exactly `name` in `state` that this engine's operations see,
+        in store order: an index lookup, whatever the store holds (a trial-based door
+        resuming its project)."""
+        return await list_experiments(self.store, state, self._owner, named=name)
+
     async def update_experiment(
         self,
         experiment_id: str,

@@ -132,7 +132,7 @@ class TrialQueue:
         """Create the project's experiment, or resume the active one of that name."""
         p = self.policy
         metrics = [{"name": n, "objective": "maximize" if d == "max" else "minimize"} for n, d in p.objectives]
-        found = [e for e in await self.engine.experiments(state="active") if e.name == p.project]
+        found = await self.engine._experiments_named(p.project, "active")
         if found:
             exp = found[-1]
             if [m.to_dict() for m in exp.objectives] != metrics:

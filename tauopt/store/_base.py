@@ -28,7 +28,7 @@ import abc
 import time
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, AsyncIterator, Callable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 import anyio
 from anyio.abc import TaskGroup
@@ -48,6 +48,7 @@ __all__ = [
     "PutCredential",
     "RevokeCredential",
     "CredentialRecord",
+    "ExperimentGauges",
     "Write",
     "Snapshot",
     "IndexRow",
@@ -190,6 +191,15 @@ class IndexRow:
     state: str
 
 
+@dataclass(frozen=True)
+class ExperimentGauges:
+    """What GET /metrics shows of the stored experiments: counts by state, and the
+    busiest ones as (id, open suggestions, observations)."""
+
+    states: Mapping[str, int]
+    busiest: tuple[tuple[str, int, int], ...]
+
+
 class StoreError(Exception):
     """A store cannot be opened (bad file, newer schema, read-only location)."""
 
@@ -326,17 +336,28 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def list_experiments(
         self, state: str | None = None, owner: str | None = None, *, after: str | None = None,
-        limit: int | None = None, name: str | None = None,
+        limit: int | None = None, name: str | None = None, named: str | None = None,
     ) -> list[Experiment]:  # fmt: skip
         """Experiments in `state` visible to `owner`: its own and the unowned ones
         (created in process, e.g. by the KerasTuner chief). owner None: all. In the
         order they entered this store (created or imported); `after`: only those after
         the experiment of that id (none if it is absent); at most `limit`; `name`: only
-        those whose name contains it, case-insensitively. A page costs its own rows,
-        not the store's size."""
+        those whose name contains it, case-insensitively; `named`: only those of exactly
+        that name (an index lookup). A page costs its own rows, not the store's size."""
 
     @abc.abstractmethod
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int: ...
+
+    async def experiment_gauges(self, top: int) -> ExperimentGauges:
+        """How many experiments are in each state, and the `top` busiest not archived
+        (most open suggestions, then most observations, then id). A database store
+        aggregates its index columns (no experiment read); this fallback lists them."""
+        found = await self.list_experiments()
+        states: dict[str, int] = {}
+        for e in found:
+            states[e.state] = states.get(e.state, 0) + 1
+        live = sorted((e for e in found if e.state != "archived"), key=lambda e: (-e.open_suggestions, -e.observations, e.id))
+        return ExperimentGauges(states, tuple((e.id, e.open_suggestions, e.observations) for e in live[:top]))
 
     @abc.abstractmethod
     async def has_experiment(self, experiment_id: str) -> bool: ...

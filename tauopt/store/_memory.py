@@ -151,7 +151,7 @@ class MemoryStore(Store):
 
     async def list_experiments(
         self, state: str | None = None, owner: str | None = None, *, after: str | None = None,
-        limit: int | None = None, name: str | None = None,
+        limit: int | None = None, name: str | None = None, named: str | None = None,
     ) -> list[Experiment]:  # fmt: skip
         records: Iterable[_Stored] = self._data.values()
         if after is not None:
@@ -163,6 +163,7 @@ class MemoryStore(Store):
             if (state is None or r.experiment.state == state)
             and (owner is None or r.experiment.owner in (owner, None))
             and (name is None or name.lower() in r.experiment.name.lower())
+            and (named is None or r.experiment.name == named)
         )
         return list(islice(found, limit))
 

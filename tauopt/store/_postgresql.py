@@ -54,12 +54,14 @@ from anyio.abc import TaskGroup
 
 from ..errors import ApiError, api_error
 from ..models import Experiment
-from ._base import CredentialRecord, Done, IndexRow, Sharing, Snapshot, Store, StoreError, Write
+from ._base import CredentialRecord, Done, ExperimentGauges, IndexRow, Sharing, Snapshot, Store, StoreError, Write
 from ._filewatch import StoreUnavailable, read_error
 from ._group_commit import GroupCommitWriter, GroupWritten
 from ._leases import SECTION_LOCK, Leases
 from ._postgresql_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION, TABLES, migrate
 from ._rows import (
+    BUSIEST_QUERY,
+    STATES_QUERY,
     CREDENTIAL_COLUMNS,
     HEAD_COLUMNS,
     OBSERVATION_COLUMNS,
@@ -578,9 +580,9 @@ class PostgresStore(GroupWritten, Store):
 
     async def list_experiments(
         self, state: str | None = None, owner: str | None = None, *, after: str | None = None,
-        limit: int | None = None, name: str | None = None,
+        limit: int | None = None, name: str | None = None, named: str | None = None,
     ) -> list[Experiment]:  # fmt: skip
-        sql, params = experiments_query(lambda n: f"${n}::text", state, owner, after, limit, name)
+        sql, params = experiments_query(lambda n: f"${n}::text", state, owner, after, limit, name, named=named)
         return [experiment_of(body, o, n_open, n_obs) for o, body, n_open, n_obs in await self._fetch(sql, *params)]
 
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int:
@@ -589,6 +591,11 @@ class PostgresStore(GroupWritten, Store):
             exclude_state, owner,
         )  # fmt: skip
         return int(rows[0][0])
+
+    async def experiment_gauges(self, top: int) -> ExperimentGauges:
+        states = await self._fetch(STATES_QUERY)
+        busiest = await self._fetch(BUSIEST_QUERY.format(top=int(top))) if top > 0 else []
+        return ExperimentGauges({s: int(n) for s, n in states}, tuple((e, int(o), int(n)) for e, o, n in busiest))
 
     async def has_experiment(self, experiment_id: str) -> bool:
         return bool(await self._fetch("SELECT 1 FROM experiments WHERE id = $1", experiment_id))

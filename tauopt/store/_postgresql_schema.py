@@ -106,6 +106,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX records_by_key ON records (key)",
     ),
+    # 5 -> 6: experiments by exact name (a trial-based door finds its project without reading every header)
+    ("CREATE INDEX experiments_by_name ON experiments (name)",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("experiments", "suggestions", "observations", "credentials", "reports", "records")

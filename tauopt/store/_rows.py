@@ -201,7 +201,7 @@ def prepare(
 
 def experiments_query(
     mark: Callable[[int], str], state: str | None, owner: str | None, after: str | None, limit: int | None,
-    name: str | None, not_indexed: str = "",
+    name: str | None, not_indexed: str = "", named: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The SELECT of a listing of experiments (the `Store.list_experiments` arguments) and
     its parameters, the n-th written by `mark(n)` (SQLite ?n, PostgreSQL $n::text). In
@@ -209,7 +209,8 @@ def experiments_query(
     index, and a page reads on from its seq by the primary key, whatever the store holds.
     `not_indexed` prefixes the owner and state columns: SQLite's "+" keeps its planner off
     the (owner, state) index, which read every experiment of the owner and sorted them
-    for each page (100,000 experiments: a page 8x slower than at 1,000)."""
+    for each page (100,000 experiments: a page 8x slower than at 1,000). `named`: only
+    the experiments of exactly that name, found by the name index."""
     params: list[Any] = []
 
     def p(value: Any) -> str:
@@ -226,9 +227,20 @@ def experiments_query(
     if name is not None:
         pattern = "%" + name.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         where.append(f"lower(name) LIKE {p(pattern)} ESCAPE '\\'")
+    if named is not None:
+        where.append(f"name = {p(named)}")
     sql = "SELECT owner, body, open_suggestions, observations FROM experiments"
     sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq"
     return sql + (f" LIMIT {int(limit)}" if limit is not None else ""), params
+
+
+# Experiments by state, and the busiest (most open suggestions, then most observations)
+# that are not archived: aggregated by the database from the index columns, no body read.
+STATES_QUERY = "SELECT state, count(*) FROM experiments GROUP BY state"
+BUSIEST_QUERY = (
+    "SELECT id, open_suggestions, observations FROM experiments WHERE state <> 'archived' "
+    "ORDER BY open_suggestions DESC, observations DESC, id LIMIT {top}"
+)
 
 
 def experiment_of(body: str, owner: str | None, open_suggestions: int, observations: int) -> Experiment:

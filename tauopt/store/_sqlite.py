@@ -44,6 +44,7 @@ from ..models import Experiment
 from ._base import (
     CredentialRecord,
     Done,
+    ExperimentGauges,
     IndexRow,
     PutCounters,
     Snapshot,
@@ -55,6 +56,8 @@ from ._filelock import FileLock
 from ._filewatch import FileWatch, create_private, unavailable
 from ._group_commit import GroupCommitWriter, GroupWritten
 from ._rows import (
+    BUSIEST_QUERY,
+    STATES_QUERY,
     CREDENTIAL_COLUMNS,
     HEAD_COLUMNS,
     OBSERVATION_COLUMNS,
@@ -172,6 +175,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX records_by_key ON records (key)",
     ),
+    # 5 -> 6: experiments by exact name (a trial-based door finds its project without reading every header)
+    ("CREATE INDEX experiments_by_name ON experiments (name)",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -554,9 +559,9 @@ class SqliteStore(GroupWritten, Store):
 
     async def list_experiments(
         self, state: str | None = None, owner: str | None = None, *, after: str | None = None,
-        limit: int | None = None, name: str | None = None,
+        limit: int | None = None, name: str | None = None, named: str | None = None,
     ) -> list[Experiment]:  # fmt: skip
-        sql, params = experiments_query(lambda n: f"?{n}", state, owner, after, limit, name, not_indexed="+")
+        sql, params = experiments_query(lambda n: f"?{n}", state, owner, after, limit, name, not_indexed="+", named=named)
 
         def read(conn: sqlite3.Connection) -> list[Experiment]:
             # decoded on the reader's thread: a page of 1,000 takes ~100 ms to parse, which
@@ -571,6 +576,11 @@ class SqliteStore(GroupWritten, Store):
             (exclude_state, owner),
         )
         return int(rows[0][0])
+
+    async def experiment_gauges(self, top: int) -> ExperimentGauges:
+        states = await self._all(STATES_QUERY)
+        busiest = await self._all(BUSIEST_QUERY.format(top=int(top))) if top > 0 else []
+        return ExperimentGauges(dict(states), tuple((e, int(o), int(n)) for e, o, n in busiest))
 
     async def has_experiment(self, experiment_id: str) -> bool:
         return bool(await self._all("SELECT 1 FROM experiments WHERE id = ?", (experiment_id,)))

@@ -13,7 +13,9 @@ requests too. Doors never import each other; both import this module.
     tauopt_grpc_requests_total{method,code}    the KerasTuner Oracle's RPCs by status code
     tauopt_grpc_request_seconds{method}        histogram
 
-Read at scrape time from the engine (nothing kept per experiment here):
+Read at scrape time from the engine (nothing kept per experiment here; the store
+aggregates its index columns, so a scrape reads no experiment and its cost does not
+grow with the experiments kept, as a database exporter's aggregate queries):
 
     tauopt_experiments{state}
     tauopt_experiment_open_suggestions{experiment}   top N experiments only (bounded label
@@ -136,18 +138,15 @@ class Metrics:
 
 
 async def _engine_snapshot(engine: Any, top: int) -> dict[str, Any]:
-    found = await engine.experiments()
-    states: dict[str, int] = {"active": 0, "completed": 0, "archived": 0}
-    for e in found:
-        states[e.state] = states.get(e.state, 0) + 1
-    live = [e for e in found if e.state != "archived"]
-    live.sort(key=lambda e: (-e.open_suggestions, -e.observations, e.id))
+    # counts and the busiest few, aggregated by the store from its index (a scrape reads
+    # no experiment: its cost does not grow with the experiments kept)
+    gauges = await engine.store.experiment_gauges(top)
     pool = engine.pool
     daemon = await engine.status()
     return {
         "daemon": daemon,
-        "states": states,
-        "top": [(e.id, e.open_suggestions, e.observations) for e in live[:top]],
+        "states": {"active": 0, "completed": 0, "archived": 0, **gauges.states},
+        "top": list(gauges.busiest),
         "fits": 0 if pool is None else pool.stats.fits,  # a Sobol fallback (a cluster outage) is no fit
         "fallbacks": {} if pool is None else dict(pool.stats.fallback_kinds),
         "queue": 0 if pool is None else getattr(pool, "queue_depth", 0),

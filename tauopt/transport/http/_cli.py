@@ -290,7 +290,7 @@ def _serve(args: argparse.Namespace) -> int:
         db=db, engine_options={"pool": pool, "durability": args.durability, "warm_pool": args.warm_pool}, limits=limits,
         metrics_token=args.metrics_token, metrics_top_experiments=args.metrics_top_experiments,
         doors=getattr(args, "doors", ()),
-        forward_lease_s=None if args.advertise_url is None else args.lease_s,
+        forward_lease_s=None if args.advertise_url is None else args.lease_s, freeze_at_start=True,
     )
     # once the store has opened: a daemon that cannot start says why in one line
     print(open_files_line(args.max_connections), file=sys.stderr, flush=True)

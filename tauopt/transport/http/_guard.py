@@ -21,6 +21,10 @@ httptools protocol with:
   was answered yet) and closed; a request answered before its body arrived (a 401:
   the routes check the token before reading a body) is closed at once, its body
   never read.
+
+And one thing for speed: an answer whose head declares its length goes out in one
+write with its body (`_HeadWithBody`), not two: a send() system call fewer per
+request, a visible share of a busy daemon's CPU.
 """
 
 from __future__ import annotations
@@ -112,7 +116,10 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm()
+        before = self.cycle
         super().on_headers_complete()
+        if self.cycle is not before and self.scope["method"] != "HEAD":  # a HEAD answer is its head: never held
+            self.cycle.transport = _HeadWithBody(self.transport)  # type: ignore[assignment]
         self._body_pending = True  # until on_message_complete, in this same read for a bodiless request
         self._body_timer = self.loop.call_later(self.limits.body_timeout_s, self._body_too_slow)
 
@@ -159,6 +166,42 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._header_timer = None
         if not self.transport.is_closing():
             self.transport.close()
+
+
+class _HeadWithBody:
+    """One answer's view of the connection: a head that declares its length is held
+    and written with the first body bytes, so a whole answer is one write (one
+    send() system call) instead of two. Anything else (100 Continue, a chunked
+    head, the body) is written as it comes; closing writes a held head first."""
+
+    __slots__ = ("_transport", "_head", "_first")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._head = b""
+        self._first = True
+
+    def write(self, data: bytes) -> None:
+        if self._first and not data.startswith(b"HTTP/1.1 100 "):
+            self._first = False
+            if b"\r\ncontent-length: " in data:
+                self._head = data
+                return
+        if self._head:
+            data, self._head = self._head + data, b""
+        self._transport.write(data)
+
+    def close(self) -> None:
+        if self._head:
+            self._transport.write(self._head)
+            self._head = b""
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def _cancel(timer: asyncio.TimerHandle | None) -> None:

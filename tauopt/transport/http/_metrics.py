@@ -22,7 +22,7 @@ from ...errors import api_error
 from .._metrics import CONTENT_TYPE_LATEST, TOP_EXPERIMENTS, Metrics
 from ._routes import hot_call
 
-__all__ = ["Metrics", "MetricsMiddleware", "TOP_EXPERIMENTS", "metrics_route"]
+__all__ = ["Metrics", "MetricsMiddleware", "count_answer", "KIND", "TOP_EXPERIMENTS", "metrics_route"]
 
 
 class MetricsMiddleware:
@@ -54,19 +54,25 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, watched)
         finally:
-            outcome = "ok" if 0 < status < 400 else _error_type(b"".join(error_body), status)
-            if status == 429:
-                self.metrics.rejections.labels(outcome).inc()
-            if kind != "other":
-                self.metrics.record(kind, "http", outcome, time.perf_counter() - t0)
+            count_answer(self.metrics, kind, status, b"".join(error_body), t0)
 
 
-_KIND = {"suggest": "ask", "observe": "observe"}
+def count_answer(metrics: Metrics, kind: str, status: int, body: bytes, t0: float) -> None:
+    """Count one answer of `status` (body: its bytes, read only when an error) begun at
+    perf_counter `t0`: an ask or observe by outcome and time, a 429 by its error type."""
+    outcome = "ok" if 0 < status < 400 else _error_type(body, status)
+    if status == 429:
+        metrics.rejections.labels(outcome).inc()
+    if kind != "other":
+        metrics.record(kind, "http", outcome, time.perf_counter() - t0)
+
+
+KIND = {"suggest": "ask", "observe": "observe"}  # the metrics' name of each hot operation
 
 
 def _kind(scope: Scope) -> str | None:
     hot = hot_call(scope)
-    return None if hot is None else _KIND[hot[0]]
+    return None if hot is None else KIND[hot[0]]
 
 
 def _error_type(body: bytes, status: int) -> str:

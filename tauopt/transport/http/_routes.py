@@ -30,7 +30,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
 from ...errors import ApiError, api_error
 from ...limits import EXPERIMENTS_PAGE, MAX_EXPERIMENTS_PAGE, check_wait
@@ -62,7 +62,7 @@ from .._json import loads_body
 from ._pages import cut, page_limit
 from ._render import bad_json, invalid_fields, json_bytes, render_error, render_json, render_rows
 
-__all__ = ["Call", "Operation", "OPERATIONS", "operation", "routes", "hot_call", "HotRoutes"]
+__all__ = ["Call", "Operation", "OPERATIONS", "operation", "routes", "hot_call", "HOT_OPERATIONS"]
 
 _NOT_AN_OBJECT = [{"loc": ("body",), "msg": "Input should be a valid dictionary or object to extract fields from"}]
 
@@ -467,8 +467,9 @@ def _encode_rows(rows: Sequence[Observation]) -> bytes:
 # their last path segment. Starlette tries routes in order: these two first, so
 # they are matched at the first or second regex, not the 7th and 12th (the paths
 # do not overlap, so the order changes nothing else; /openapi.json keeps
-# OPERATIONS' order); `HotRoutes` serves them without the router.
+# OPERATIONS' order); `_hot.HotCalls` serves them without the router.
 _HOT = {"suggestions": "suggest", "observations": "observe"}
+HOT_OPERATIONS = frozenset(_HOT.values())
 
 
 def routes(operations: list[Operation]) -> list[Route]:
@@ -485,7 +486,7 @@ def hot_call(scope: Scope) -> tuple[str, str] | None:
     may be empty: no route, but the metrics still count it as an ask or observe).
 
     Parsed once per request: the answer is kept in the scope with the path it
-    was read from (MetricsMiddleware asks first, HotRoutes reuses it; a scope
+    was read from (`HotCalls` asks first, then its endpoint; a scope
     whose path was rewritten in between is parsed again)."""
     if scope["type"] != "http":
         return None
@@ -500,32 +501,3 @@ def hot_call(scope: Scope) -> tuple[str, str] | None:
             hot = _HOT[parts[4]], parts[3]
     scope[_HOT_SCOPE_KEY] = (path, hot)
     return hot
-
-
-class HotRoutes:
-    """ASGI middleware: the worker loop's two calls go straight to their route's
-    endpoint, the same function the Starlette route calls (parse, authenticate,
-    quota, call the engine, render: written once, in `Operation`); everything
-    else, and these two under a root_path, goes through the router.
-
-    Why: Starlette's exception middleware, route matching and request/response
-    wrapping were a measurable share of the app's time per ask+observe (the
-    benchmarks log). Nothing they do applies here: the endpoint
-    renders every catalogue error itself, a body over the limit is answered by
-    the `BodyLimit` around this, and anything else raised reaches the app's
-    catch-all (ServerErrorMiddleware, rendered from the catalogue) as before.
-    """
-
-    def __init__(self, app: ASGIApp, *, routes: list[Route]) -> None:
-        self.app = app
-        self.endpoints = {r.name: r.endpoint for r in routes if r.name in _HOT.values()}
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        hot = None if scope.get("root_path") else hot_call(scope)
-        endpoint = self.endpoints.get(hot[0]) if hot is not None and hot[1] else None  # no id: the router's 404
-        if endpoint is None:
-            await self.app(scope, receive, send)
-            return
-        scope["path_params"] = {"id": hot[1]}  # type: ignore[index]
-        response = await endpoint(Request(scope, receive, send))
-        await response(scope, receive, send)

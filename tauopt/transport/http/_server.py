@@ -4,8 +4,8 @@ Declared once, Starlette style: the routes (one per operation, `_routes.py`;
 the dashboard's read-only insight operations in `_insight_routes.py`; GET
 /metrics, `_metrics.py`; the dashboard's static files, `_dashboard.py`),
 /openapi.json and /docs (FastAPI-generated from the same declarations,
-`_openapi.py`), the middleware (the metrics, the body limit, the worker loop's two
-calls served without the router), the exception handlers (every
+`_openapi.py`), the worker loop's two calls served at the app's entrance (`_hot.py`),
+the middleware (the metrics, the body limit), the exception handlers (every
 error rendered by `_render.render_error` from the catalogue) and the lifespan
 (the engine and the door's gate, read as `request.state`). The app only
 translates; auth and per-credential limits sit at the door
@@ -14,6 +14,7 @@ translates; auth and per-credential limits sit at the door
 
 from __future__ import annotations
 
+import gc
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
@@ -29,7 +30,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...engine._auth import Gate, Limits
-from ...errors import ApiError, api_error
+from ...errors import ApiError
 from .._columns import ColumnsCache
 from ._dashboard import dashboard_routes
 from ._docs_page import swagger_page
@@ -38,20 +39,14 @@ from ._insight_routes import INSIGHT
 from ._metrics import TOP_EXPERIMENTS, Metrics, MetricsMiddleware, metrics_route
 from ._openapi import openapi_document
 from ._pages import EncodedPages
+from ._hot import BodyTooLarge, HotCalls, declared_length, limited, too_large
 from ._render import MAX_BODY_BYTES, from_http_exception, internal_error, render_error
-from ._routes import OPERATIONS, HotRoutes, Operation, routes
+from ._routes import OPERATIONS, Operation, routes
 
 __all__ = ["create_app", "render_error", "MAX_BODY_BYTES", "BodyLimit", "SERVED"]
 
 # Every operation the door serves (and /openapi.json describes), by topic module.
 SERVED: list[Operation] = [*OPERATIONS, *INSIGHT]
-
-
-class _BodyTooLarge(HTTPException):
-    """Raised from `receive`: an HTTPException, so the framework's body reader re-raises it."""
-
-    def __init__(self) -> None:
-        super().__init__(413)
 
 
 class BodyLimit:
@@ -65,26 +60,10 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = 0
-                if declared > self.limit:
-                    await self._too_large()(scope, receive, send)
-                    return
-        seen = 0
+        if declared_length(scope) > self.limit:
+            await too_large(self.limit)(scope, receive, send)
+            return
         started = False
-
-        async def counted_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _BodyTooLarge()
-            return message
 
         async def tracked_send(message: Message) -> None:
             nonlocal started
@@ -93,15 +72,11 @@ class BodyLimit:
             await send(message)
 
         try:
-            await self.app(scope, counted_receive, tracked_send)
-        except _BodyTooLarge:
+            await self.app(scope, limited(receive, self.limit), tracked_send)
+        except BodyTooLarge:
             if started:
                 raise
-            await self._too_large()(scope, receive, send)
-
-    def _too_large(self) -> Response:
-        # built only when needed: a response per request would cost every request a JSON encode
-        return render_error(api_error("payload_too_large", f"request body over {self.limit} bytes; send less"))
+            await too_large(self.limit)(scope, receive, send)
 
 
 # -- the app -----------------------------------------------------------------------
@@ -120,6 +95,7 @@ def create_app(
     metrics_top_experiments: int = TOP_EXPERIMENTS,
     doors: Sequence[Any] = (),
     forward_lease_s: float | None = None,
+    freeze_at_start: bool = False,
 ) -> Starlette:
     """The REST API as an ASGI app.
 
@@ -137,6 +113,10 @@ def create_app(
     forward_lease_s: with several daemons on one database (the engine's store shared by
         lease of that many seconds), forward requests for experiments another daemon
         owns to it (`_forward.py`).
+    freeze_at_start: once the app has started, move every object made so far (imports,
+        the app, the engine) out of the garbage collector's reach (`gc.freeze`), so a
+        full collection later scans only what the daemon made since; a daemon's own
+        process only (`tauopt serve`), as it changes the whole process.
     """
     # an engine other doors serve (the chief's --http-port): count into its one Metrics
     metrics = Metrics(metrics_top_experiments) if engine is None else Metrics.for_engine(engine, metrics_top_experiments)
@@ -156,6 +136,12 @@ def create_app(
                 for door in doors:
                     _, stop = await door(group, eng, "127.0.0.1")
                     stack.callback(stop)  # before the group's exit: the door's task ends
+            if freeze_at_start:
+                # tens of thousands of start-up objects, alive until the end: a full collection
+                # walked them all each time (a pause of the event loop that grows with the
+                # libraries loaded, in the tail of every request it falls on)
+                gc.collect()
+                gc.freeze()
             yield {"engine": eng, "gate": app.state.gate, "auth": auth, "columns": ColumnsCache(), "pages": EncodedPages()}
 
     schema: dict[str, Any] = {}
@@ -170,7 +156,9 @@ def create_app(
         return swagger_page(root + "/openapi.json", "tauopt - Swagger UI")
 
     served = routes(SERVED)
-    return Starlette(
+    forward = None if forward_lease_s is None else partial(ForwardToOwner, lease_s=forward_lease_s)
+    return _Door(
+        HotCalls(served, metrics, max_body_bytes, forward),
         routes=[
             *served,
             Route("/openapi.json", openapi, include_in_schema=False),
@@ -182,7 +170,6 @@ def create_app(
             Middleware(MetricsMiddleware, metrics=metrics),
             Middleware(BodyLimit, limit=max_body_bytes),
             *([Middleware(ForwardToOwner, lease_s=forward_lease_s)] if forward_lease_s is not None else []),
-            Middleware(HotRoutes, routes=served),  # asks and observations: their route's endpoint, no router
         ],
         exception_handlers={
             ApiError: _on_api_error,
@@ -191,6 +178,19 @@ def create_app(
         },
         lifespan=lifespan,
     )
+
+
+class _Door(Starlette):
+    """Starlette, with the worker loop's two calls served at its entrance (`_hot.HotCalls`)."""
+
+    def __init__(self, hot: HotCalls, **options: Any) -> None:
+        super().__init__(**options)
+        self.hot = hot
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["app"] = self
+        if not await self.hot.serve(scope, receive, send):
+            await super().__call__(scope, receive, send)
 
 
 _SUMMARY = "Coordination engine for hyperparameter search"
