@@ -568,3 +568,16 @@ async def test_a_pooled_gp_job_carries_the_cut_history_to_its_worker(monkeypatch
     (job,) = executor.jobs
     assert (len(job.request.history), job.request.seen) == (40, 60)
     assert {o.id for o in job.request.history} <= {o.id for o in request.history}
+
+
+def test_past_the_cap_the_model_sees_the_half_nearest_the_incumbent_and_a_draw_of_the_rest() -> None:
+    from tauopt.strategies import gp
+
+    x = np.random.default_rng(0).random((400, 2))
+    raw = ((x - 0.3) ** 2).sum(1)
+    keep = gp._model_subset(x, raw, 100, np.random.default_rng(1))
+    assert len(set(keep)) == len(keep) == 100 and list(keep) == sorted(keep)
+    order = np.argsort(np.linalg.norm(x - x[np.argmin(raw)], axis=1))
+    assert set(order[:50]) <= set(keep)  # the incumbent's neighbourhood, all of it
+    assert set(order[200:]) & set(keep)  # and the far half of the space too
+    assert list(gp._model_subset(x[:100], raw[:100], 100, np.random.default_rng(1))) == list(range(100))
