@@ -18,7 +18,8 @@ Choices (see the README `gp` section):
   objective; from GPConfig.large_history = 256 observations the choice stands,
   carried in the warm state, until the history has grown by a quarter:
   `_standing_warp`, and the fit itself until it has grown by a tenth:
-  `_standing_fit`).
+  `_standing_fit`; when it chooses again there, both are fitted on WARP_CHOOSE
+  points and only the chosen one on all: `_choose_on_subset`).
 - Failed observations are kept, imputed with the worst finite value seen, so
   the model steers away from regions that crash; never a crash here.
 - Pending points (open suggestions, and points already chosen in this call)
@@ -45,11 +46,14 @@ Choices (see the README `gp` section):
   replayed from the history.
 - Bounded cost: hyperparameters come from at most COLD_ITERS L-BFGS-B iterations
   of the marginal likelihood (WARM_ITERS when warm-started), on at most SUBSET_FIT points; the posterior
-  conditions on at most SUBSET_POSTERIOR points. Beyond those sizes a subset is
-  used: the best fifth (by value) plus a uniform random draw of the rest, so
-  the incumbent region is always represented and cost stops growing cubically.
-  A history longer than HISTORY_CAP is first cut the same way (`_bounded`), so
-  the linear work (encoding, targets, the dedup set) stops growing too.
+  conditions on at most SUBSET_POSTERIOR points, so cost stops growing
+  cubically. Past SUBSET_POSTERIOR both see a local subset (`_model_subset`:
+  the half nearest the incumbent plus the best fifth by value and a uniform
+  draw of the rest); below it the fit's points are the best fifth and a
+  uniform draw (`_subset`). A history longer than HISTORY_CAP is first cut by
+  the best fifth and a uniform draw (`_bounded`; the engine applies it before a
+  job leaves for its worker, `bound_history`), so the linear work (pickling,
+  encoding, targets, the dedup set) stops growing too.
 - Any failure (Cholesky, NaN, a fit past its deadline, anything else) falls
   back to the experiment's Sobol sequence and says why in GPInfo.fallback_reason.
 """
@@ -388,7 +392,7 @@ def _propose(
     if hyper_reused and warm is not None:
         hypers.append(warm.hyper)
     elif prechosen is not None:  # only the chosen model is fitted on every point, from its fit on the subset
-        if prechosen[0]:
+        if prechosen[0] and ys_hr is not None:
             ys = ys_hr
         h, it = fit(x[fit_idx], ys[fit_idx, 0], GPState(enc.n_features, prechosen[1], WARP_CHOOSE), deadline)
         hypers.append(h)
