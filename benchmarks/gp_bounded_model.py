@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--functions", default="hartmann6:6,rosenbrock:5,levy:5", help="name:d, comma-separated")
     ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     ap.add_argument("--history", type=int, default=2000)
     ap.add_argument("--asks", type=int, default=30)
     ap.add_argument("--quick", action="store_true", help="branin, one seed, a history of 1,100 (past the posterior's cap), 2 asks")
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name, d in cells:
         per: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             problem = _suite.make(name, d, seed)
             history = _sobol_history(problem, args.history, seed)
             order = VARIANTS if seed % 2 == 0 else VARIANTS[::-1]
