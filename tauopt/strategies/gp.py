@@ -385,7 +385,7 @@ def _propose(
     hyper_reused = mode == "single" and (standing is not None or not choosing)
     hyper_reused = hyper_reused and _standing_fit(warm, enc.n_features, n_seen, config)
     ys_hr = HalfRankWarp.fit(raw).forward(raw)[keep][:, None] if choosing and standing is None else None
-    hypers, iters, half_rank, prechosen = [], 0, False, None
+    hypers, iters, prechosen = [], 0, None
     if ys_hr is not None and n_seen >= config.large_history and len(fit_idx) > WARP_CHOOSE:
         prechosen = _choose_on_subset(x, raw[keep], ys[:, 0], ys_hr[:, 0], fit_idx, _warm_for(warm, 0), deadline, rng)
         iters += prechosen[2]
