@@ -17,9 +17,11 @@ flatter the next):
 - store: the SQLite file's bytes per observation (with its suggestion); with
   `--postgresql`, the two history tables' size in a throwaway PostgreSQL cluster;
 - gp (`--gp`): GP proposals (pure `propose_gp`, what a pool worker runs) on the
-  history: cold (fitting hyperparameters) and warm (the engine's next proposal,
-  the fit standing), wall and CPU seconds, the peak RSS growth while they run
-  (sampled), and the bytes and seconds to pickle the request to a pool worker.
+  history as the engine sends it (cut by the strategy's `bound_history`), one BLAS
+  thread as in a pool worker: cold (fitting hyperparameters) and warm (the engine's
+  next proposal, the fit standing), wall and CPU seconds and L-BFGS-B iterations,
+  the peak RSS growth while they run (sampled), the seconds the engine's cut takes,
+  and the bytes and seconds to pickle the request to a pool worker.
 
     python benchmarks/observations_scale.py --sizes 1000 10000 100000 --gp --out obs.json --png obs.png
     python benchmarks/observations_scale.py --quick        # small sizes, seconds (the smoke test runs this)
@@ -186,7 +188,7 @@ def gp_cost(db: str, eid: str) -> dict[str, Any]:
 
     from tauopt.space import Space
     from tauopt.store import open_store
-    from tauopt.strategies import SuggestRequest
+    from tauopt.strategies import SuggestRequest, get
     from tauopt.strategies.gp import propose_gp
 
     async def load() -> Any:
@@ -195,11 +197,14 @@ def gp_cost(db: str, eid: str) -> dict[str, Any]:
 
     snap = anyio.run(load)
     exp = snap.experiment
-    request = SuggestRequest(Space(exp.parameters), exp.metric, tuple(snap.observations), (), 1, 0, 0, exp.strategy_options)
+    whole = SuggestRequest(Space(exp.parameters), exp.metric, tuple(snap.observations), (), 1, 0, 0, exp.strategy_options)
     t0 = time.perf_counter()
-    blob = pickle.dumps(request)
+    request = get("gp").bound_history(whole) if get("gp").bound_history else whole  # the engine's cut (StrategyPool.propose)
+    cut_s = time.perf_counter() - t0
+    blob = pickle.dumps(request)  # what crosses to a pool worker
     pickle.loads(blob)
-    pickle_s = time.perf_counter() - t0
+    pickle_s = time.perf_counter() - t0 - cut_s
+    del whole
     del snap
     import torch
 
@@ -224,12 +229,15 @@ def gp_cost(db: str, eid: str) -> dict[str, Any]:
         out[f"gp_{phase}_s"] = round(time.perf_counter() - t0, 3)
         out[f"gp_{phase}_cpu_s"] = round(time.process_time() - c0, 3)  # less exposed to other load than wall time
         out[f"gp_{phase}_fallback"] = result.info.fallback_reason
+        out[f"gp_{phase}_iterations"] = result.info.iterations  # L-BFGS-B iterations, over every fit it made
         warm = result.state
     stop.set()
     sampler.join()
     out["gp_peak_rss_growth_mb"] = round(max(0, peak[0] - base) / 2**20, 1)
     out["request_pickle_bytes"] = len(blob)
     out["request_pickle_s"] = round(pickle_s, 4)
+    out["request_observations"] = len(request.history)
+    out["request_cut_s"] = round(cut_s, 4)
     return out
 
 
@@ -324,6 +332,9 @@ def main() -> None:
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
+        if args.gp:  # one BLAS thread, as a pool worker sets before loading numpy (tauopt/compute/_workers.py):
+            # idle OpenBLAS threads spinning on a shared box add up to as much CPU time again
+            os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
         print(json.dumps(child(args.child, args.pairs, args.trace, args.gp, args.postgresql)))
         return
     sizes, pairs = ([100, 400], 20) if args.quick else (args.sizes, args.pairs)

@@ -470,9 +470,9 @@ def test_from_a_large_history_the_warp_choice_and_the_fit_stand_until_the_histor
     space = Space.parse([{"name": f"x{i}", "type": "double", "bounds": [0, 1]} for i in range(3)])
     units = np.random.default_rng(0).random((grown, 3))
     hist = [Observation(str(i), "e", None, space.from_unit(u), float(np.exp(8 * u.sum()))) for i, u in enumerate(units)]
-    fits: list[int] = []
+    fits: list[int] = []  # the points each fit saw
     real_fit = gp.fit
-    monkeypatch.setattr(gp, "fit", lambda *a, **k: fits.append(1) or real_fit(*a, **k))
+    monkeypatch.setattr(gp, "fit", lambda *a, **k: fits.append(len(a[0])) or real_fit(*a, **k))
 
     def ask(m: int, warm, config: GPConfig = GPConfig()):  # type: ignore[no-untyped-def]
         fits.clear()
@@ -480,8 +480,10 @@ def test_from_a_large_history_the_warp_choice_and_the_fit_stand_until_the_histor
         assert r.info.fallback_reason is None and len(r.candidates) == 1
         return r, len(fits), (r.info.half_rank, r.info.warp_reused, r.info.hyper_reused)
 
-    first, n_fits, how = ask(n, None)  # chosen: both models fitted, the half-rank one kept
-    assert (how, n_fits, first.state.warp, first.state.fitted_at) == ((True, False, False), 2, (True, n), n)
+    # chosen: both models fitted on a subset, the half-rank one kept and alone fitted on every point
+    first, n_fits, how = ask(n, None)
+    assert (how, n_fits, first.state.warp, first.state.fitted_at) == ((True, False, False), 3, (True, n), n)
+    assert fits == [gp.WARP_CHOOSE, gp.WARP_CHOOSE, n]
     later, n_fits, how = ask(n + 8, first.state)  # a few observations on, both stand: no fit
     assert (how, n_fits, later.state.warp, later.state.fitted_at) == ((True, True, True), 0, (True, n), n)
     assert later.state.hyper is first.state.hyper and later.info.iterations == 0
@@ -492,11 +494,11 @@ def test_from_a_large_history_the_warp_choice_and_the_fit_stand_until_the_histor
     obeyed, n_fits, how = ask(n + 8, planted)
     assert (how, n_fits, obeyed.state.warp) == ((False, True, False), 1, (False, n))
     again, n_fits, how = ask(grown, planted)  # grown by a quarter: chosen again
-    assert (how, n_fits, again.state.warp, again.state.fitted_at) == ((True, False, False), 2, (True, grown), grown)
-    small, n_fits, how = ask(100, replace(planted, warp=(False, 100), fitted_at=100))  # below it: every proposal
-    assert (how, n_fits) == ((True, False, False), 2)
+    assert (how, n_fits, again.state.warp, again.state.fitted_at) == ((True, False, False), 3, (True, grown), grown)
+    small, n_fits, how = ask(100, replace(planted, warp=(False, 100), fitted_at=100))  # below it: every proposal,
+    assert (how, fits) == ((True, False, False), [100, 100])  # both models on every point
     always, n_fits, how = ask(n + 8, first.state, GPConfig(large_history=10**9))  # switched off
-    assert (how, n_fits) == ((True, False, False), 2)
+    assert (how, fits) == ((True, False, False), [n + 8, n + 8])
 
 
 # -- a long history ------------------------------------------------------------------
@@ -530,3 +532,53 @@ def test_a_proposal_past_the_cap_counts_the_whole_history_for_its_warm_state(mon
     r = propose_gp(_sphere_request(2, 60), np.random.default_rng(0))
     assert r.info.fallback_reason is None
     assert r.state is not None and r.state.fitted_at == 60 and r.state.warp is not None and r.state.warp[1] == 60
+
+
+def test_a_request_the_engine_cut_counts_the_whole_history_for_its_warm_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tauopt.strategies import gp
+
+    monkeypatch.setattr(gp, "HISTORY_CAP", 40)
+    cut = gp.bound_history(_sphere_request(2, 60))
+    assert (len(cut.history), cut.seen, cut.history_size) == (40, 60, 60)
+    assert gp.bound_history(cut) is cut  # cut once: a second cut changes nothing
+    r = propose_gp(cut, np.random.default_rng(0))
+    assert r.info.fallback_reason is None
+    assert r.state is not None and r.state.fitted_at == 60 and r.state.warp is not None and r.state.warp[1] == 60
+
+
+@pytest.mark.anyio
+async def test_a_pooled_gp_job_carries_the_cut_history_to_its_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tauopt.compute import StrategyPool
+    from tauopt.strategies import StrategyJob, StrategyOutcome, gp
+
+    class Recording:  # the executor boundary: what would be pickled to a worker
+        def __init__(self) -> None:
+            self.jobs: list[StrategyJob] = []
+
+        async def submit(self, key: str, job: StrategyJob) -> StrategyOutcome:
+            self.jobs.append(job)
+            return StrategyOutcome((), "gp")
+
+        def forget(self, key: str) -> None:
+            pass
+
+    monkeypatch.setattr(gp, "HISTORY_CAP", 40)
+    executor = Recording()
+    request = _sphere_request(2, 60)
+    await StrategyPool(executor).propose("e", "gp", request)
+    (job,) = executor.jobs
+    assert (len(job.request.history), job.request.seen) == (40, 60)
+    assert {o.id for o in job.request.history} <= {o.id for o in request.history}
+
+
+def test_past_the_cap_the_model_sees_the_half_nearest_the_incumbent_and_a_draw_of_the_rest() -> None:
+    from tauopt.strategies import gp
+
+    x = np.random.default_rng(0).random((400, 2))
+    raw = ((x - 0.3) ** 2).sum(1)
+    keep = gp._model_subset(x, raw, 100, np.random.default_rng(1))
+    assert len(set(keep)) == len(keep) == 100 and list(keep) == sorted(keep)
+    order = np.argsort(np.linalg.norm(x - x[np.argmin(raw)], axis=1))
+    assert set(order[:50]) <= set(keep)  # the incumbent's neighbourhood, all of it
+    assert set(order[200:]) & set(keep)  # and the far half of the space too
+    assert list(gp._model_subset(x[:100], raw[:100], 100, np.random.default_rng(1))) == list(range(100))

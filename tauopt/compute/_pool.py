@@ -92,6 +92,8 @@ class StrategyPool:
             t0 = time.monotonic()
             candidates = spec.propose(request, request_rng(request))
             return StrategyOutcome(tuple(candidates), spec.name, None, time.monotonic() - t0)
+        if spec.bound_history is not None:
+            request = spec.bound_history(request)
         self.stats.in_flight += 1
         try:
             result = await self.executor.submit(key, StrategyJob(spec.job_runner, request, None, deadline_s))

@@ -29,6 +29,12 @@ def _gp_run(job: StrategyJob) -> StrategyOutcome:
     return run(job)
 
 
+def _gp_bound_history(request: SuggestRequest) -> SuggestRequest:
+    from .gp import bound_history
+
+    return bound_history(request)
+
+
 def lengthscale_importance(space: Space, metric: Metric, history: Sequence[Observation], seed: int = 0) -> dict[str, float]:
     """Parameter importance from the GP's fitted length-scales (see `_gp_importance`);
     imported on call, so importing the strategies loads no torch."""
@@ -51,5 +57,5 @@ register(Strategy("sobol", _sobol.propose, reads_history=False, draws_random=Fal
 register(Strategy("grid", _grid.propose, draws_random=False, grids=True))
 register(Strategy(
     "gp", _gp_propose, pooled=True, run=_gp_run, available=_gp_available, initial_design=True,
-    importance=Importance("gp_lengthscales", lengthscale_importance),
+    bound_history=_gp_bound_history, importance=Importance("gp_lengthscales", lengthscale_importance),
 ))  # fmt: skip

@@ -65,6 +65,9 @@ class Strategy:
     initial_design: bool = False  # Sobol for the first initial_points points, then this strategy
     importance: Importance | None = None  # its own account of which parameters matter
     grids: bool = False  # its points are a grid: `grid_size` per continuous dimension makes the space finite
+    # pure: the request a pooled job carries to its worker, its history cut to what the
+    # strategy models (`seen` keeps the whole count), so what is pickled stays bounded
+    bound_history: Callable[[SuggestRequest], SuggestRequest] | None = None
 
     @property
     def job_runner(self) -> Run:
@@ -153,7 +156,7 @@ def names() -> tuple[str, ...]:
 
 def resolve(strategy: str, request: SuggestRequest) -> str:
     """The concrete strategy `auto` stands for at this point of the experiment."""
-    return resolve_for(strategy, request.space, len(request.history) + len(request.pending), request.options)
+    return resolve_for(strategy, request.space, request.history_size + len(request.pending), request.options)
 
 
 def resolve_for(strategy: str, space: Space, seen: int, options: StrategyOptions) -> str:

@@ -31,6 +31,14 @@ class SuggestRequest:
     options: StrategyOptions = field(default_factory=StrategyOptions)
     # every metric (objectives first, then constraint metrics); empty means (metric,)
     metrics: tuple[Metric, ...] = ()
+    # observations in the experiment's whole history when `history` is a cut of it
+    # (a strategy's `bound_history`); 0: `history` is all of it
+    seen: int = 0
+
+    @property
+    def history_size(self) -> int:
+        """Observations in the whole history, cut or not."""
+        return self.seen or len(self.history)
 
     @property
     def all_metrics(self) -> tuple[Metric, ...]:

@@ -18,7 +18,8 @@ Choices (see the README `gp` section):
   objective; from GPConfig.large_history = 256 observations the choice stands,
   carried in the warm state, until the history has grown by a quarter:
   `_standing_warp`, and the fit itself until it has grown by a tenth:
-  `_standing_fit`).
+  `_standing_fit`; when it chooses again there, both are fitted on WARP_CHOOSE
+  points and only the chosen one on all: `_choose_on_subset`).
 - Failed observations are kept, imputed with the worst finite value seen, so
   the model steers away from regions that crash; never a crash here.
 - Pending points (open suggestions, and points already chosen in this call)
@@ -45,11 +46,14 @@ Choices (see the README `gp` section):
   replayed from the history.
 - Bounded cost: hyperparameters come from at most COLD_ITERS L-BFGS-B iterations
   of the marginal likelihood (WARM_ITERS when warm-started), on at most SUBSET_FIT points; the posterior
-  conditions on at most SUBSET_POSTERIOR points. Beyond those sizes a subset is
-  used: the best fifth (by value) plus a uniform random draw of the rest, so
-  the incumbent region is always represented and cost stops growing cubically.
-  A history longer than HISTORY_CAP is first cut the same way (`_bounded`), so
-  the linear work (encoding, targets, the dedup set) stops growing too.
+  conditions on at most SUBSET_POSTERIOR points, so cost stops growing
+  cubically. Past SUBSET_POSTERIOR both see a local subset (`_model_subset`:
+  the half nearest the incumbent plus the best fifth by value and a uniform
+  draw of the rest); below it the fit's points are the best fifth and a
+  uniform draw (`_subset`). A history longer than HISTORY_CAP is first cut by
+  the best fifth and a uniform draw (`_bounded`; the engine applies it before a
+  job leaves for its worker, `bound_history`), so the linear work (pickling,
+  encoding, targets, the dedup set) stops growing too.
 - Any failure (Cholesky, NaN, a fit past its deadline, anything else) falls
   back to the experiment's Sobol sequence and says why in GPInfo.fallback_reason.
 """
@@ -74,7 +78,7 @@ from ._job import StrategyJob, StrategyOutcome, request_rng
 from ._request import SuggestRequest
 from ._scalarize import Targets, _value, chebyshev, draw_weights, normalized, targets
 
-__all__ = ["available", "propose", "propose_gp", "run", "sobol_fallback", "GPResult", "GPInfo", "GPState", "GPConfig", "HVTargets"]
+__all__ = ["available", "bound_history", "propose", "propose_gp", "run", "sobol_fallback", "GPResult", "GPInfo", "GPState", "GPConfig", "HVTargets"]
 
 SUBSET_FIT = 300
 SUBSET_POSTERIOR = 1000
@@ -202,6 +206,20 @@ def _subset(y: np.ndarray, cap: int, rng: np.random.Generator) -> np.ndarray:
     return np.sort(np.concatenate([best, rest]))
 
 
+def _model_subset(x: np.ndarray, raw: np.ndarray, cap: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of the observations (features x, values raw) a model sees past cap: the
+    half nearest the incumbent (unit-cube distance over the features), plus the best
+    fifth and a uniform draw of the rest (`_subset`), so the model is sharp where the
+    next point is sought and still sees the whole space. Chosen over `_subset` alone by
+    search quality at n = 2,000 (benchmarks/gp_bounded_model.py)."""
+    if len(raw) <= cap:
+        return np.arange(len(raw))
+    dist = np.linalg.norm(x - x[int(np.argmin(raw))], axis=1)
+    near = np.argsort(dist, kind="stable")[: cap // 2]
+    rest = np.setdiff1d(np.arange(len(raw)), near)
+    return np.sort(np.concatenate([near, rest[_subset(raw[rest], cap - len(near), rng)]]))
+
+
 def _bounded(request: SuggestRequest, rng: np.random.Generator) -> SuggestRequest:
     """The request with at most HISTORY_CAP observations, so a proposal's cost stops
     growing with the history: beyond it, the best fifth (by rank in any objective, so
@@ -220,7 +238,13 @@ def _bounded(request: SuggestRequest, rng: np.random.Generator) -> SuggestReques
         v[~np.isfinite(v)] = np.inf  # failed or missing: the worst
         rank = np.minimum(rank, np.argsort(np.argsort(v, kind="stable"), kind="stable"))
     keep = _subset(rank.astype(float), HISTORY_CAP, rng)
-    return replace(request, history=tuple(history[i] for i in keep))
+    return replace(request, history=tuple(history[i] for i in keep), seen=request.history_size)
+
+
+def bound_history(request: SuggestRequest) -> SuggestRequest:
+    """The engine's cut (the registry's `bound_history`): `_bounded` before a job crosses
+    to its worker, with a draw of its own reproducible from (seed, drawn)."""
+    return _bounded(request, np.random.default_rng([request.seed, request.drawn, 0xB0]))
 
 
 def _n_candidates(n_train: int) -> int:
@@ -270,6 +294,25 @@ def _choose_warp(x: np.ndarray, raw: np.ndarray, plain: tuple[np.ndarray, Hyper]
     return taus[1] > taus[0]
 
 
+# From GPConfig.large_history observations on, the warp is chosen on this many of the
+# fit's points (both models fitted there), and only the chosen model is fitted on all
+# of them, warm-started from its fit on the subset: one full fit instead of two.
+WARP_CHOOSE = 100
+
+
+def _choose_on_subset(
+    x: np.ndarray, raw: np.ndarray, plain: np.ndarray, warped: np.ndarray, fit_idx: np.ndarray,
+    warm: GPState | None, deadline: float | None, rng: np.random.Generator,
+) -> tuple[bool, Hyper, int]:
+    """(half-rank kept, the kept model's hyperparameters on the subset, iterations):
+    _choose_warp on WARP_CHOOSE of the fit's points, drawn as the fit's are."""
+    sub = fit_idx[_subset(raw[fit_idx], WARP_CHOOSE, rng)]
+    h_plain, it_plain = fit(x[sub], plain[sub], warm, deadline)
+    h_warped, it_warped = fit(x[sub], warped[sub], warm, deadline)
+    half_rank = _choose_warp(x[sub], raw[sub], (plain[sub], h_plain), (warped[sub], h_warped))
+    return half_rank, h_warped if half_rank else h_plain, it_plain + it_warped
+
+
 # From GPConfig.large_history observations on, a proposal reuses what the previous
 # one settled when the history has grown little since (the warm state carries it):
 # the choice of warp (a second fit) until it has grown by REWARP_GROWTH, the
@@ -311,7 +354,7 @@ def _propose(
     enc = Encoder(space)
     if enc.n_features == 0:
         raise _NoModel("no tunable parameter: nothing to model")
-    n_seen = len(request.history)  # what the warm state's "has the history grown?" counts
+    n_seen = request.history_size  # what the warm state's "has the history grown?" counts
     request = _bounded(request, rng)
     finite = [o for o in request.history if not o.failed and o.value is not None and math.isfinite(o.value)]
     if not finite:
@@ -326,9 +369,12 @@ def _propose(
         raw, y = _targets(t, rng)
         ys = y[:, None]
     x_all = enc.features(enc.latent(points))
-    keep = _subset(raw, SUBSET_POSTERIOR, rng)
+    keep = _model_subset(x_all, raw, SUBSET_POSTERIOR, rng)
     x, ys = x_all[keep], ys[keep]
-    fit_idx = _subset(raw[keep], SUBSET_FIT, rng)
+    # the fit's points drawn the same way once the posterior's are (where the local
+    # subset was measured); below, the best fifth and a uniform draw, as before
+    local = len(keep) < len(raw)
+    fit_idx = _model_subset(x, raw[keep], SUBSET_FIT, rng) if local else _subset(raw[keep], SUBSET_FIT, rng)
     half_rank = False
     choosing = mode == "single" and config.choose_warp
     choosing = choosing and len(fit_idx) >= WARP_MIN_TRAIN  # fewer: no choice, so no second fit
@@ -338,9 +384,19 @@ def _propose(
     # the last fit stands too (one modelled output, the same model as that fit's)
     hyper_reused = mode == "single" and (standing is not None or not choosing)
     hyper_reused = hyper_reused and _standing_fit(warm, enc.n_features, n_seen, config)
-    hypers, iters = [], 0
+    ys_hr = HalfRankWarp.fit(raw).forward(raw)[keep][:, None] if choosing and standing is None else None
+    hypers, iters, prechosen = [], 0, None
+    if ys_hr is not None and n_seen >= config.large_history and len(fit_idx) > WARP_CHOOSE:
+        prechosen = _choose_on_subset(x, raw[keep], ys[:, 0], ys_hr[:, 0], fit_idx, _warm_for(warm, 0), deadline, rng)
+        iters += prechosen[2]
     if hyper_reused and warm is not None:
         hypers.append(warm.hyper)
+    elif prechosen is not None:  # only the chosen model is fitted on every point, from its fit on the subset
+        if prechosen[0] and ys_hr is not None:
+            ys = ys_hr
+        h, it = fit(x[fit_idx], ys[fit_idx, 0], GPState(enc.n_features, prechosen[1], WARP_CHOOSE), deadline)
+        hypers.append(h)
+        iters += it
     else:
         for j in range(ys.shape[1]):  # one GP per modelled output (two with EHVI)
             h, it = fit(x[fit_idx], ys[fit_idx, j], _warm_for(warm, j), deadline)
@@ -349,8 +405,10 @@ def _propose(
     warp_state = standing
     if standing is not None:  # one fit: the model chosen before
         half_rank = standing[0]
-    elif choosing:
-        ys_hr = HalfRankWarp.fit(raw).forward(raw)[keep][:, None]
+    elif prechosen is not None:
+        half_rank = prechosen[0]
+        warp_state = (half_rank, n_seen)
+    elif ys_hr is not None:
         h_hr, it = fit(x[fit_idx], ys_hr[fit_idx, 0], _warm_for(warm, 0), deadline)
         iters += it
         half_rank = _choose_warp(x[fit_idx], raw[keep][fit_idx], (ys[fit_idx, 0], hypers[0]), (ys_hr[fit_idx, 0], h_hr))
