@@ -47,6 +47,47 @@ def pg_url(pg_cluster: Any) -> str:
     return pg_cluster.url(search_path=pg_cluster.new_schema())
 
 
+# `make test` runs on pytest-xdist with `--dist loadgroup --no-loadscope-reorder`: a worker takes
+# one group of tests at a time, in collection order. A test's group is its file (so a module's
+# shared daemon, pool or cluster starts once) unless it is marked `pytest.mark.xdist_group(NAME)`,
+# which splits a long file into parts run side by side. The groups that take longest go first
+# (longest first), so no worker ends the run alone on a long one while the other idles.
+LONGEST_FIRST = (
+    "tests/test_kerastuner_interop.py::hyperband",
+    "tests/test_http_fuzz.py",
+    "tests/test_typecheck.py",
+    "tests/test_wheel.py",
+    "tests/test_kerastuner_interop.py::two_objectives",
+    "tests/test_http_fuzz.py::fuzzing_phase_alone",
+    "tests/test_gp.py",
+    "tests/test_kerastuner_interop.py::failures",
+    "tests/test_http_schema.py::0",
+    "tests/test_http_schema.py::1",
+    "tests/test_readme_programs.py",
+    "tests/test_kerastuner_interop.py::workers",
+    "tests/test_integration_ray.py",
+    "tests/test_compute_dask.py",
+    "tests/test_quality_suite.py",
+    "tests/test_hyperband_schedule.py",
+    "tests/test_serve_failover.py",
+    "tests/test_kerastuner_interop.py::one_worker",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    group: dict[pytest.Item, str] = {}
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None:
+            group[item] = item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group[item]))
+        else:
+            group[item] = mark.args[0] if mark.args else mark.kwargs["name"]
+    items.sort(key=lambda item: rank.get(group[item], len(rank)))  # stable: a group's own order is kept
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """On a machine without Chromium, say in one line which tests were skipped and how to enable them."""
     from browser_support import browser_skip_reason

@@ -402,3 +402,42 @@ def test_finished_trials_leave_the_index_every_rpc_scans() -> None:
             assert again.trial_id == running.trial_id  # its ongoing trial, found in the index
 
     run(main)
+
+
+def test_the_chief_answers_a_workers_calls_after_its_last_stopped_then_exits() -> None:
+    """With --workers 1, the one worker told STOPPED: a call it makes after its search returned (KerasTuner's
+    get_best_trials, here half a second later) is still answered, and the chief exits soon after, well
+    inside its linger. A chief that went at once left that call waiting for a server that was gone."""
+    from tauopt.models import Parameter
+    from tauopt.transport.grpc._chief import ChiefOptions, serve_chief
+    from tauopt.transport.grpc._oracle import LAST_CALLS_S
+
+    config = ChiefConfig(objective="score", direction="min", max_trials=1, workers=1, linger_s=60,
+                         space=tuple(Parameter.parse(p) for p in SPACE))  # fmt: skip
+
+    async def main() -> None:
+        ready: list[int] = []
+        exited: list[tuple[int, float]] = []
+
+        async def serve() -> None:
+            exited.append((await serve_chief(ChiefOptions(config, "127.0.0.1", 0), lambda r: ready.append(r["port"])), time.monotonic()))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve)
+            with anyio.fail_after(30):
+                while not ready:
+                    await anyio.sleep(0.01)
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{ready[0]}") as channel:
+                stub = pb_grpc.OracleStub(channel)
+                t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 1.5}))
+                await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+                assert (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial.status == kt.STOPPED
+                await anyio.sleep(0.5)  # the worker's program between its search's end and its next call
+                best = await stub.GetBestTrials(pb.GetBestTrialsRequest(num_trials=1), timeout=10, wait_for_ready=True)
+                answered = time.monotonic()
+            assert [b.trial_id for b in best.trials] == [t.trial_id] and best.trials[0].score.value == 1.5
+        (code, at), = exited
+        assert code == 0 and at - answered < LAST_CALLS_S + 5, "the chief exits soon after the last call, not at its linger"
+
+    run(main)
