@@ -441,3 +441,77 @@ def test_the_chief_answers_a_workers_calls_after_its_last_stopped_then_exits() -
         assert code == 0 and at - answered < LAST_CALLS_S + 5, "the chief exits soon after the last call, not at its linger"
 
     run(main)
+
+
+def test_a_create_trial_waiting_for_a_proposal_hears_stopped_when_the_search_ends_meanwhile() -> None:
+    """Two workers ask at once for the last place; one gets it, the other's ask waits in the engine for
+    the strategy's next proposal (a slow fit). When the one trial completes the search is done: the
+    waiting worker hears STOPPED then, not when the fit lands (a chief whose linger ran out first went
+    away, cancelling that call)."""
+    import threading
+
+    import numpy as np
+
+    from tauopt.models import Parameter
+    from tauopt.strategies import Strategy, SuggestRequest, register, unregister
+
+    first, second = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def held_propose(request: SuggestRequest, rng: np.random.Generator) -> list[dict[str, Any]]:
+        calls.append(request.n)
+        (first if len(calls) == 1 else second).wait(30)
+        return [request.space.from_unit([float(rng.random()) for _ in request.space.parameters])]  # one point per call
+
+    async def main() -> None:
+        async with Engine(pool="thread") as engine:
+            config = ChiefConfig(objective="score", direction="min", max_trials=1, workers=2, strategy="held",
+                                 space=tuple(Parameter.parse(p) for p in SPACE[:2]))  # fmt: skip
+            oracle = KerasTunerOracle(engine, config)
+            exp = await oracle.start()
+            server = grpc.aio.server()
+            pb_grpc.add_OracleServicer_to_server(OracleServicer(oracle), server)
+            port = server.add_insecure_port("127.0.0.1:0")
+            await server.start()
+            answers: dict[str, Any] = {}
+            try:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel, anyio.create_task_group() as tg:
+                    stub = pb_grpc.OracleStub(channel)
+
+                    async def create(worker: str) -> None:
+                        answers[worker] = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id=worker), timeout=20)).trial
+
+                    tg.start_soon(create, "w1")
+                    with anyio.fail_after(20):
+                        while not calls:  # w1's proposal is being made
+                            await anyio.sleep(0.01)
+                        tg.start_soon(create, "w2")
+                        while not (await engine.inspect(exp.id))["slot_waiters"]:  # w2 waits in the engine for a place
+                            await anyio.sleep(0.01)
+                    first.set()
+                    with anyio.fail_after(20):
+                        while not answers:
+                            await anyio.sleep(0.01)
+                    (worker, trial), = answers.items()
+                    other = "w2" if worker == "w1" else "w1"
+                    await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=trial.trial_id, metrics={"score": 1.0}))
+                    await stub.EndTrial(end(trial.trial_id, kt.COMPLETED))
+                    assert oracle.done
+                    with anyio.fail_after(5):  # the held proposal is still unanswered
+                        while other not in answers:
+                            await anyio.sleep(0.01)
+                    assert answers[other].status == kt.STOPPED and not second.is_set()
+                    second.set()  # the abandoned proposal lands, and its ask is answered to nobody
+                    with anyio.fail_after(20):
+                        while (stats := await engine.inspect(exp.id))["waiters"] or stats["slot_waiters"]:
+                            await anyio.sleep(0.01)
+            finally:
+                first.set()
+                second.set()
+                await server.stop(grace=None)
+
+    register(Strategy("held", held_propose, pooled=True))
+    try:
+        run(main)
+    finally:
+        unregister("held")
