@@ -27,7 +27,7 @@ serve: $(STAMP)
 # of a long file; the longest groups go first (tests/conftest.py). TEST_WORKERS=1 for one process.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # The documentation site (mkdocs.yml, docs/) into build/site; --strict: no broken link or reference.
 docs: $(STAMP)

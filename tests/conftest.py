@@ -47,45 +47,68 @@ def pg_url(pg_cluster: Any) -> str:
     return pg_cluster.url(search_path=pg_cluster.new_schema())
 
 
-# `make test` runs on pytest-xdist with `--dist loadgroup --no-loadscope-reorder`: a worker takes
-# one group of tests at a time, in collection order. A test's group is its file (so a module's
-# shared daemon, pool or cluster starts once) unless it is marked `pytest.mark.xdist_group(NAME)`,
-# which splits a long file into parts run side by side. The groups that take longest go first
-# (longest first), so no worker ends the run alone on a long one while the other idles.
+# `make test` runs on pytest-xdist (`--dist loadscope --no-loadscope-reorder`) with the scopes
+# below: a worker takes one group of tests at a time and runs it whole. A test's group is its
+# file (so a module's shared daemon, pool or cluster starts once), or one of PARTS: a part of a
+# long file, run beside its other parts. The groups that take longest go first (LONGEST_FIRST),
+# so no worker ends the run alone on a long one; pytest-xdist's own order, by number of tests,
+# put the few-test long files last. (Its `xdist_group` marks are not used: pytest-xdist 3.8 sets
+# the mark's group on the item's `_nodeid`, which pytest 9 no longer reads.)
+PARTS = {  # nodeid prefix -> group
+    "tests/test_kerastuner_interop.py::test_real_hyperband_workers": "kerastuner_interop:hyperband",
+    "tests/test_kerastuner_interop.py::test_two_real_workers_with_an_objective_list": "kerastuner_interop:two_objectives",
+    "tests/test_kerastuner_interop.py::test_consecutive_failures": "kerastuner_interop:failures",
+    "tests/test_kerastuner_interop.py::test_invalid_trials": "kerastuner_interop:failures",
+    "tests/test_kerastuner_interop.py::test_two_real_workers_run_ten_trials": "kerastuner_interop:workers",
+    "tests/test_kerastuner_interop.py::test_a_late_joining_worker": "kerastuner_interop:workers",
+    "tests/test_kerastuner_interop.py::test_a_tiny_real_keras_model": "kerastuner_interop:one_worker",
+    "tests/test_kerastuner_interop.py::test_a_worker_killed_mid_trial": "kerastuner_interop:one_worker",
+    "tests/test_http_fuzz.py::test_the_fuzzing_phase_alone": "http_fuzz:fuzzing_phase_alone",
+    "tests/test_http_schema.py::test_every_operation_answers_per_its_schema_and_never_5xx[0]": "http_schema:0",
+    "tests/test_http_schema.py::test_every_operation_answers_per_its_schema_and_never_5xx[1]": "http_schema:1",
+}
 LONGEST_FIRST = (
-    "tests/test_kerastuner_interop.py::hyperband",
+    "kerastuner_interop:hyperband",
     "tests/test_http_fuzz.py",
     "tests/test_typecheck.py",
     "tests/test_wheel.py",
-    "tests/test_kerastuner_interop.py::two_objectives",
-    "tests/test_http_fuzz.py::fuzzing_phase_alone",
+    "kerastuner_interop:two_objectives",
+    "http_fuzz:fuzzing_phase_alone",
     "tests/test_gp.py",
-    "tests/test_kerastuner_interop.py::failures",
-    "tests/test_http_schema.py::0",
-    "tests/test_http_schema.py::1",
+    "kerastuner_interop:failures",
+    "http_schema:0",
+    "http_schema:1",
     "tests/test_readme_programs.py",
-    "tests/test_kerastuner_interop.py::workers",
+    "kerastuner_interop:workers",
     "tests/test_integration_ray.py",
     "tests/test_compute_dask.py",
     "tests/test_quality_suite.py",
     "tests/test_hyperband_schedule.py",
     "tests/test_serve_failover.py",
-    "tests/test_kerastuner_interop.py::one_worker",
+    "kerastuner_interop:one_worker",
 )
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def group_of(nodeid: str) -> str:
+    for prefix, group in PARTS.items():
+        if nodeid.startswith(prefix):
+            return group
+    return nodeid.split("::")[0]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    group: dict[pytest.Item, str] = {}
-    for item in items:
-        mark = item.get_closest_marker("xdist_group")
-        if mark is None:
-            group[item] = item.nodeid.split("::")[0]
-            item.add_marker(pytest.mark.xdist_group(group[item]))
-        else:
-            group[item] = mark.args[0] if mark.args else mark.kwargs["name"]
-    items.sort(key=lambda item: rank.get(group[item], len(rank)))  # stable: a group's own order is kept
+    items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # stable: a group's own order is kept
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return Groups(config, log)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

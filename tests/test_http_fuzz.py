@@ -120,7 +120,6 @@ def test_the_fuzzer_reaches_every_operation_with_data_it_accepts(fuzzed: subproc
     assert listed and listed <= MAY_BE_MOSTLY_REJECTED, report(fuzzed)
 
 
-@pytest.mark.xdist_group("tests/test_http_fuzz.py::fuzzing_phase_alone")  # beside the full run (tests/conftest.py)
 def test_the_fuzzing_phase_alone_reaches_a_suggestions_operations_with_the_ids_it_made(tmp_path: Path) -> None:
     """No links and no data given: the fuzzing phase creates experiments, asks them, and feeds the answers'
     ids to GET/DELETE .../suggestions/{suggestion_id} and POST .../reports (the parameter's documented

@@ -74,10 +74,6 @@ class Forked:
 Proc = subprocess.Popen[str] | Forked
 _STARTED: list[Proc] = []
 
-
-def part(name: str) -> pytest.MarkDecorator:
-    """The file's tests run in parts, side by side on pytest-xdist's workers (tests/conftest.py)."""
-    return pytest.mark.xdist_group(f"tests/test_kerastuner_interop.py::{name}")
 _ZYGOTE: list[subprocess.Popen[str]] = []
 
 
@@ -239,7 +235,6 @@ def assert_in_space(values: dict[str, Any]) -> None:
         assert "momentum" not in values
 
 
-@part("workers")
 def test_two_real_workers_run_ten_trials_to_stopped_and_the_chief_exits(tmp_path: Path) -> None:
     chief = start_chief(tmp_path, "--workers", "2", max_trials=10)
     workers = start_together(chief, tmp_path, ["tuner0", "tuner1"], trial_s="0.2")
@@ -273,7 +268,6 @@ def test_two_real_workers_run_ten_trials_to_stopped_and_the_chief_exits(tmp_path
     print(f"two workers, 10 trials: {workers_done - started:.1f} s; chief exit lag {chief_lag:.2f} s")
 
 
-@part("two_objectives")
 def test_two_real_workers_with_an_objective_list_score_as_kerastuner_and_keep_the_pareto_front(tmp_path: Path) -> None:
     from tauopt.pareto import pareto_front
 
@@ -306,7 +300,6 @@ def test_two_real_workers_with_an_objective_list_score_as_kerastuner_and_keep_th
     assert front and [x for row in front for x in row] == pytest.approx([x for row in expected for x in row], rel=1e-6)
 
 
-@part("one_worker")
 def test_a_tiny_real_keras_model_fit_over_the_chief(tmp_path: Path) -> None:
     chief = start_chief(tmp_path, "--workers", "1", max_trials=2, objective="val_loss")
     proc, results = start_worker(chief, tmp_path, "tuner0", mode="keras")
@@ -319,7 +312,6 @@ def test_a_tiny_real_keras_model_fit_over_the_chief(tmp_path: Path) -> None:
     assert sorted(o.value for o in observations) == pytest.approx(sorted(r["score"] for r in runs), rel=1e-6)
 
 
-@part("one_worker")
 def test_a_worker_killed_mid_trial_has_its_trial_expire_and_another_finishes_the_search(tmp_path: Path) -> None:
     chief = start_chief(tmp_path, "--trial-ttl-s", "2", "--linger-s", "3", max_trials=4)
     dying, dying_results = start_worker(chief, tmp_path, "tuner-dies", mode="hang")
@@ -342,7 +334,6 @@ def test_a_worker_killed_mid_trial_has_its_trial_expire_and_another_finishes_the
     assert summary["workers_stopped"] == ["tuner-lives"]
 
 
-@part("workers")
 def test_a_late_joining_worker_gets_stopped_at_once(tmp_path: Path) -> None:
     chief = start_chief(tmp_path, "--workers", "2", "--linger-s", "60", max_trials=3)
     first, _ = start_worker(chief, tmp_path, "early")
@@ -358,7 +349,6 @@ def test_a_late_joining_worker_gets_stopped_at_once(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 30
 
 
-@part("failures")
 def test_invalid_trials_are_retried_with_the_same_id_and_failed_ones_free_their_place(tmp_path: Path) -> None:
     chief = start_chief(tmp_path, "--max-retries-per-trial", "1", "--max-consecutive-failures", "50", "--workers", "1", max_trials=4)
     proc, results = start_worker(chief, tmp_path, "tuner0", mode="invalid_fail")
@@ -379,7 +369,6 @@ def test_invalid_trials_are_retried_with_the_same_id_and_failed_ones_free_their_
     assert len([o for o in observations if not o.failed]) == 4
 
 
-@part("failures")
 def test_consecutive_failures_end_the_search_with_a_message_to_every_worker(tmp_path: Path) -> None:
     chief = start_chief(tmp_path, "--max-consecutive-failures", "2", "--workers", "2", max_trials=10)
     workers = start_together(chief, tmp_path, ["tuner0", "tuner1"], mode="fail_all")
@@ -400,7 +389,6 @@ def _trial_of(checkpoint: str) -> str:
     return part[len("trial_"):]
 
 
-@part("hyperband")
 def test_real_hyperband_workers_follow_keras_tuners_brackets_and_promoted_trials_resume_from_the_parent(tmp_path: Path) -> None:
     # max_epochs 3, factor 3: bracket 1 = three 1-epoch trials, then the best continues to 3 epochs;
     # bracket 0 = two 3-epoch trials. Six trials, one promotion.
