@@ -51,7 +51,8 @@ def pg_url(pg_cluster: Any) -> str:
 # below: a worker takes one group of tests at a time and runs it whole. A test's group is its
 # file (so a module's shared daemon, pool or cluster starts once), or one of PARTS: a part of a
 # long file, run beside its other parts. The groups that take longest go first (LONGEST_FIRST),
-# so no worker ends the run alone on a long one; pytest-xdist's own order, by number of tests,
+# so no worker ends the run alone on a long one (the groups of 10 s or more in a `make test`
+# run's --junitxml, longest first); pytest-xdist's own order, by number of tests,
 # put the few-test long files last. (Its `xdist_group` marks are not used: pytest-xdist 3.8 sets
 # the mark's group on the item's `_nodeid`, which pytest 9 no longer reads.)
 PARTS = {  # nodeid prefix -> group
@@ -68,23 +69,42 @@ PARTS = {  # nodeid prefix -> group
     "tests/test_http_schema.py::test_every_operation_answers_per_its_schema_and_never_5xx[1]": "http_schema:1",
 }
 LONGEST_FIRST = (
-    "kerastuner_interop:hyperband",
-    "tests/test_http_fuzz.py",
+    "tests/test_dashboard_browser.py",
     "tests/test_typecheck.py",
+    "tests/test_http_fuzz.py",
     "tests/test_wheel.py",
-    "kerastuner_interop:two_objectives",
-    "http_fuzz:fuzzing_phase_alone",
-    "tests/test_gp.py",
-    "kerastuner_interop:failures",
-    "http_schema:0",
-    "http_schema:1",
     "tests/test_readme_programs.py",
-    "kerastuner_interop:workers",
+    "tests/test_gp.py",
+    "kerastuner_interop:hyperband",
     "tests/test_integration_ray.py",
+    "tests/test_gp_pieces.py",
+    "http_fuzz:fuzzing_phase_alone",
+    "tests/test_serve_failover.py",
+    "kerastuner_interop:two_objectives",
+    "tests/test_http_daemon.py",
+    "tests/test_http_ops.py",
     "tests/test_compute_dask.py",
     "tests/test_quality_suite.py",
+    "tests/test_http_capacity.py",
+    "tests/test_cli_experiments.py",
+    "tests/test_http_heavy_reads.py",
+    "http_schema:1",
+    "kerastuner_interop:failures",
+    "tests/test_pool_prewarm.py",
+    "tests/test_bench_smoke.py",
+    "http_schema:0",
     "tests/test_hyperband_schedule.py",
-    "tests/test_serve_failover.py",
+    "tests/test_engine_contention.py",
+    "tests/test_store_sqlite.py",
+    "tests/test_optuna_suite.py",
+    "tests/test_pool.py",
+    "tests/test_store_postgresql.py",
+    "tests/test_sobol.py",
+    "tests/test_optuna_interop.py",
+    "tests/test_store_lock.py",
+    "tests/test_user_types.py",
+    "tests/test_http_long_poll.py",
+    "kerastuner_interop:workers",
     "kerastuner_interop:one_worker",
 )
 
