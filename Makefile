@@ -22,11 +22,12 @@ $(STAMP): pyproject.toml Makefile
 serve: $(STAMP)
 	$(VENV)/bin/tauopt serve
 
-# The suite on up to 4 cores (pytest-xdist): each test file runs whole on one worker, so a
-# module's shared daemon, pool or cluster is started once; TEST_WORKERS=1 for one process.
+# The suite on up to 4 cores (pytest-xdist): each group of tests runs whole on one worker, a
+# group being a file (so a module's shared daemon, pool or cluster is started once) or a part
+# of a long file; the longest groups go first (tests/conftest.py). TEST_WORKERS=1 for one process.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # The documentation site (mkdocs.yml, docs/) into build/site; --strict: no broken link or reference.
 docs: $(STAMP)

@@ -262,6 +262,28 @@ def wait_port(port: int, timeout_s: float = 60.0, alive: Callable[[], bool] | No
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout_s} s")
 
 
+def wait_health(url: str, proc: Any = None, timeout_s: float = 60.0) -> None:
+    """Return once GET `url`/v1/health answers 200 (a `tauopt serve` started as `proc`);
+    RuntimeError, with its stderr when piped, if `proc` exits first or nothing answers in time."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        exited = proc is not None and proc.poll() is not None
+        if exited or time.monotonic() > deadline:
+            if proc is not None and not exited:
+                proc.kill()
+            err = proc.communicate(timeout=10)[1] if proc is not None and proc.stderr is not None else ""
+            why = f"exited {proc.returncode}" if exited else f"did not answer within {timeout_s:g} s"
+            raise RuntimeError(f"tauopt serve at {url} {why}: {(err or '')[-3000:]}")
+        time.sleep(0.05)
+
+
 def _cpu_seconds(pid: int) -> float:
     """CPU seconds used by `pid` and its direct children (Linux /proc; 0 elsewhere)."""
     import os

@@ -38,7 +38,6 @@ import json
 import math
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -55,6 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _bench_common import free_port, wait_health  # noqa: E402
 from _progress import progress  # noqa: E402
 
 PARAMS: list[dict[str, Any]] = [
@@ -81,12 +81,6 @@ async def fill(db: str, n: int) -> str:
             value = None if failed else 0.3 + 0.08 * (math.log10(lr) + 2.5) ** 2 + 0.4 * (dropout - 0.2) ** 2
             await engine.observe(exp.id, suggestion_id=s.id, value=value, failed=failed)
         return exp.id
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main() -> None:
@@ -177,14 +171,11 @@ def serve(db: str, root: Path) -> tuple[subprocess.Popen[bytes], str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=root,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit(f"tauopt serve from {root} did not answer within 30 s")
+    try:
+        wait_health(url, proc, timeout_s=30)
+    except RuntimeError as exc:
+        raise SystemExit(f"from {root}: {exc}") from None
+    return proc, url
 
 
 STEPS = "performance.getEntriesByType('measure').filter(m => m.name.startsWith('tauopt:')).map(m => [m.name.slice(7), m.duration])"

@@ -49,7 +49,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _bench_common import _cpu_seconds, free_port, quantile  # noqa: E402
+from _bench_common import _cpu_seconds, free_port, quantile, wait_health  # noqa: E402
 from _scale_plot import emit, measure_sizes  # noqa: E402
 
 PARAMETERS = [{"name": "x", "type": "double", "bounds": [0.0, 1.0]}, {"name": "y", "type": "double", "bounds": [0.0, 1.0]}]
@@ -140,15 +140,7 @@ def measure(n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        while True:
-            try:
-                if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None:
-                raise RuntimeError(f"tauopt serve exited: {proc.stderr.read() if proc.stderr else ''}")
-            time.sleep(0.01)
+        wait_health(url, proc, timeout_s=600)
         start_s = time.perf_counter() - started
         time.sleep(1.0)  # settle (the metrics registry, the first writer commit)
         rss_idle = _rss_mb(proc.pid)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,7 +26,9 @@ from pathlib import Path
 import anyio
 import httpx
 
-from tauopt import Client
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench_common import free_port, wait_health  # noqa: E402
+from tauopt import Client  # noqa: E402
 from tauopt.engine._auth import new_credential
 from tauopt.models import Experiment, Observation, Parameter
 from tauopt.store import PutExperiment, PutObservation
@@ -52,13 +53,6 @@ async def _seed(db: Path, n: int) -> str:
     return token
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _pages_again(http: httpx.Client, url: str | None) -> list[float]:
     """Each page from `url` on, read once, then timed when asked again (its bytes kept)."""
     times = []
@@ -78,7 +72,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "tauopt.db"
         token = anyio.run(_seed, db, n)
-        port = _free_port()
+        port = free_port()
         url = f"http://127.0.0.1:{port}"
         proc = subprocess.Popen(
             [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", str(port), "--log-level", "warning",
@@ -86,12 +80,7 @@ def main() -> None:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            for _ in range(600):
-                try:
-                    if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.05)
+            wait_health(url, proc, timeout_s=30)
             path, path_columns = "/v1/experiments/front/pareto_front", "/v1/experiments/front/observations/columns"
             with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=300) as http:
                 t = time.perf_counter()

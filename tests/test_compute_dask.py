@@ -342,16 +342,18 @@ def test_serve_exits_with_one_line_when_the_scheduler_is_unreachable(tmp_path: P
     cmd = [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(db), "--port", "0", "--pool", "dask"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     pipes = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    # Both at once: each pays the interpreter's start, the first also the 10 s connect timeout.
-    with subprocess.Popen([*cmd, "--dask-scheduler", address], **pipes) as unreachable, subprocess.Popen(
-        [*cmd[:-2], "--dask-scheduler", address], **pipes
-    ) as wrong:
+    # All at once: each pays the interpreter's start, the first also its 1 s connect timeout.
+    with subprocess.Popen([*cmd, "--dask-scheduler", address, "--dask-connect-timeout-s", "1"], **pipes) as unreachable, \
+            subprocess.Popen([*cmd[:-2], "--dask-scheduler", address], **pipes) as wrong, \
+            subprocess.Popen([*cmd, "--dask-scheduler", address, "--dask-connect-timeout-s", "0"], **pipes) as zero:
         wrong_err = wrong.communicate(timeout=60)[1]
+        zero_err = zero.communicate(timeout=60)[1]
         done_err = unreachable.communicate(timeout=120)[1]
     assert unreachable.returncode == 1
-    assert done_err.startswith(f"tauopt: cannot reach the Dask scheduler at {address}")
+    assert done_err.startswith(f"tauopt: cannot reach the Dask scheduler at {address} within 1 s")
     assert "Traceback" not in done_err and not db.exists()  # refused before anything was written
     assert wrong.returncode == 2 and "--dask-scheduler goes with --pool dask" in wrong_err
+    assert zero.returncode == 2 and "--dask-connect-timeout-s must be positive" in zero_err
 
 
 @pytest.mark.parametrize("anyio_backend", ["trio"])

@@ -9,14 +9,13 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Callable, Iterator
 
 import httpx
 import pytest
 
-from test_http_support import free_port
+from test_http_support import free_port, wait_health
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,16 +44,7 @@ class Daemon:
         )
         if not isinstance(sink, int):
             sink.close()  # the daemon has its own descriptor
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(self.url + "/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"tauopt serve did not start: {self.proc.stderr.read() if self.proc.stderr else ''}")
-            time.sleep(0.05)
+        wait_health(self.url, self.proc, timeout_s=30)
 
     @classmethod
     def shared(cls, store_url: str, lease_s: float, cwd: Path) -> "Daemon":

@@ -4,6 +4,7 @@ port, run in a thread (httpx's tests/conftest.py pattern). No tests here."""
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -13,6 +14,11 @@ from typing import Any, Iterator
 import anyio
 
 import uvicorn
+
+sys.path.append(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from _bench_common import wait_health  # noqa: E402  # one wait for a daemon's health, the benchmarks' too
+
+__all__ = ["ServerThread", "served_with_token", "free_port", "seed_credentials", "wait_health"]
 
 
 class ServerThread:

@@ -2,11 +2,15 @@
 
 The chief runs as `python -m tauopt.cli kerastuner chief` and the workers as
 `tests/kerastuner_workers/worker.py`, each its own process: keras-tuner is
-never imported here (its `keras_tuner.*` protos would clash with ours).
+never imported here (its `keras_tuner.*` protos would clash with ours). The
+workers are forked from one process per test worker that imported keras,
+torch and keras_tuner once (`kerastuner_workers/zygote.py`): their imports
+cost each worker seconds of CPU otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -25,12 +29,73 @@ import pytest
 pytestmark = pytest.mark.slow
 
 WORKER = Path(__file__).parent / "kerastuner_workers" / "worker.py"
+ZYGOTE = Path(__file__).parent / "kerastuner_workers" / "zygote.py"
 pytest.importorskip("grpc")
 if __import__("importlib").util.find_spec("keras_tuner") is None:
     pytest.skip("keras-tuner is not installed", allow_module_level=True)
 
 
-_STARTED: list[subprocess.Popen[str]] = []
+class Forked:
+    """A worker forked by the zygote: the part of `subprocess.Popen` these tests use (its output
+    is a file; the zygote, its parent, writes its exit status beside it when it ends)."""
+
+    stdout = None
+
+    def __init__(self, pid: int, out: Path) -> None:
+        self.pid, self.out, self.returncode = pid, out, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                self.returncode = int(Path(f"{self.out}.exit").read_text())
+            except FileNotFoundError:
+                pass
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+            time.sleep(0.05)
+        assert self.returncode is not None
+        return self.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, None]:
+        self.wait(timeout)
+        return self.out.read_text(errors="replace"), None
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+Proc = subprocess.Popen[str] | Forked
+_STARTED: list[Proc] = []
+
+_ZYGOTE: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _zygote_ends_with_the_session() -> Iterator[None]:
+    yield
+    for zygote in _ZYGOTE:
+        zygote.stdin.close()  # type: ignore[union-attr]  # it kills what it still runs, and exits
+        zygote.wait(30)
+        zygote.stdout.close()  # type: ignore[union-attr]
+
+
+def fork_worker(script: Path, args: list[str], env: dict[str, str], out: Path, home: Path) -> Forked:
+    """`python SCRIPT ARGS` with `env`, forked from this test worker's zygote (started at the first call)."""
+    if not _ZYGOTE:
+        _ZYGOTE.append(subprocess.Popen([sys.executable, str(ZYGOTE), str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+    zygote = _ZYGOTE[0]
+    zygote.stdin.write(json.dumps({"script": str(script), "argv": args, "env": env, "out": str(out)}) + "\n")  # type: ignore[union-attr]
+    zygote.stdin.flush()  # type: ignore[union-attr]
+    line = zygote.stdout.readline()  # type: ignore[union-attr]
+    assert line, f"the zygote exited ({zygote.wait()})"
+    return Forked(json.loads(line)["pid"], out)
 
 
 @pytest.fixture(autouse=True)
@@ -92,9 +157,8 @@ def start_chief(tmp_path: Path, *args: str, max_trials: int, objective: str = "s
     raise AssertionError(f"the chief did not start: {stderr.read_text()}")
 
 
-def start_worker(chief: Chief, tmp_path: Path, tuner_id: str, mode: str = "normal", **extra_env: str) -> tuple[subprocess.Popen[str], Path]:
-    results = tmp_path / f"{tuner_id}.jsonl"
-    env = {
+def worker_env(chief: Chief, tmp_path: Path, tuner_id: str, **extra_env: str) -> dict[str, str]:
+    return {
         **os.environ,
         **extra_env,
         "KERAS_BACKEND": "torch",
@@ -104,15 +168,21 @@ def start_worker(chief: Chief, tmp_path: Path, tuner_id: str, mode: str = "norma
         "KERAS_HOME": str(tmp_path / "keras-home"),
         "OMP_NUM_THREADS": "1",
     }
-    proc = subprocess.Popen(
-        [sys.executable, str(WORKER), str(results), mode], env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+
+
+def start_script(script: Path, args: list[str], env: dict[str, str], tmp_path: Path, tuner_id: str) -> Proc:
+    proc = fork_worker(script, args, env, tmp_path / f"{tuner_id}.out", tmp_path.parent / "keras-home")
     _STARTED.append(proc)
-    return proc, results
+    return proc
 
 
-def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[int, str]:
+def start_worker(chief: Chief, tmp_path: Path, tuner_id: str, mode: str = "normal", **extra_env: str) -> tuple[Proc, Path]:
+    results = tmp_path / f"{tuner_id}.jsonl"
+    env = worker_env(chief, tmp_path, tuner_id, **extra_env)
+    return start_script(WORKER, [str(results), mode], env, tmp_path, tuner_id), results
+
+
+def finish(proc: Proc, timeout: float = 90) -> tuple[int, str]:
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -122,7 +192,7 @@ def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[int, str]:
     return proc.returncode, out
 
 
-def start_together(chief: Chief, tmp_path: Path, tuner_ids: list[str], mode: str = "normal", trial_s: str = "0") -> list[tuple[subprocess.Popen[str], Path]]:
+def start_together(chief: Chief, tmp_path: Path, tuner_ids: list[str], mode: str = "normal", trial_s: str = "0") -> list[tuple[Proc, Path]]:
     """Workers whose searches begin at the same moment (keras imports take seconds)."""
     go = tmp_path / "go"
     workers = [start_worker(chief, tmp_path, t, mode, WORKER_GO_FILE=str(go), WORKER_TRIAL_S=trial_s) for t in tuner_ids]
@@ -330,14 +400,7 @@ def test_real_hyperband_workers_follow_keras_tuners_brackets_and_promoted_trials
     workers = []
     for tuner_id in ("tuner0", "tuner1"):
         results = tmp_path / f"{tuner_id}.jsonl"
-        env = {
-            **os.environ, "KERAS_BACKEND": "torch", "KERASTUNER_ORACLE_IP": "127.0.0.1",
-            "KERASTUNER_ORACLE_PORT": str(chief.port), "KERASTUNER_TUNER_ID": tuner_id,
-            "KERAS_HOME": str(tmp_path / "keras-home"), "OMP_NUM_THREADS": "1",
-        }
-        proc = subprocess.Popen([sys.executable, str(HYPERBAND_WORKER), str(results), str(project)], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        _STARTED.append(proc)
+        proc = start_script(HYPERBAND_WORKER, [str(results), str(project)], worker_env(chief, tmp_path, tuner_id), tmp_path, tuner_id)
         workers.append((proc, results))
     codes = [finish(p, timeout=240) for p, _ in workers]
     (tmp_path / "workers.out").write_text("\n".join(out for _, out in codes))

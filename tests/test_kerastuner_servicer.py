@@ -403,3 +403,116 @@ def test_finished_trials_leave_the_index_every_rpc_scans() -> None:
             assert again.trial_id == running.trial_id  # its ongoing trial, found in the index
 
     run(main)
+
+
+def test_the_chief_answers_a_workers_calls_after_its_last_stopped_then_exits() -> None:
+    """With --workers 1, the one worker told STOPPED: a call it makes after its search returned (KerasTuner's
+    get_best_trials, here half a second later) is still answered, and the chief exits soon after, well
+    inside its linger. A chief that went at once left that call waiting for a server that was gone."""
+    from tauopt.models import Parameter
+    from tauopt.transport.grpc._chief import ChiefOptions, serve_chief
+    from tauopt.transport.grpc._oracle import LAST_CALLS_S
+
+    config = ChiefConfig(objective="score", direction="min", max_trials=1, workers=1, linger_s=60,
+                         space=tuple(Parameter.parse(p) for p in SPACE))  # fmt: skip
+
+    async def main() -> None:
+        ready: list[int] = []
+        exited: list[tuple[int, float]] = []
+
+        async def serve() -> None:
+            exited.append((await serve_chief(ChiefOptions(config, "127.0.0.1", 0), lambda r: ready.append(r["port"])), time.monotonic()))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve)
+            with anyio.fail_after(30):
+                while not ready:
+                    await anyio.sleep(0.01)
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{ready[0]}") as channel:
+                stub = pb_grpc.OracleStub(channel)
+                t = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial
+                await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=t.trial_id, metrics={"score": 1.5}))
+                await stub.EndTrial(end(t.trial_id, kt.COMPLETED))
+                assert (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id="w"))).trial.status == kt.STOPPED
+                await anyio.sleep(0.5)  # the worker's program between its search's end and its next call
+                best = await stub.GetBestTrials(pb.GetBestTrialsRequest(num_trials=1), timeout=10, wait_for_ready=True)
+                answered = time.monotonic()
+            assert [b.trial_id for b in best.trials] == [t.trial_id] and best.trials[0].score.value == 1.5
+        (code, at), = exited
+        assert code == 0 and at - answered < LAST_CALLS_S + 5, "the chief exits soon after the last call, not at its linger"
+
+    run(main)
+
+
+def test_a_create_trial_waiting_for_a_proposal_hears_stopped_when_the_search_ends_meanwhile() -> None:
+    """Two workers ask at once for the last place; one gets it, the other's ask waits in the engine for
+    the strategy's next proposal (a slow fit). When the one trial completes the search is done: the
+    waiting worker hears STOPPED then, not when the fit lands (a chief whose linger ran out first went
+    away, cancelling that call)."""
+    import threading
+
+    import numpy as np
+
+    from tauopt.models import Parameter
+    from tauopt.strategies import Strategy, SuggestRequest, register, unregister
+
+    first, second = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def held_propose(request: SuggestRequest, rng: np.random.Generator) -> list[dict[str, Any]]:
+        calls.append(request.n)
+        (first if len(calls) == 1 else second).wait(30)
+        return [request.space.from_unit([float(rng.random()) for _ in request.space.parameters])]  # one point per call
+
+    async def main() -> None:
+        async with Engine(pool="thread") as engine:
+            config = ChiefConfig(objective="score", direction="min", max_trials=1, workers=2, strategy="held",
+                                 space=tuple(Parameter.parse(p) for p in SPACE[:2]))  # fmt: skip
+            oracle = KerasTunerOracle(engine, config)
+            exp = await oracle.start()
+            server = grpc.aio.server()
+            pb_grpc.add_OracleServicer_to_server(OracleServicer(oracle), server)
+            port = server.add_insecure_port("127.0.0.1:0")
+            await server.start()
+            answers: dict[str, Any] = {}
+            try:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel, anyio.create_task_group() as tg:
+                    stub = pb_grpc.OracleStub(channel)
+
+                    async def create(worker: str) -> None:
+                        answers[worker] = (await stub.CreateTrial(pb.CreateTrialRequest(tuner_id=worker), timeout=20)).trial
+
+                    tg.start_soon(create, "w1")
+                    with anyio.fail_after(20):
+                        while not calls:  # w1's proposal is being made
+                            await anyio.sleep(0.01)
+                        tg.start_soon(create, "w2")
+                        while not (await engine.inspect(exp.id))["slot_waiters"]:  # w2 waits in the engine for a place
+                            await anyio.sleep(0.01)
+                    first.set()
+                    with anyio.fail_after(20):
+                        while not answers:
+                            await anyio.sleep(0.01)
+                    (worker, trial), = answers.items()
+                    other = "w2" if worker == "w1" else "w1"
+                    await stub.UpdateTrial(pb.UpdateTrialRequest(trial_id=trial.trial_id, metrics={"score": 1.0}))
+                    await stub.EndTrial(end(trial.trial_id, kt.COMPLETED))
+                    assert oracle.done
+                    with anyio.fail_after(5):  # the held proposal is still unanswered
+                        while other not in answers:
+                            await anyio.sleep(0.01)
+                    assert answers[other].status == kt.STOPPED and not second.is_set()
+                    second.set()  # the abandoned proposal lands, and its ask is answered to nobody
+                    with anyio.fail_after(20):
+                        while (stats := await engine.inspect(exp.id))["waiters"] or stats["slot_waiters"]:
+                            await anyio.sleep(0.01)
+            finally:
+                first.set()
+                second.set()
+                await server.stop(grace=None)
+
+    register(Strategy("held", held_propose, pooled=True))
+    try:
+        run(main)
+    finally:
+        unregister("held")

@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import time
 import zipfile
 from pathlib import Path
 from typing import Iterator
@@ -27,7 +26,7 @@ import httpx
 import pytest
 
 import tauopt
-from test_http_support import free_port
+from test_http_support import free_port, wait_health
 from test_readme_programs import quickstart
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,16 +97,8 @@ def served(venv: Path) -> Iterator[str]:
         env=_env(), cwd=venv.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
     try:
-        while True:
-            try:
-                if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=10)[1][-3000:]
-            time.sleep(0.1)
+        wait_health(url, proc, timeout_s=60)
         yield url
     finally:
         proc.terminate()

@@ -389,7 +389,7 @@ class TrialQueue:
                 step = await self._try_claim(worker)
                 changed = self._changed
             if isinstance(step, _AskEngine) and deadline > self._clock():
-                step = await self._ask_engine(worker, min(deadline - self._clock(), MAX_WAIT_S))
+                step = await self._ask_engine_until_done(worker, min(deadline - self._clock(), MAX_WAIT_S))
             if isinstance(step, (TrialInfo, str)):
                 if step == STOPPED:
                     self.trials.workers_stopped.add(worker)
@@ -431,6 +431,24 @@ class TrialQueue:
             trials.add(t)
             return self._hand_out(t, worker)
         return _ASK_ENGINE
+
+    async def _ask_engine_until_done(self, worker: str, wait_s: float) -> TrialInfo | str | None:
+        """`_ask_engine`, given up when the search ends meanwhile: an ask waiting for a fit or a
+        place is then for a trial nobody wants, and its worker is to hear STOPPED now, not after
+        the wait (a chief lingering less long would have gone, cancelling the call). What the
+        abandoned ask leaves open is closed with the search."""
+        answer: list[TrialInfo | str | None] = []
+        async with anyio.create_task_group() as tg:
+
+            async def ask() -> None:
+                answer.append(await self._ask_engine(worker, wait_s))
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(ask)
+            while not self.done:
+                await self._changed.wait()
+            tg.cancel_scope.cancel()
+        return answer[0] if answer else None
 
     async def _ask_engine(self, worker: str, wait_s: float) -> TrialInfo | str | None:
         """The engine's suggestion as a trial: a released one is its trial's next run, a

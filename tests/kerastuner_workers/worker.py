@@ -26,6 +26,11 @@ import tempfile
 import time
 
 import keras_tuner as kt
+from keras_tuner.src.distribute import oracle_client
+
+# Each call to the chief within a minute (KerasTuner's own deadline is an hour): a call to a chief
+# that went away fails here, inside the test's bound on the worker, with the call named.
+oracle_client.TIMEOUT = 60
 
 RESULTS, MODE = sys.argv[1], sys.argv[2]
 SEEN: set[str] = set()

@@ -31,6 +31,12 @@ __all__ = ["ChiefConfig", "HyperbandConfig", "TrialView", "SearchFailed", "Keras
 
 MULTI_OBJECTIVE = "multi_objective"  # KerasTuner's name for the score of an objective list
 
+# Once every worker was told STOPPED, the chief still answers until no call came for this
+# long (never past linger_s): a worker's search returns on STOPPED and its program then asks
+# for the best trials; a chief already gone leaves that call waiting for a server (KerasTuner's
+# client waits for the chief, up to an hour).
+LAST_CALLS_S = 2.0
+
 
 def multi_objective_score(objectives: tuple[tuple[str, str], ...], metrics: Mapping[str, float]) -> float:
     """keras_tuner.engine.objective.MultiObjective.get_value: min objectives add, max ones subtract."""
@@ -151,6 +157,8 @@ class KerasTunerOracle:
         self.engine = engine
         self.config = config
         self.trials = TrialQueue(engine, config.policy(), clock)
+        self._clock = clock
+        self._last_call = clock()
 
     @property
     def maximize(self) -> bool:
@@ -183,8 +191,17 @@ class KerasTunerOracle:
     async def maintain(self) -> None:
         await self.trials.maintain()
 
+    def heard(self) -> None:
+        """A call began or ended (see LAST_CALLS_S)."""
+        self._last_call = self._clock()
+
     def should_exit(self) -> bool:
-        return self.trials.should_exit(self.config.linger_s, self.config.workers)
+        if not self.trials.should_exit(self.config.linger_s, self.config.workers):
+            return False
+        now, done_at = self._clock(), self.trials.done_at
+        if done_at is not None and now - done_at >= self.config.linger_s:
+            return True
+        return now - self._last_call >= LAST_CALLS_S
 
     async def create_trial(self, tuner_id: str) -> TrialView:
         """A trial for `tuner_id`, STOPPED, or IDLE after holding the call up to hold_s."""

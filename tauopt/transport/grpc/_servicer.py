@@ -92,9 +92,13 @@ class OracleServicer(pb_grpc.OracleServicer):
         return learned
 
     async def _call(self, context: grpc.aio.ServicerContext, rpc: str, fn: Callable[[], Awaitable[T]]) -> T:
-        return await answer_rpc(
-            context, rpc, fn, on_rpc=self.on_rpc, log=log, other={SearchFailed: ("ABORTED", "search_failed")}
-        )
+        self.oracle.heard()
+        try:
+            return await answer_rpc(
+                context, rpc, fn, on_rpc=self.on_rpc, log=log, other={SearchFailed: ("ABORTED", "search_failed")}
+            )
+        finally:
+            self.oracle.heard()
 
     async def GetSpace(self, request: pb.GetSpaceRequest, context: Any) -> pb.GetSpaceResponse:
         async def run() -> pb.GetSpaceResponse:

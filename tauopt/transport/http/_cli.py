@@ -97,6 +97,11 @@ def register(subparsers: Any) -> None:
         metavar="tcp://HOST:PORT",
         help="with --pool dask: an existing Dask scheduler (default: a LocalCluster of this machine)",
     )
+    serve.add_argument(
+        "--dask-connect-timeout-s", type=float, default=10.0, metavar="SECONDS",
+        help="with --dask-scheduler: how long to try reaching the scheduler (and its workers) at start and "
+        "when reconnecting before giving up (default %(default)g)",
+    )
     serve.add_argument("--suggestions-per-day", type=int, default=1000, help="default per-credential quota")
     serve.add_argument("--max-active-experiments", type=int, default=100, help="default per-credential cap")
     serve.add_argument("--heavy-read-rate", type=float, default=15.0, help="listings per second per credential")
@@ -249,12 +254,12 @@ def _serve(args: argparse.Namespace) -> int:
     from ._guard import ConnectionLimits, guarded_protocol
     from ._server import create_app
 
-    for option in ("header_timeout", "body_timeout", "max_header_bytes", "max_headers", "max_connections", "max_connections_per_address", "max_waiting_asks", "keep_alive_s"):
+    for option in ("header_timeout", "body_timeout", "max_header_bytes", "max_headers", "max_connections", "max_connections_per_address", "max_waiting_asks", "keep_alive_s", "dask_connect_timeout_s"):
         if getattr(args, option) is not None and not getattr(args, option) > 0:
             return _fail(f"--{option.replace('_', '-')} must be positive, not {getattr(args, option)}", 2)
     _log_to_stderr(args.log_level)
     try:
-        pool = _pool_option(args.pool, args.dask_scheduler)
+        pool = _pool_option(args.pool, args.dask_scheduler, args.dask_connect_timeout_s)
     except ValueError as exc:
         return _fail(str(exc), 2)
     except RuntimeError as exc:  # the cluster cannot serve (DaskUnavailable)
@@ -356,7 +361,7 @@ async def serve_on_engine(tg: Any, engine: Any, host: str, port: int) -> tuple[d
     return {"http_port": port}, lambda: setattr(server, "should_exit", True)
 
 
-def _pool_option(kind: str, scheduler: str | None) -> Any:
+def _pool_option(kind: str, scheduler: str | None, connect_timeout_s: float = 10.0) -> Any:
     """The Engine's `pool` for `--pool` / `--dask-scheduler`. A Dask scheduler is
     reached (and its workers checked) before the daemon writes or listens, so a wrong
     address ends `tauopt serve` with one line, not a traceback at the first GP ask."""
@@ -374,8 +379,8 @@ def _pool_option(kind: str, scheduler: str | None) -> Any:
 
     from ...compute import DaskExecutor, StrategyPool, check_dask_cluster
 
-    anyio.run(check_dask_cluster, scheduler)
-    return StrategyPool(DaskExecutor(scheduler))
+    anyio.run(check_dask_cluster, scheduler, connect_timeout_s)
+    return StrategyPool(DaskExecutor(scheduler, connect_timeout_s=connect_timeout_s))
 
 
 def raise_open_files_limit() -> tuple[int, int, int]:
