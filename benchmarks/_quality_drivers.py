@@ -36,10 +36,19 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     # every proposal fits and chooses the warp, at any history size (the default
     # reuses both from GPConfig.large_history = 256 observations until the history grows)
     "gp_everyfit": {"large_history": 10**9},
-    # settings tried for small budgets ("initial_points" is the experiment's strategy option, not GPConfig's)
+    # settings tried for small budgets ("initial_points" is the experiment's strategy option,
+    # "budget" whether the request carries the run's budget (the design is sized from it),
+    # "design_share" the budget's share for the design (registry.DESIGN_SHARE), "tr_floor"
+    # the trust region's smallest side at small n, "lhs" a Latin hypercube design instead
+    # of the experiment's scrambled Sobol points; not GPConfig's)
     "gp_i10": {"initial_points": 10},
     "gp_i20": {"initial_points": 20},
     "gp_i10_notr": {"initial_points": 10, "trust_region": False},
+    "gp_nob": {"budget": False},  # the design as before the budget was passed: max(5, 2d)
+    "gp_share4": {"design_share": 4},
+    "gp_share3": {"design_share": 3},
+    "gp_lhs": {"lhs": True},
+    "gp_floor4": {"tr_floor": 0.4},
 }
 
 
@@ -95,12 +104,52 @@ class Run:
 
 
 def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed: int) -> Run:
-    from tauopt.strategies.gp import GPConfig, propose_gp
+    """`budget` is also the run's observation budget, passed in every request as the
+    engine passes an experiment's (variants with "budget": False leave it out)."""
+    from tauopt.strategies.gp import GPConfig
 
     space, metric = problem.space, Metric("y")
     switches = dict(GP_VARIANTS.get(method, {}))
     options = StrategyOptions(initial_points=switches.pop("initial_points", None))
-    config = GPConfig(**switches) if method in GP_VARIANTS else None
+    known = budget if switches.pop("budget", True) else None
+    with _patched(switches.pop("design_share", None), switches.pop("tr_floor", None)):
+        lhs = _lhs(problem, options, known, seed) if switches.pop("lhs", False) else None
+        config = GPConfig(**switches) if method in GP_VARIANTS else None
+        return _run_strategy(problem, method, budget, workers, seed, options, known, config, lhs)
+
+
+@contextlib.contextmanager
+def _patched(design_share: int | None, tr_floor: float | None) -> Iterator[None]:
+    """A variant's design share and trust-region floor, set for one run."""
+    from tauopt.strategies import _gp_trust_region, _registry
+
+    saved = _registry.DESIGN_SHARE, _gp_trust_region.SMALL_N_FLOOR
+    _registry.DESIGN_SHARE = design_share or saved[0]
+    _gp_trust_region.SMALL_N_FLOOR = saved[1] if tr_floor is None else tr_floor
+    try:
+        yield
+    finally:
+        _registry.DESIGN_SHARE, _gp_trust_region.SMALL_N_FLOOR = saved
+
+
+def _lhs(problem: Problem, options: StrategyOptions, budget: int | None, seed: int) -> list[dict[str, Any]]:
+    """A Latin hypercube of the design's size (scipy, seeded): the design points in order."""
+    from scipy.stats import qmc
+
+    from tauopt.strategies import design_size
+
+    n = design_size(problem.d, options, budget)
+    u = qmc.LatinHypercube(problem.d, rng=seed).random(n)
+    return [problem.space.from_unit(tuple(row)) for row in u]
+
+
+def _run_strategy(
+    problem: Problem, method: str, budget: int, workers: int, seed: int, options: StrategyOptions, known: int | None,
+    config: Any, lhs: list[dict[str, Any]] | None,
+) -> Run:
+    from tauopt.strategies.gp import propose_gp
+
+    space, metric = problem.space, Metric("y")
     history: list[Observation] = []
     pending: collections.deque[dict[str, Any]] = collections.deque()
     warm, drawn, spent, fits, half_rank = None, 0, 0.0, 0, 0
@@ -109,10 +158,12 @@ def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed:
     def ask() -> None:
         nonlocal warm, drawn, spent, fits, half_rank
         t0 = time.perf_counter()
-        req = SuggestRequest(space, metric, tuple(history), tuple(pending), 1, seed, drawn, options)
+        req = SuggestRequest(space, metric, tuple(history), tuple(pending), 1, seed, drawn, options, budget=known)
         rng = np.random.default_rng([seed, drawn])
         strategy = "auto" if config is not None else method
-        if config is not None and resolve(strategy, req) == "gp":
+        if lhs is not None and drawn < len(lhs):
+            cands = [lhs[drawn]]
+        elif config is not None and resolve(strategy, req) == "gp":
             r = propose_gp(req, rng, warm, config=config)
             warm, cands = r.state, r.candidates
             fits += r.info.fallback_reason is None
@@ -188,6 +239,7 @@ async def run_engine(client: Any, problem: Problem, budget: int, workers: int, s
         problem.space.parameters,
         {"name": "y"},
         parallel_bandwidth=workers,
+        observation_budget=budget,
         strategy="auto",
         strategy_options={"seed": seed},
     )
