@@ -810,6 +810,7 @@ class ExperimentActor:
             waiters=len(self._ahead.waiters),
             ahead=len(self._ahead.points),
             slot_waiters=len(self._slot_waiters),
+            job_running=self._ahead.job_running,
         )
         reply(request, stats)
 
