@@ -45,8 +45,8 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp_i20": {"initial_points": 20},
     "gp_i10_notr": {"initial_points": 10, "trust_region": False},
     "gp_nob": {"budget": False},  # the design as before the budget was passed: max(5, 2d)
+    "gp_share5": {"design_share": 5},  # a fifth of the budget (the default: a third)
     "gp_share4": {"design_share": 4},
-    "gp_share3": {"design_share": 3},
     "gp_lhs": {"lhs": True},
     "gp_floor4": {"tr_floor": 0.4},
     # hyperparameters reused at any history size until it grows by a tenth (the posterior

@@ -278,7 +278,7 @@ async def test_asks_a_landing_job_had_no_point_for_wait_for_the_next_job_when_pa
 
 async def test_the_observation_budget_sizes_the_design_and_reaches_the_strategy():
     """max(5, 2d) = 5 Sobol points without a budget; a budget of 10 leaves the design
-    a fifth of it, at least d + 1 = 3, and the pool's request carries the budget."""
+    a third of it, at least d + 1 = 3, and the pool's request carries the budget."""
     pool = GatedPool(free_jobs=100)
     seen: list[object] = []
     inner = pool.propose

@@ -219,9 +219,10 @@ def test_the_design_is_sized_by_the_observation_budget() -> None:
     from tauopt.strategies import design_size, resolve
 
     assert design_size(10, StrategyOptions()) == 20  # open-ended: max(5, 2d)
-    assert design_size(10, StrategyOptions(), budget=60) == 12  # a fifth of the budget
+    assert design_size(10, StrategyOptions(), budget=60) == 20  # a third of the budget: no cut yet
+    assert design_size(10, StrategyOptions(), budget=45) == 15  # a third of the budget
     assert design_size(10, StrategyOptions(), budget=30) == 11  # never below d + 1
     assert design_size(10, StrategyOptions(), budget=1000) == 20  # never above the open-ended size
     assert design_size(10, StrategyOptions(initial_points=7), budget=60) == 7  # the option wins
-    five = SuggestRequest(BRANIN, Metric("y"), tuple(_history(BRANIN, 3, branin)), budget=10)
-    assert resolve("auto", five) == "gp"  # max(d + 1, 10 // 5) = 3 points of design
+    small = SuggestRequest(BRANIN, Metric("y"), tuple(_history(BRANIN, 3, branin)), budget=9)
+    assert resolve("auto", small) == "gp"  # max(d + 1, 9 // 3) = 3 points of design
