@@ -38,9 +38,8 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp_everyfit": {"large_history": 10**9},
     # settings tried for small budgets ("initial_points" is the experiment's strategy option,
     # "budget" whether the request carries the run's budget (the design is sized from it),
-    # "design_share" the budget's share for the design (registry.DESIGN_SHARE), "tr_floor"
-    # the trust region's smallest side at small n, "lhs" a Latin hypercube design instead
-    # of the experiment's scrambled Sobol points; not GPConfig's)
+    # "design_share" the budget's share for the design (registry.DESIGN_SHARE), "lhs" a
+    # Latin hypercube design instead of the experiment's scrambled Sobol points; not GPConfig's)
     "gp_i10": {"initial_points": 10},
     "gp_i20": {"initial_points": 20},
     "gp_i10_notr": {"initial_points": 10, "trust_region": False},
@@ -48,7 +47,6 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp_share5": {"design_share": 5},  # a fifth of the budget (the default: a third)
     "gp_share4": {"design_share": 4},
     "gp_lhs": {"lhs": True},
-    "gp_floor4": {"tr_floor": 0.4},
     # hyperparameters reused at any history size until it grows by a tenth (the posterior
     # still conditions on every point): a fit per batch or so instead of per ask
     "gp_reuse": {"large_history": 1},
@@ -115,24 +113,23 @@ def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed:
     switches = dict(GP_VARIANTS.get(method, {}))
     options = StrategyOptions(initial_points=switches.pop("initial_points", None))
     known = budget if switches.pop("budget", True) else None
-    with _patched(switches.pop("design_share", None), switches.pop("tr_floor", None)):
+    with _design_share(switches.pop("design_share", None)):
         lhs = _lhs(problem, options, known, seed) if switches.pop("lhs", False) else None
         config = GPConfig(**switches) if method in GP_VARIANTS else None
         return _run_strategy(problem, method, budget, workers, seed, options, known, config, lhs)
 
 
 @contextlib.contextmanager
-def _patched(design_share: int | None, tr_floor: float | None) -> Iterator[None]:
-    """A variant's design share and trust-region floor, set for one run."""
-    from tauopt.strategies import _gp_trust_region, _registry
+def _design_share(share: int | None) -> Iterator[None]:
+    """A variant's design share (registry.DESIGN_SHARE), set for one run."""
+    from tauopt.strategies import _registry
 
-    saved = _registry.DESIGN_SHARE, _gp_trust_region.SMALL_N_FLOOR
-    _registry.DESIGN_SHARE = design_share or saved[0]
-    _gp_trust_region.SMALL_N_FLOOR = saved[1] if tr_floor is None else tr_floor
+    saved = _registry.DESIGN_SHARE
+    _registry.DESIGN_SHARE = share or saved
     try:
         yield
     finally:
-        _registry.DESIGN_SHARE, _gp_trust_region.SMALL_N_FLOOR = saved
+        _registry.DESIGN_SHARE = saved
 
 
 def _lhs(problem: Problem, options: StrategyOptions, budget: int | None, seed: int) -> list[dict[str, Any]]:

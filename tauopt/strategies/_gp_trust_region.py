@@ -28,17 +28,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-__all__ = ["TrustRegion", "step", "replay", "box", "failure_tolerance", "side", "MIN_DIM"]
+__all__ = ["TrustRegion", "step", "replay", "box", "failure_tolerance", "MIN_DIM"]
 
 LENGTH_INIT = 0.8
 LENGTH_MIN = 0.5**7
 LENGTH_MAX = 1.6
 SUCCESS_TOL = 3
 MIN_DIM = 10  # below this, the global acquisition does better (README, measured)
-# Below SMALL_N_PER_DIM * d observations the box's side is at least SMALL_N_FLOOR
-# (0: no floor), whatever the replayed length says.
-SMALL_N_FLOOR = 0.0
-SMALL_N_PER_DIM = 10
 _IMPROVE = 1e-3
 
 
@@ -84,11 +80,6 @@ def replay(values: np.ndarray, n_init: int, d: int, batch: int) -> TrustRegion:
         tr = step(tr, improved, d, batch)
         best = min(best, chunk)
     return tr
-
-
-def side(region: TrustRegion, n: int, d: int) -> float:
-    """The side the box is drawn with after n observations in d coordinates."""
-    return max(region.length, SMALL_N_FLOOR) if n < SMALL_N_PER_DIM * d else region.length
 
 
 def box(center: np.ndarray, lengthscale: np.ndarray, length: float) -> tuple[np.ndarray, np.ndarray]:

@@ -624,9 +624,8 @@ def _region(
     region = tr.replay(values, n_init, len(num), len(request.pending) + request.n)
     center = enc.latent([points[int(np.argmin(raw))]])[0]
     ls = hyper.lengthscale[[enc.dims[i].col for i in num]]
-    length = tr.side(region, len(request.history), len(num))
-    lo[num], hi[num] = tr.box(center[num], ls, length)
-    return lo, hi, length
+    lo[num], hi[num] = tr.box(center[num], ls, region.length)
+    return lo, hi, region.length
 
 
 def _initial_candidates(
