@@ -44,8 +44,9 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp_i20": {"initial_points": 20},
     "gp_i10_notr": {"initial_points": 10, "trust_region": False},
     "gp_nob": {"budget": False},  # the design as before the budget was passed: max(5, 2d)
-    "gp_share5": {"design_share": 5},  # a fifth of the budget (the default: a third)
+    "gp_share5": {"design_share": 5},  # a fifth of the budget (the default: the whole design)
     "gp_share4": {"design_share": 4},
+    "gp_share3": {"design_share": 3},
     "gp_lhs": {"lhs": True},
     # hyperparameters reused at any history size until it grows by a tenth (the posterior
     # still conditions on every point): a fit per batch or so instead of per ask

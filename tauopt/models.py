@@ -404,8 +404,7 @@ def parse_metrics(metric: Any = None, metrics: Any = None) -> tuple[Metric, ...]
 class StrategyOptions:
     """Knobs of the strategies. `grid_size`: points per continuous dimension for
     `grid`; `initial_points`: Sobol points before the GP takes over under `auto`
-    (default max(5, 2*d), at most a third of the observation budget, at least d + 1);
-    `seed`: makes an experiment's suggestions reproducible."""
+    (default max(5, 2*d)); `seed`: makes an experiment's suggestions reproducible."""
 
     grid_size: int | None = None
     initial_points: int | None = None

@@ -276,9 +276,12 @@ async def test_asks_a_landing_job_had_no_point_for_wait_for_the_next_job_when_pa
     assert pool.jobs == 2  # parked: the second job answered the two; not parked: it refilled the one ahead
 
 
-async def test_the_observation_budget_sizes_the_design_and_reaches_the_strategy():
-    """max(5, 2d) = 5 Sobol points without a budget; a budget of 10 leaves the design
-    a third of it, at least d + 1 = 3, and the pool's request carries the budget."""
+async def test_the_observation_budget_sizes_the_design_and_reaches_the_strategy(monkeypatch):
+    """max(5, 2d) = 5 Sobol points without a budget; with the design at a third of
+    the budget, a budget of 10 leaves 3 (d + 1), and the pool's request carries the budget."""
+    from tauopt.strategies import _registry
+
+    monkeypatch.setattr(_registry, "DESIGN_SHARE", 3)
     pool = GatedPool(free_jobs=100)
     seen: list[object] = []
     inner = pool.propose

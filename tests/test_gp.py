@@ -215,11 +215,13 @@ def test_importing_the_gp_strategy_does_not_import_torch() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_the_design_is_sized_by_the_observation_budget() -> None:
-    from tauopt.strategies import design_size, resolve
+def test_the_design_is_sized_by_the_observation_budget(monkeypatch) -> None:
+    from tauopt.strategies import _registry, design_size, resolve
 
     assert design_size(10, StrategyOptions()) == 20  # open-ended: max(5, 2d)
-    assert design_size(10, StrategyOptions(), budget=60) == 20  # a third of the budget: no cut yet
+    assert design_size(10, StrategyOptions(), budget=60) == 20  # the default share leaves it whole
+    assert design_size(10, StrategyOptions(), budget=15) == 15  # never more than the budget
+    monkeypatch.setattr(_registry, "DESIGN_SHARE", 3)
     assert design_size(10, StrategyOptions(), budget=45) == 15  # a third of the budget
     assert design_size(10, StrategyOptions(), budget=30) == 11  # never below d + 1
     assert design_size(10, StrategyOptions(), budget=1000) == 20  # never above the open-ended size
