@@ -47,10 +47,11 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     "gp_share5": {"design_share": 5},  # a fifth of the budget (the default: the whole design)
     "gp_share4": {"design_share": 4},
     "gp_share3": {"design_share": 3},
-    "gp_lhs": {"lhs": True},
+    # the next two on gp_share5's design, as they were measured
+    "gp_lhs": {"lhs": True, "design_share": 5},
     # hyperparameters reused at any history size until it grows by a tenth (the posterior
     # still conditions on every point): a fit per batch or so instead of per ask
-    "gp_reuse": {"large_history": 1},
+    "gp_reuse": {"large_history": 1, "design_share": 5},
 }
 
 
