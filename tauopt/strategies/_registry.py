@@ -176,7 +176,8 @@ DESIGN_SHARE = 1
 
 def resolve_for(strategy: str, space: Space, seen: int, options: StrategyOptions, budget: int | None = None) -> str:
     """`auto`, and strategies declaring `initial_design` (gp), are Sobol for the first
-    `design_size` points (`initial_points`, by default max(5, 2*d)); then `auto` is gp (Sobol when torch/gpytorch are missing).
+    `design_size` points (`initial_points`, by default max(5, 2*d)); then `auto` is gp
+    (Sobol when torch/gpytorch are missing).
 
     Why a design first: a GP fitted on one or two points has nothing to say and its
     acquisition runs to the corners of the box; a space-filling design is what the
