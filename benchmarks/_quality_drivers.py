@@ -36,10 +36,22 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     # every proposal fits and chooses the warp, at any history size (the default
     # reuses both from GPConfig.large_history = 256 observations until the history grows)
     "gp_everyfit": {"large_history": 10**9},
-    # settings tried for small budgets ("initial_points" is the experiment's strategy option, not GPConfig's)
+    # settings tried for small budgets ("initial_points" is the experiment's strategy option,
+    # "budget" whether the request carries the run's budget (the design is sized from it),
+    # "design_share" the budget's share for the design (registry.DESIGN_SHARE), "lhs" a
+    # Latin hypercube design instead of the experiment's scrambled Sobol points; not GPConfig's)
     "gp_i10": {"initial_points": 10},
     "gp_i20": {"initial_points": 20},
     "gp_i10_notr": {"initial_points": 10, "trust_region": False},
+    "gp_nob": {"budget": False},  # the design as before the budget was passed: max(5, 2d)
+    "gp_share5": {"design_share": 5},  # a fifth of the budget (the default: the whole design)
+    "gp_share4": {"design_share": 4},
+    "gp_share3": {"design_share": 3},
+    # the next two on gp_share5's design, as they were measured
+    "gp_lhs": {"lhs": True, "design_share": 5},
+    # hyperparameters reused at any history size until it grows by a tenth (the posterior
+    # still conditions on every point): a fit per batch or so instead of per ask
+    "gp_reuse": {"large_history": 1, "design_share": 5},
 }
 
 
@@ -95,12 +107,51 @@ class Run:
 
 
 def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed: int) -> Run:
-    from tauopt.strategies.gp import GPConfig, propose_gp
+    """`budget` is also the run's observation budget, passed in every request as the
+    engine passes an experiment's (variants with "budget": False leave it out)."""
+    from tauopt.strategies.gp import GPConfig
 
     space, metric = problem.space, Metric("y")
     switches = dict(GP_VARIANTS.get(method, {}))
     options = StrategyOptions(initial_points=switches.pop("initial_points", None))
-    config = GPConfig(**switches) if method in GP_VARIANTS else None
+    known = budget if switches.pop("budget", True) else None
+    with _design_share(switches.pop("design_share", None)):
+        lhs = _lhs(problem, options, known, seed) if switches.pop("lhs", False) else None
+        config = GPConfig(**switches) if method in GP_VARIANTS else None
+        return _run_strategy(problem, method, budget, workers, seed, options, known, config, lhs)
+
+
+@contextlib.contextmanager
+def _design_share(share: int | None) -> Iterator[None]:
+    """A variant's design share (registry.DESIGN_SHARE), set for one run."""
+    from tauopt.strategies import _registry
+
+    saved = _registry.DESIGN_SHARE
+    _registry.DESIGN_SHARE = share or saved
+    try:
+        yield
+    finally:
+        _registry.DESIGN_SHARE = saved
+
+
+def _lhs(problem: Problem, options: StrategyOptions, budget: int | None, seed: int) -> list[dict[str, Any]]:
+    """A Latin hypercube of the design's size (scipy, seeded): the design points in order."""
+    from scipy.stats import qmc
+
+    from tauopt.strategies import design_size
+
+    n = design_size(problem.d, options, budget)
+    u = qmc.LatinHypercube(problem.d, rng=seed).random(n)
+    return [problem.space.from_unit(tuple(row)) for row in u]
+
+
+def _run_strategy(
+    problem: Problem, method: str, budget: int, workers: int, seed: int, options: StrategyOptions, known: int | None,
+    config: Any, lhs: list[dict[str, Any]] | None,
+) -> Run:
+    from tauopt.strategies.gp import propose_gp
+
+    space, metric = problem.space, Metric("y")
     history: list[Observation] = []
     pending: collections.deque[dict[str, Any]] = collections.deque()
     warm, drawn, spent, fits, half_rank = None, 0, 0.0, 0, 0
@@ -109,10 +160,12 @@ def run_strategy(problem: Problem, method: str, budget: int, workers: int, seed:
     def ask() -> None:
         nonlocal warm, drawn, spent, fits, half_rank
         t0 = time.perf_counter()
-        req = SuggestRequest(space, metric, tuple(history), tuple(pending), 1, seed, drawn, options)
+        req = SuggestRequest(space, metric, tuple(history), tuple(pending), 1, seed, drawn, options, budget=known)
         rng = np.random.default_rng([seed, drawn])
         strategy = "auto" if config is not None else method
-        if config is not None and resolve(strategy, req) == "gp":
+        if lhs is not None and drawn < len(lhs):
+            cands = [lhs[drawn]]
+        elif config is not None and resolve(strategy, req) == "gp":
             r = propose_gp(req, rng, warm, config=config)
             warm, cands = r.state, r.candidates
             fits += r.info.fallback_reason is None
@@ -178,16 +231,62 @@ def run_optuna(problem: Problem, method: str, budget: int, workers: int, seed: i
     return Run(values, spent / budget)
 
 
-async def run_engine(client: Any, problem: Problem, budget: int, workers: int, seed: int, eval_s: float) -> Run:
+class SimClock:
+    """Simulated evaluation time for run_engine: the engine's clock (pass the instance
+    as Engine's `clock`) runs with real time, and jumps ahead to the next evaluation's
+    end whenever every worker is evaluating and the experiment has no job running.
+    Nothing happens in the engine meanwhile, so the run is the one real sleeps would
+    give (fits and asks still take their real time), without waiting for them."""
+
+    def __init__(self) -> None:
+        self.skipped = 0.0
+        self._sleepers: dict[int, tuple[float, Any]] = {}
+
+    def __call__(self) -> float:
+        return time.time() + self.skipped
+
+    async def sleep(self, seconds: float) -> None:
+        import anyio
+
+        done = anyio.Event()
+        key = id(done)
+        self._sleepers[key] = (self() + seconds, done)
+        await done.wait()
+
+    async def drive(self, client: Any, experiment_id: str, active: list[int]) -> None:
+        """Wake workers whose evaluation ended; skip idle time. Returns when no worker is active."""
+        import anyio
+
+        while active[0]:
+            now = self()
+            for key, (wake, done) in list(self._sleepers.items()):
+                if wake <= now:
+                    del self._sleepers[key]
+                    done.set()
+            if self._sleepers and len(self._sleepers) == active[0]:
+                stats = await client.engine.inspect(experiment_id)
+                if not stats["job_running"] and len(self._sleepers) == active[0]:
+                    self.skipped += max(0.0, min(w for w, _ in self._sleepers.values()) - self())
+                    continue
+            await anyio.sleep(0.002)
+
+
+async def run_engine(
+    client: Any, problem: Problem, budget: int, workers: int, seed: int, eval_s: float, clock: SimClock | None = None
+) -> Run:
     """`auto` through the engine as users get it. Workers start staggered over
-    one evaluation time (a steady state, not lockstep)."""
+    one evaluation time (a steady state, not lockstep). With `clock` (the engine's
+    clock too), evaluations take simulated time (SimClock)."""
     import anyio
+
+    sleep = anyio.sleep if clock is None else clock.sleep
 
     exp = await client.create_experiment(
         f"{problem.name}-{problem.d}-{seed}",
         problem.space.parameters,
         {"name": "y"},
         parallel_bandwidth=workers,
+        observation_budget=budget,
         strategy="auto",
         strategy_options={"seed": seed},
     )
@@ -195,22 +294,29 @@ async def run_engine(client: Any, problem: Problem, budget: int, workers: int, s
     asks: list[float] = []
     issued = 0
 
+    active = [workers]
+
     async def worker(i: int) -> None:
         nonlocal issued
-        await anyio.sleep(eval_s * i / workers)
-        while issued < budget:
-            issued += 1
-            t0 = time.perf_counter()
-            s = await client.suggest(exp.id)
-            asks.append(time.perf_counter() - t0)
-            v = problem.f(s.assignments)
-            await anyio.sleep(eval_s)
-            values.append(v)
-            await client.observe(exp.id, s.id, value=v)
+        try:
+            await sleep(eval_s * i / workers)
+            while issued < budget:
+                issued += 1
+                t0 = time.perf_counter()
+                s = await client.suggest(exp.id)
+                asks.append(time.perf_counter() - t0)
+                v = problem.f(s.assignments)
+                await sleep(eval_s)
+                values.append(v)
+                await client.observe(exp.id, s.id, value=v)
+        finally:
+            active[0] -= 1
 
     async with anyio.create_task_group() as tg:
         for i in range(workers):
             tg.start_soon(worker, i)
+        if clock is not None:
+            tg.start_soon(clock.drive, client, exp.id, active)
     stats = await client.engine.inspect(exp.id)
     served = max(int(stats.get("served_pooled", 0)), 1)
     extra = {

@@ -23,7 +23,8 @@ read at 10*d and 20*d (--budgets). Methods (benchmarks/_quality_drivers.py):
   optuna_cmaes                parallel runs; _nocl: constant_liar=False), CmaEsSampler
                               (d >= 5 only), through ask/tell
   engine@E                    gp through AsyncClient (local engine, process pool)
-                              with W worker tasks and E-second evaluations (--engine)
+                              with W worker tasks and E-second evaluations (--engine;
+                              --sim-clock: simulated seconds, _quality_drivers.SimClock)
   engine@E/P                  the same under compute-ahead policy P (--policies:
                               adaptive = the engine's default, ahead8, ahead1, fresh, demand; see
                               _quality_drivers.POLICIES)
@@ -55,7 +56,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import _suite  # noqa: E402
 from _progress import progress, say  # noqa: E402
-from _quality_drivers import DEFAULT_POLICY, GP_VARIANTS, POLICIES, Run, ahead_policy, run_engine, run_optuna, run_strategy  # noqa: E402
+from _quality_drivers import DEFAULT_POLICY, GP_VARIANTS, POLICIES, Run, SimClock, ahead_policy, run_engine, run_optuna, run_strategy  # noqa: E402
 
 QUICK = {
     "functions": "sphere,ellipsoid,rosenbrock",
@@ -150,13 +151,14 @@ def _engine_all(args: argparse.Namespace, mults: list[int], curves: dict[tuple, 
             for e in (float(x) for x in args.engine.split(","))
             for pol in args.policies.split(",")
         ]
-        async with AsyncClient(driver="local", pool="process") as client:
+        clock = SimClock() if args.sim_clock else None
+        async with AsyncClient(driver="local", pool="process", **({"clock": clock} if clock else {})) as client:
             with progress(len(cells), "quality (engine)") as step:
                 for fname, d, w, e, pol in cells:
                     t0 = time.monotonic()
                     with ahead_policy(pol):
                         runs = [
-                            await run_engine(client, _suite.make(fname, d, s), max(mults) * d, w, s, e)
+                            await run_engine(client, _suite.make(fname, d, s), max(mults) * d, w, s, e, clock)
                             for s in _seeds(args)
                         ]
                     name = f"engine@{e:g}s" + ("" if pol == DEFAULT_POLICY else f"/{pol}")
@@ -358,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, default in FULL.items():
         ap.add_argument("--" + key.replace("_", "-"), type=type(default), default=None, help=f"full run: {default!r}")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds run are first-seed .. first-seed+seeds-1 (choose on one range, report on another)")
+    ap.add_argument("--sim-clock", action="store_true", help="engine rows: evaluations take simulated time (no real sleep; fits still real)")
     ap.add_argument("--policies", default=DEFAULT_POLICY, help=f"engine compute-ahead policies, of {sorted(POLICIES)}")
     ap.add_argument("--out", default="benchmarks/quality.png", help="PNG of regret curves ('' to skip)")
     args = ap.parse_args(argv)

@@ -27,7 +27,7 @@ from pathlib import Path
 import anyio
 
 from tauopt.engine import Engine, NewTrial, ReadTrials, SetParam, SetState, TrialPolicy, TrialQueue
-from tauopt.models import Parameter
+from tauopt.schema import parse_parameter
 
 FLOAT = json.dumps({"name": "FloatDistribution", "attributes": {"low": 0.0, "high": 1.0, "log": False, "step": None}})
 
@@ -48,7 +48,7 @@ async def optuna_trials(db: Path, n: int) -> dict[str, object]:
 
 
 async def kerastuner_trials(db: Path, n: int) -> dict[str, object]:
-    space = tuple(Parameter.parse({"name": name, "type": "double", "bounds": [0.0, 1.0]}) for name in ("x", "y", "z"))
+    space = tuple(parse_parameter({"name": name, "type": "double", "bounds": [0.0, 1.0]}) for name in ("x", "y", "z"))
     policy = TrialPolicy("lifecycle", (("score", "min"),), "score", False, max_trials=n, strategy="random", space=space)
     async with Engine(store=str(db), pool=None) as engine:
         queue = TrialQueue(engine, policy)

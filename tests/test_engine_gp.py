@@ -274,3 +274,31 @@ async def test_asks_a_landing_job_had_no_point_for_wait_for_the_next_job_when_pa
     assert stats["served_pooled"] == 4
     assert stats["served_fallback"] == (0 if park else 2)
     assert pool.jobs == 2  # parked: the second job answered the two; not parked: it refilled the one ahead
+
+
+async def test_the_observation_budget_sizes_the_design_and_reaches_the_strategy(monkeypatch):
+    """max(5, 2d) = 5 Sobol points without a budget; with the design at a third of
+    the budget, a budget of 10 leaves 3 (d + 1), and the pool's request carries the budget."""
+    from tauopt.strategies import _registry
+
+    monkeypatch.setattr(_registry, "DESIGN_SHARE", 3)
+    pool = GatedPool(free_jobs=100)
+    seen: list[object] = []
+    inner = pool.propose
+
+    async def propose_seeing(key, strategy, request, deadline_s=None):
+        seen.append(request.budget)
+        return await inner(key, strategy, request, deadline_s)
+
+    pool.propose = propose_seeing  # type: ignore[method-assign]
+    async with Engine(pool=pool) as engine:
+        with anyio.fail_after(30):
+            for budget, design in ((None, 5), (10, 3)):
+                exp = await engine.create_experiment(f"b{budget}", XY, M, strategy="gp", observation_budget=budget)
+                jobs = pool.jobs
+                for _ in range(design):
+                    s = await engine.suggest(exp.id)
+                    await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
+                assert pool.jobs == jobs  # the design is Sobol, asked inline
+                await engine.suggest(exp.id)
+                assert pool.jobs > jobs and seen[-1] == budget

@@ -213,3 +213,18 @@ def test_auto_hands_over_to_gp_after_the_initial_points() -> None:
 def test_importing_the_gp_strategy_does_not_import_torch() -> None:
     code = "import sys, tauopt.strategies.gp as g; assert g.available(); assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_design_is_sized_by_the_observation_budget(monkeypatch) -> None:
+    from tauopt.strategies import _registry, design_size, resolve
+
+    assert design_size(10, StrategyOptions()) == 20  # open-ended: max(5, 2d)
+    assert design_size(10, StrategyOptions(), budget=60) == 20  # the default share leaves it whole
+    assert design_size(10, StrategyOptions(), budget=15) == 15  # never more than the budget
+    monkeypatch.setattr(_registry, "DESIGN_SHARE", 3)
+    assert design_size(10, StrategyOptions(), budget=45) == 15  # a third of the budget
+    assert design_size(10, StrategyOptions(), budget=30) == 11  # never below d + 1
+    assert design_size(10, StrategyOptions(), budget=1000) == 20  # never above the open-ended size
+    assert design_size(10, StrategyOptions(initial_points=7), budget=60) == 7  # the option wins
+    small = SuggestRequest(BRANIN, Metric("y"), tuple(_history(BRANIN, 3, branin)), budget=9)
+    assert resolve("auto", small) == "gp"  # max(d + 1, 9 // 3) = 3 points of design

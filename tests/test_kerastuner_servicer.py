@@ -29,8 +29,6 @@ SPACE = [
 
 @asynccontextmanager
 async def chief(db: Path | None = None, **config: Any) -> AsyncIterator[tuple[pb_grpc.OracleStub, KerasTunerOracle]]:
-    from tauopt.models import Parameter
-
     config.setdefault("space", tuple(parse_parameter(p) for p in SPACE))
     async with Engine(store=str(db) if db else None, pool=None) as engine:
         oracle = KerasTunerOracle(engine, ChiefConfig(objective="score", direction="min", **config))
@@ -357,8 +355,6 @@ def _with_space(trial_id: str, extra: str | None = None) -> pb.EndTrialRequest:
 
 def test_a_space_sent_with_every_end_trial_is_parsed_once_and_a_grown_one_is_learned() -> None:
     async def main() -> None:
-        from tauopt.models import Parameter
-
         space = (parse_parameter({"name": "units", "type": "int", "bounds": [4, 64], "step": 4}),)
         async with chief(max_trials=6, space=space) as (stub, oracle):
             servicer_learned = []
@@ -409,12 +405,11 @@ def test_the_chief_answers_a_workers_calls_after_its_last_stopped_then_exits() -
     """With --workers 1, the one worker told STOPPED: a call it makes after its search returned (KerasTuner's
     get_best_trials, here half a second later) is still answered, and the chief exits soon after, well
     inside its linger. A chief that went at once left that call waiting for a server that was gone."""
-    from tauopt.models import Parameter
     from tauopt.transport.grpc._chief import ChiefOptions, serve_chief
     from tauopt.transport.grpc._oracle import LAST_CALLS_S
 
     config = ChiefConfig(objective="score", direction="min", max_trials=1, workers=1, linger_s=60,
-                         space=tuple(Parameter.parse(p) for p in SPACE))  # fmt: skip
+                         space=tuple(parse_parameter(p) for p in SPACE))  # fmt: skip
 
     async def main() -> None:
         ready: list[int] = []
@@ -453,7 +448,6 @@ def test_a_create_trial_waiting_for_a_proposal_hears_stopped_when_the_search_end
 
     import numpy as np
 
-    from tauopt.models import Parameter
     from tauopt.strategies import Strategy, SuggestRequest, register, unregister
 
     first, second = threading.Event(), threading.Event()
@@ -467,7 +461,7 @@ def test_a_create_trial_waiting_for_a_proposal_hears_stopped_when_the_search_end
     async def main() -> None:
         async with Engine(pool="thread") as engine:
             config = ChiefConfig(objective="score", direction="min", max_trials=1, workers=2, strategy="held",
-                                 space=tuple(Parameter.parse(p) for p in SPACE[:2]))  # fmt: skip
+                                 space=tuple(parse_parameter(p) for p in SPACE[:2]))  # fmt: skip
             oracle = KerasTunerOracle(engine, config)
             exp = await oracle.start()
             server = grpc.aio.server()

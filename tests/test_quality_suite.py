@@ -122,3 +122,25 @@ def test_compute_ahead_policy_patches_the_engine_knobs_and_restores_them() -> No
     with ahead_policy("ahead8"):
         assert _ahead.MAX_AHEAD == 8 and _ahead.PARK_LEFTOVERS is False and _ahead.ADAPT_AHEAD is False
     assert (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD) == before
+
+
+def test_the_simulated_clock_skips_evaluation_time_the_engine_does_not_use() -> None:
+    """Four 30 s evaluations on 2 workers (all from the Sobol design: no job runs)
+    take 60 s on the engine's clock and almost none of the test's."""
+    import time
+
+    import anyio
+    from _quality_drivers import SimClock, run_engine
+
+    from tauopt import AsyncClient
+
+    clock = SimClock()
+
+    async def go():
+        async with AsyncClient(driver="local", clock=clock) as client:
+            return await run_engine(client, _suite.make("sphere", 2, 0), 4, 2, 0, 30.0, clock)
+
+    t0 = time.monotonic()
+    run = anyio.run(go)
+    assert len(run.values) == 4
+    assert clock.skipped >= 60.0 - 1.0 and time.monotonic() - t0 < 30.0

@@ -374,7 +374,8 @@ class ExperimentActor:
         try:
             self._check_can_suggest()
             strategy = resolve_for(
-                self._exp.strategy, self._space, len(self._ledger.observations) + len(self._ledger.open), self._exp.strategy_options
+                self._exp.strategy, self._space, len(self._ledger.observations) + len(self._ledger.open), self._exp.strategy_options,
+                self._exp.observation_budget,
             )
             spec = get_strategy(strategy)
             point: dict[str, Value] | None
@@ -458,6 +459,7 @@ class ExperimentActor:
             drawn=self._drawn,
             options=self._exp.strategy_options,
             metrics=self._exp.metrics,
+            budget=self._exp.observation_budget,
         )
 
     def _inline_point(self, spec: Strategy) -> dict[str, Value]:
@@ -778,7 +780,9 @@ class ExperimentActor:
         try:
             self._check_can_suggest()
             ledger = self._ledger
-            name = resolve_for(strategy, self._space, len(ledger.observations) + len(ledger.open), self._exp.strategy_options)
+            name = resolve_for(
+                strategy, self._space, len(ledger.observations) + len(ledger.open), self._exp.strategy_options, self._exp.observation_budget
+            )
             spec = get_strategy(name)
             if not spec.pooled:
                 return self._inline_point(spec)
@@ -852,6 +856,7 @@ class ExperimentActor:
             waiters=len(self._ahead.waiters),
             ahead=len(self._ahead.points),
             slot_waiters=len(self._slot_waiters),
+            job_running=self._ahead.job_running,
         )
         reply(request, stats)
 

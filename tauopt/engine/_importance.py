@@ -67,7 +67,7 @@ def experiment_importance(exp: Experiment, observations: Sequence[Observation]) 
     registry has one (the GP's length-scales), binned_variance otherwise (and when
     that account fails)."""
     space = Space(exp.parameters)
-    explained = importance_for(exp.strategy, space, len(observations), exp.strategy_options)
+    explained = importance_for(exp.strategy, space, len(observations), exp.strategy_options, exp.observation_budget)
     if explained is not None:
         try:
             shares = explained.shares(space, exp.metric, observations, exp.strategy_options.seed or 0)

@@ -17,7 +17,7 @@ from ..models import Value
 from ._builtin import lengthscale_importance  # importing it registers random, sobol, grid, gp
 from ._job import Draws, StrategyJob, StrategyOutcome, request_rng, rng_for, run_job
 from ._registry import (
-    AUTO, MODEL_FREE, Importance, Strategy, design, get, grids, importance_for, names, register, resolve, resolve_for, unregister,
+    AUTO, MODEL_FREE, Importance, Strategy, design, design_size, get, grids, importance_for, names, register, resolve, resolve_for, unregister,
     uses_pool, warm_up_for,
 )  # fmt: skip
 from ._request import SuggestRequest
@@ -44,6 +44,7 @@ __all__ = [
     "rng_for",
     "resolve",
     "resolve_for",
+    "design_size",
     "run_job",
     "warm_up_for",
     "uses_pool",

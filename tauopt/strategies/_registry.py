@@ -31,7 +31,7 @@ from ._request import SuggestRequest
 
 __all__ = [
     "Strategy", "Propose", "Importance", "register", "get", "names", "resolve", "resolve_for", "warm_up_for", "uses_pool",
-    "importance_for", "grids", "design", "AUTO", "MODEL_FREE",
+    "importance_for", "grids", "design", "design_size", "AUTO", "MODEL_FREE",
 ]  # fmt: skip
 
 Propose = Callable[[SuggestRequest, np.random.Generator], list[dict[str, Value]]]
@@ -139,11 +139,11 @@ def grids(strategy: str) -> bool:
     return spec is not None and spec.grids
 
 
-def importance_for(strategy: str, space: Space, seen: int, options: StrategyOptions) -> Importance | None:
+def importance_for(strategy: str, space: Space, seen: int, options: StrategyOptions, budget: int | None = None) -> Importance | None:
     """How the strategy that proposes an experiment's points once `seen` points are
     used can explain its parameters, or None: it has no model of the metric (random,
     sobol, grid, or `auto` and gp in their initial design), or the model cannot run here."""
-    spec = _REGISTRY.get(resolve_for(strategy, space, seen, options))
+    spec = _REGISTRY.get(resolve_for(strategy, space, seen, options, budget))
     if spec is None or spec.importance is None or not spec.available():
         return None
     return spec.importance
@@ -156,13 +156,31 @@ def names() -> tuple[str, ...]:
 
 def resolve(strategy: str, request: SuggestRequest) -> str:
     """The concrete strategy `auto` stands for at this point of the experiment."""
-    return resolve_for(strategy, request.space, request.history_size + len(request.pending), request.options)
+    return resolve_for(strategy, request.space, request.history_size + len(request.pending), request.options, request.budget)
 
 
-def resolve_for(strategy: str, space: Space, seen: int, options: StrategyOptions) -> str:
+def design_size(d: int, options: StrategyOptions, budget: int | None = None) -> int:
+    """How many Sobol points come before the model: `initial_points` when set, else
+    max(5, 2*d), cut to 1/DESIGN_SHARE of the observation budget (at least d + 1)
+    when there is one."""
+    if options.initial_points:
+        return options.initial_points
+    full = max(5, 2 * d)
+    if budget is None:
+        return full
+    return min(full, max(d + 1, budget // DESIGN_SHARE))
+
+
+# 1: the budget does not cut the design: cutting it to a fifth of a 6*d budget or a
+# third of a 3*d one lost Levy and Styblinski-Tang (docs/strategies/gp.md). A run's
+# budget still reaches every strategy, so benchmarks can try other shares.
+DESIGN_SHARE = 1
+
+
+def resolve_for(strategy: str, space: Space, seen: int, options: StrategyOptions, budget: int | None = None) -> str:
     """`auto`, and strategies declaring `initial_design` (gp), are Sobol for the first
-    `initial_points` (default max(5, 2*d)) points; then `auto` is gp (Sobol when
-    torch/gpytorch are missing).
+    `design_size` points (`initial_points`, by default max(5, 2*d)); then `auto` is gp
+    (Sobol when torch/gpytorch are missing).
 
     Why a design first: a GP fitted on one or two points has nothing to say and its
     acquisition runs to the corners of the box; a space-filling design is what the
@@ -170,8 +188,7 @@ def resolve_for(strategy: str, space: Space, seen: int, options: StrategyOptions
     spec = _REGISTRY.get(strategy)
     if strategy != AUTO and (spec is None or not spec.initial_design):
         return strategy
-    initial = options.initial_points or max(5, 2 * len(space.dims))
-    if seen < initial:
+    if seen < design_size(len(space.dims), options, budget):
         return _DESIGN
     if strategy != AUTO:
         return strategy

@@ -19,6 +19,8 @@ class SuggestRequest:
     drawn: how many points this experiment has drawn before; low-discrepancy
         sequences continue from there, so a restart does not replay them.
     seed: the experiment's seed; with `drawn` it makes every draw reproducible.
+    budget: the experiment's observation_budget (None: open-ended); sizes the
+        initial design (`_registry.design_size`).
     """
 
     space: Space
@@ -31,6 +33,7 @@ class SuggestRequest:
     options: StrategyOptions = field(default_factory=StrategyOptions)
     # every metric (objectives first, then constraint metrics); empty means (metric,)
     metrics: tuple[Metric, ...] = ()
+    budget: int | None = None
     # observations in the experiment's whole history when `history` is a cut of it
     # (a strategy's `bound_history`); 0: `history` is all of it
     seen: int = 0

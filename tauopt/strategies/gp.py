@@ -75,6 +75,7 @@ from ._gp_encode import Encoder
 from ._gp_model import CandidateBatch, GPState, Hyper, Posterior, fit, log_ei
 from ._gp_warping import HalfRankWarp, Standardize
 from ._job import StrategyJob, StrategyOutcome, request_rng
+from ._registry import design_size
 from ._request import SuggestRequest
 from ._scalarize import Targets, _value, chebyshev, draw_weights, normalized, targets
 
@@ -676,7 +677,7 @@ def _region(
     num = enc.numeric_latent
     if not config.trust_region or len(num) < tr.MIN_DIM:
         return lo, hi, None
-    n_init = request.options.initial_points or max(5, 2 * n_lat)
+    n_init = design_size(len(request.space.dims), request.options, request.budget)
     values = np.array([np.nan if (o.failed or o.value is None) else raw[i] for i, o in enumerate(request.history)])
     region = tr.replay(values, n_init, len(num), len(request.pending) + request.n)
     center = enc.latent([points[int(np.argmin(raw))]])[0]
