@@ -174,3 +174,43 @@ async def test_counters_survive_a_restart_of_a_sqlite_store(tmp_path: Path) -> N
     assert (listed.open_suggestions, listed.observations) == (2, 1)
     assert (got.open_suggestions, got.observations) == (2, 1)
     assert nxt.id == "4"
+
+
+async def test_requests_queued_behind_a_failed_commit_are_answered_not_dropped() -> None:
+    """A failed commit stops the actor; the asks already in its mailbox, or sent while it
+    settles its writes, each get an answer (a retryable error, or a point from the rebuilt
+    actor). Dropped with the closed mailbox, they waited for an answer forever."""
+    from tauopt import ApiError, Suggestion
+    from tauopt.store import StoreError
+
+    class FailingOnce(MemoryStore):
+        fail_next = False
+
+        def submit(self, writes: Sequence[Write], done: Done) -> None:
+            if self.fail_next and writes:
+                self.fail_next = False
+                done(StoreError("the disk went away"))
+                return
+            super().submit(writes, done)
+
+    store = FailingOnce()
+    async with Engine(store=store) as engine:
+        exp = await engine.create_experiment("e", X, M, strategy="random", parallel_bandwidth=16)
+        store.fail_next = True
+        with pytest.raises(ApiError):
+            await engine.suggest(exp.id)  # its commit failed: nothing of it kept
+        outcomes: list[Any] = []
+
+        async def ask() -> None:
+            try:
+                outcomes.append(await engine.suggest(exp.id))
+            except ApiError as exc:
+                outcomes.append(exc.error_type)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                for _ in range(5):
+                    tg.start_soon(ask)
+        assert len(outcomes) == 5 and "internal" in outcomes  # the actor that saw the failure answered
+        assert all(o == "internal" or isinstance(o, Suggestion) for o in outcomes), outcomes
+        assert isinstance(await engine.suggest(exp.id), Suggestion)  # rebuilt and serving

@@ -47,9 +47,15 @@ def start_load(
 
 
 def finish_load(workers: list[subprocess.Popen[str]]) -> None:
-    for w in workers:
-        _, err = w.communicate(timeout=120)
-        assert w.returncode == 0, err
+    try:
+        for w in workers:
+            _, err = w.communicate(timeout=120)
+            assert w.returncode == 0, err
+    finally:  # a failed worker leaves none of the others running into the next test
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+                w.communicate(timeout=10)
 
 
 def logged_events(logs: list[Path]) -> list[dict[str, Any]]:

@@ -13,6 +13,6 @@ The actor decides when to reply (`reply(request, value)` /
 with `send_nowait` and never wait: a caller that has gone away is dropped.
 """
 
-from ._runtime import NOT_NOW, ActorGone, ActorRef, Request, fail, mailbox, reply, serve
+from ._runtime import NOT_NOW, ActorGone, ActorRef, Request, close_mailbox, fail, mailbox, reply, serve
 
-__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Request", "fail", "mailbox", "reply", "serve"]
+__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Request", "close_mailbox", "fail", "mailbox", "reply", "serve"]

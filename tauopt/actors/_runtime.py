@@ -10,7 +10,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..errors import ApiError, api_error
 
-__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Request", "fail", "mailbox", "reply", "serve"]
+__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Request", "close_mailbox", "fail", "mailbox", "reply", "serve"]
 
 log = logging.getLogger("tauopt.actors")
 M = TypeVar("M")
@@ -55,6 +55,19 @@ def fail(request: Request[Any], error: BaseException) -> None:
 
 def mailbox(size: int) -> tuple[MemoryObjectSendStream[Request[Any]], MemoryObjectReceiveStream[Request[Any]]]:
     return anyio.create_memory_object_stream[Request[Any]](size)
+
+
+def close_mailbox(receive: MemoryObjectReceiveStream[Request[Any]], error: Callable[[], BaseException]) -> None:
+    """Close an actor's mailbox for good, failing each request still in it with `error()`:
+    a closed stream drops what it holds, and those callers would wait for an answer forever.
+    Later senders get ActorGone."""
+    while True:
+        try:
+            request = receive.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            break
+        fail(request, error())
+    receive.close()
 
 
 NOT_NOW = object()  # what a peek answers when the message must go through the mailbox

@@ -34,7 +34,7 @@ import anyio
 import numpy as np
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..actors import NOT_NOW, ActorRef, Request, fail, mailbox, reply, serve
+from ..actors import NOT_NOW, ActorRef, Request, close_mailbox, fail, mailbox, reply, serve
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Parameter, Suggestion, Value
 from ..schema import check_early_stopping, check_observation, check_report, check_tag, check_update
@@ -219,11 +219,14 @@ class ExperimentActor:
             # Stop; the engine rebuilds this experiment from the store on the next message. Unregister
             # before closing (after the writes still in flight are settled, so the rebuild reads them):
             # a closed mailbox left in the registry would send every later message back to it.
-            fail(request, api_error("internal", "the experiment is reloading after a storage failure; retry"))
+            def reloading() -> ApiError:
+                return api_error("internal", "the experiment is reloading after a storage failure; retry")
+
+            fail(request, reloading())
             await self._replies.drain()
             if self._registry.get(self.id) is not None:
                 del self._registry[self.id]
-            self._receive.close()
+            close_mailbox(self._receive, reloading)  # with the requests that came meanwhile
             return
         msg = request.message
         if isinstance(msg, (ProposalReady, SlotWaitOver)):  # the actor's own messages
