@@ -229,11 +229,9 @@ class Engine:
                 pass  # passivated between lookup and send: start it again below
         if not isinstance(experiment_id, str) or not experiment_id:
             raise invalid(f"experiment id: give a non-empty string, got {experiment_id!r}")
-        elsewhere = self._elsewhere.get(experiment_id)
-        if elsewhere is not None:  # the owner checks the credential; asking the database again costs each call
-            if time.monotonic() < elsewhere[1]:
-                raise _not_owner(experiment_id, elsewhere[0])
-            del self._elsewhere[experiment_id]
+        owner = self._known_elsewhere(experiment_id)
+        if owner is not None:  # the owner checks the credential; asking the database again costs each call
+            raise _not_owner(experiment_id, owner)
         if message.owner is not None:
             # whose it is, from the index row: another credential's experiment is answered
             # as a missing one, in the time a missing one takes, without loading its history
@@ -775,13 +773,23 @@ class Engine:
         calls carry no experiment (the KerasTuner chief's) asks before it translates."""
         if experiment_id in self._actors:
             return None
-        elsewhere = self._elsewhere.get(experiment_id)
-        if elsewhere is not None and time.monotonic() < elsewhere[1]:
-            return elsewhere[0]
+        owner = self._known_elsewhere(experiment_id)
+        if owner is not None:
+            return owner
         owner = await self.store.claim(experiment_id)
         if owner is not None:
             self._owned_elsewhere(experiment_id, owner)
         return owner
+
+    def _known_elsewhere(self, experiment_id: str) -> str | None:
+        """The owner another daemon was found to be within the last _ELSEWHERE_S, else None."""
+        elsewhere = self._elsewhere.get(experiment_id)
+        if elsewhere is None:
+            return None
+        if time.monotonic() < elsewhere[1]:
+            return elsewhere[0]
+        del self._elsewhere[experiment_id]
+        return None
 
     def _owned_elsewhere(self, experiment_id: str, owner: str) -> None:
         self._elsewhere[experiment_id] = (owner, time.monotonic() + _ELSEWHERE_S)
