@@ -24,6 +24,19 @@ def python() -> str:
     return sys.executable
 
 
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    """torch and BLAS at one thread, as in the pool's workers, for tests that fit GPs in
+    this process: on a shared 2-core machine two torch threads are 10x slower, and two
+    OpenBLAS threads waking for L-BFGS-B's tiny vectors cost over half of every fit's CPU."""
+    import scipy.optimize  # noqa: F401  (loads the BLAS a fit uses, so the limit reaches it)
+
+    from tauopt.compute._workers import blas_pinned, torch_pinned
+
+    with torch_pinned(), blas_pinned():
+        yield
+
+
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Any]:
     """A throwaway PostgreSQL cluster for the whole run (tests/postgres_support.py),

@@ -21,13 +21,7 @@ from tauopt.strategies.gp import propose_gp, sobol_fallback  # noqa: E402
 
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():  # type: ignore[no-untyped-def]
-    """As in the pool's workers: on a shared 2-core machine, 2 torch threads are 10x slower."""
-    from tauopt.compute._workers import torch_pinned as _torch_pinned
-
-    with _torch_pinned():
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 BRANIN_MIN = 0.397887

@@ -24,14 +24,7 @@ MODES = [GPConfig(multi_objective="ehvi"), GPConfig(multi_objective="parego")]
 LINE = Space.parse([{"name": "x", "type": "double", "bounds": [0, 1]}])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():  # type: ignore[no-untyped-def]
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _history(values) -> tuple[Observation, ...]:  # type: ignore[no-untyped-def]

@@ -22,12 +22,7 @@ from tauopt.strategies.gp import GPConfig, propose_gp  # noqa: E402
 from tauopt.schema import parse_metric  # noqa: E402
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():  # type: ignore[no-untyped-def]
-    from tauopt.compute._workers import torch_pinned as _torch_pinned
-
-    with _torch_pinned():
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 # -- output warping ------------------------------------------------------------------
