@@ -20,45 +20,53 @@ _KT_SCRIPT = r"""
 import json, os, random, sys, tempfile
 os.environ.setdefault("KERAS_BACKEND", "torch")
 import keras_tuner as kt
-max_epochs, factor, iterations, seed = map(int, sys.argv[1:5])
-hp = kt.HyperParameters()
-hp.Float("x", 0.0, 1.0)
-oracle = kt.oracles.HyperbandOracle(objective=kt.Objective("loss", "min"), max_epochs=max_epochs, factor=factor,
-                                    hyperband_iterations=iterations, hyperparameters=hp, seed=seed)
-oracle._set_project_dir(tempfile.mkdtemp(), "p")
-rng = random.Random(seed)
-running, events, calls = [], [], 0
-while True:
-    if running and (len(running) >= 4 or rng.random() < 0.5):
-        trial = running.pop(rng.randrange(len(running)))
-        loss = round(rng.random(), 2)  # ties happen: the stable order must match too
-        oracle.update_trial(trial.trial_id, {"loss": loss}, step=0)
-        trial.status = "COMPLETED"
-        oracle.end_trial(trial)
-        events.append(["end", trial.trial_id, loss])
-        continue
-    calls += 1  # a fresh tuner id: KerasTuner hands a busy tuner its running trial again
-    trial = oracle.create_trial(f"tuner{calls}")
-    values = {k: v for k, v in trial.hyperparameters.values.items() if k.startswith("tuner/")}
-    events.append(["create", trial.trial_id, trial.status, values, bool(running)])
-    if trial.status == "STOPPED":
-        break
-    if trial.status == "RUNNING":
-        running.append(trial)
-print(json.dumps(events))
+
+def events(max_epochs, factor, iterations, seed):
+    hp = kt.HyperParameters()
+    hp.Float("x", 0.0, 1.0)
+    oracle = kt.oracles.HyperbandOracle(objective=kt.Objective("loss", "min"), max_epochs=max_epochs, factor=factor,
+                                        hyperband_iterations=iterations, hyperparameters=hp, seed=seed)
+    oracle._set_project_dir(tempfile.mkdtemp(), "p")
+    rng = random.Random(seed)
+    running, events, calls = [], [], 0
+    while True:
+        if running and (len(running) >= 4 or rng.random() < 0.5):
+            trial = running.pop(rng.randrange(len(running)))
+            loss = round(rng.random(), 2)  # ties happen: the stable order must match too
+            oracle.update_trial(trial.trial_id, {"loss": loss}, step=0)
+            trial.status = "COMPLETED"
+            oracle.end_trial(trial)
+            events.append(["end", trial.trial_id, loss])
+            continue
+        calls += 1  # a fresh tuner id: KerasTuner hands a busy tuner its running trial again
+        trial = oracle.create_trial(f"tuner{calls}")
+        values = {k: v for k, v in trial.hyperparameters.values.items() if k.startswith("tuner/")}
+        events.append(["create", trial.trial_id, trial.status, values, bool(running)])
+        if trial.status == "STOPPED":
+            return events
+        if trial.status == "RUNNING":
+            running.append(trial)
+
+print(json.dumps([events(*config) for config in json.loads(sys.argv[1])]))
 """
 
 
-def _keras_tuner_events(max_epochs: int, factor: int, iterations: int, seed: int) -> list[list[Any]]:
-    """KerasTuner's oracle on one random interleaving of starts and ends (up to 4 at once)."""
+CONFIGS = [(10, 3, 2), (27, 3, 1), (5, 4, 2)]  # (max_epochs, factor, iterations)
+
+
+@pytest.fixture(scope="module")
+def keras_tuner_events() -> dict[tuple[int, int, int], list[list[Any]]]:
+    """KerasTuner's oracle on one random interleaving of starts and ends (up to 4 at once) per
+    configuration, seeded by it; all in one child process (keras_tuner's import is most of its time)."""
     if importlib.util.find_spec("keras_tuner") is None:
         pytest.skip("keras-tuner is not installed")
+    runs = [(*config, config[0] * 7 + config[1]) for config in CONFIGS]
     proc = subprocess.run(
-        [sys.executable, "-c", _KT_SCRIPT, str(max_epochs), str(factor), str(iterations), str(seed)],
+        [sys.executable, "-c", _KT_SCRIPT, json.dumps(runs)],
         capture_output=True, text=True, timeout=300, env={**os.environ, "KERAS_BACKEND": "torch"},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return dict(zip(CONFIGS, json.loads(proc.stdout.strip().splitlines()[-1])))
 
 
 def _replay(events: list[list[Any]], ours: HyperbandSchedule) -> int:
@@ -89,11 +97,11 @@ def _replay(events: list[list[Any]], ours: HyperbandSchedule) -> int:
     raise AssertionError("KerasTuner's run did not end with STOPPED")
 
 
-@pytest.mark.parametrize("max_epochs, factor, iterations", [(10, 3, 2), (27, 3, 1), (5, 4, 2)])
+@pytest.mark.parametrize("max_epochs, factor, iterations", CONFIGS)
 def test_the_schedule_matches_keras_tuners_hyperband_oracle(
-    max_epochs: int, factor: int, iterations: int
+    keras_tuner_events: dict[tuple[int, int, int], list[list[Any]]], max_epochs: int, factor: int, iterations: int
 ) -> None:
-    events = _keras_tuner_events(max_epochs, factor, iterations, seed=max_epochs * 7 + factor)
+    events = keras_tuner_events[max_epochs, factor, iterations]
     assert any(e[0] == "create" and "tuner/trial_id" in e[3] for e in events), "promotions are compared too"
     total = _replay(events, HyperbandSchedule(max_epochs, factor, iterations))
     schedule = HyperbandSchedule(max_epochs, factor, iterations)
