@@ -31,6 +31,7 @@ SUGGESTIONS_WITH_REPORTS = 500
 STEPS = 200  # 100,000 reports
 MEDIAN_S = 0.1  # the bound
 EVERY_S = 1.0  # each sample; a read on the event loop held everyone for seconds
+PACE_S = 0.05  # between rounds of samples: a few hundred over a long read, not a loop that takes a core from the fit
 
 
 async def _seed(db: Path) -> dict[str, Any]:
@@ -111,6 +112,7 @@ def _latencies_while(url: str, tokens: dict[str, str], path: str) -> tuple[list[
             assert health.status_code == 200 and ask.status_code == 201, ask.text
             # untimed: the slot goes back, so a long read (a GP fit) never fills bob's bandwidth
             bob.delete(f"/v1/experiments/small/suggestions/{ask.json()['id']}").raise_for_status()
+            time.sleep(PACE_S)
     finally:
         if reader.ident is not None:
             reader.join(timeout=120)
