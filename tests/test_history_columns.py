@@ -42,7 +42,7 @@ def test_rows_read_back_exactly_and_odd_rows_stay_whole() -> None:
     ]
     for o in rows:
         h.append(o)
-    assert len(h._whole) == 4
+    assert list(h) == rows and len(h) == len(rows) and len(h._whole) == 4  # read: the tail's rows settled
     got = list(h)
     assert got == rows
     for a, b in zip(got, rows):
@@ -79,7 +79,8 @@ def test_a_ledger_lets_its_rows_hold_observed_suggestions() -> None:
     t = ledger.open_suggestion({"x": 0.25, "n": 2, "c": "b"}, None, now=1.5)
     left = ledger.leave_open(s, "observed", 2.0)
     o = ledger.observe(left.assignments, left.id, 0.5, False, 2.0, {})
-    assert s.id not in ledger._live  # its row holds it
+    assert s.id in ledger._live  # until the row leaves the tail for the columns
+    assert ledger.observations[0] == o and s.id not in ledger._live  # then its row holds it
     assert ledger.suggestion(s.id) == left and ledger.suggestions[s.id] == left
     assert [x.id for x in ledger.suggestions.values()] == [s.id, t.id] and len(ledger.suggestions) == 2
     assert ledger.timeline([s.id, t.id, "99"]) == {s.id: (left, 2.0), t.id: (t, None)}

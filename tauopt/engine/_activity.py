@@ -34,27 +34,42 @@ def _tag_row(tag: str | None, counts: dict[str, int]) -> dict[str, Any]:
 
 
 class IdLog:
-    """Suggestion ids in order of change, a plain number as 8 bytes (not a string object each)."""
+    """Suggestion ids in order of change, a plain number as 8 bytes (not a string object
+    each); the latest few wait as strings and are packed a batch at a time."""
 
-    __slots__ = ("_ids", "_other")
+    __slots__ = ("_ids", "_other", "_tail")
 
     def __init__(self) -> None:
         self._ids = array("q")
         self._other: dict[int, str] = {}  # position -> an id that is not a plain number
+        self._tail: list[str] = []
 
     def append(self, sid: str) -> None:
-        if sid.isdigit() and sid.isascii() and (sid[0] != "0" or len(sid) == 1) and len(sid) < 19:
-            self._ids.append(int(sid))
-        else:
-            self._other[len(self._ids)] = sid
-            self._ids.append(-1)
+        tail = self._tail
+        tail.append(sid)
+        if len(tail) >= _LOG_TAIL:
+            self._pack()
+
+    def _pack(self) -> None:
+        ids, other = self._ids, self._other
+        for sid in self._tail:
+            if sid.isdigit() and sid.isascii() and (sid[0] != "0" or len(sid) == 1) and len(sid) < 19:
+                ids.append(int(sid))
+            else:
+                other[len(ids)] = sid
+                ids.append(-1)
+        self._tail = []
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._ids) + len(self._tail)
 
     def since(self, after: int) -> list[str]:
+        self._pack()
         other = self._other
         return [other[i] if n < 0 else str(n) for i, n in enumerate(self._ids[after:], after)]
+
+
+_LOG_TAIL = 1024  # ids appended before they are packed
 
 
 @dataclass

@@ -49,17 +49,18 @@ class Ledger:
         observations = with_values(self._primary, snapshot.observations)
         # what the dashboard reads, kept current at each change (never a history re-scan)
         self.activity = Activity.of_experiment(snapshot.experiment, self._live.values(), observations)
+        self.observations.on_held = self._taken_over
         next_oid = 0
-        held: set[str] = set()
+        offered: set[str] = set()  # a suggestion is offered to the first row that observed it
         for o in observations:
             if o.id.isdigit():
                 next_oid = max(next_oid, int(o.id))
-            own = None if o.suggestion_id is None or o.suggestion_id in held else self._live.get(o.suggestion_id)
-            if self.observations.append(o, own):
-                held.add(o.suggestion_id)  # type: ignore[arg-type]
-                del self._live[o.suggestion_id]  # type: ignore[arg-type]
-                self.activity.ended.pop(o.suggestion_id, None)  # type: ignore[arg-type]  # its row's time answers
-        del observations
+            sid = o.suggestion_id
+            own = None if sid is None or sid in offered else self._live.get(sid)
+            if own is not None:
+                offered.add(own.id)
+            self.observations.append(o, own)
+        del observations, offered
         self.observations.settle()
         self._live = dict(self._live)  # a dict keeps its size after deletions: copied to the size it holds
         self.activity.ended = dict(self.activity.ended)
@@ -68,6 +69,12 @@ class Ledger:
 
     def _space_key(self, point: dict[str, Value]) -> Key:
         return self.space.key(point)
+
+    def _taken_over(self, sids: list[str]) -> None:
+        """The history's rows now hold these observed suggestions: the ledger lets go of them."""
+        for sid in sids:
+            self._live.pop(sid, None)
+            self.activity.ended.pop(sid, None)  # its row's time answers
 
     # -- dedup ------------------------------------------------------------------
 
@@ -165,11 +172,9 @@ class Ledger:
         values = named_values(self._primary, value, metrics)
         obs = Observation(str(self._next_oid), self.experiment_id, sid, assignments, value, failed, now, metrics, None, values)
         self._next_oid += 1
-        held = None if sid is None else self._live[sid]
+        held = None if sid is None else self._live.get(sid)
         self.activity.observed(obs, None if held is None else held.tag)
-        if self.observations.append(obs, held, self._key(assignments)):
-            del self._live[sid]  # type: ignore[arg-type]
-            self.activity.ended.pop(sid, None)  # type: ignore[arg-type]  # its row's time answers
+        self.observations.append(obs, held, self._key(assignments))
         return obs
 
     def set_last(self, obs: Observation) -> Observation:
@@ -212,13 +217,14 @@ class Suggestions(Mapping[str, Suggestion]):
         return sid in self._ledger._live or (isinstance(sid, str) and self._ledger.observations.held_suggestion(sid) is not None)
 
     def __len__(self) -> int:
-        return len(self._ledger._live) + self._ledger.observations.held_count()
+        held = self._ledger.observations.held_count()  # first: it may take suggestions over from _live
+        return len(self._ledger._live) + held
 
     def __iter__(self) -> Iterator[str]:
         return (s.id for s in self.values())
 
     def values(self) -> list[Suggestion]:  # type: ignore[override]
-        every = list(self._ledger._live.values())
-        every.extend(s for _, s in self._ledger.observations.held_suggestions())
+        held = [s for _, s in self._ledger.observations.held_suggestions()]  # first, as in __len__
+        every = list(self._ledger._live.values()) + held
         every.sort(key=_sid_order)
         return every
