@@ -510,10 +510,17 @@ class History(_Rows):
     def objective_values(self) -> np.ndarray | None:
         """The first objective's value per row (nan: none or failed), or None when some row is kept whole."""
         self._settle()
-        if self._whole:
+        return self._objective_values(self._n)
+
+    def _objective_values(self, n: int) -> np.ndarray | None:
+        """objective_values over the first n rows, settled already. Reads copies of the
+        columns (a slice of an array is one), never a view of them: a strategy on a worker
+        thread may call this while the actor appends, and an array that exports its buffer
+        to numpy cannot grow."""
+        if any(r < n for r in list(self._whole)):
             return None
-        values = np.frombuffer(self._value, dtype=np.float64, count=self._n).copy()
-        values[np.frombuffer(self._failed, dtype=np.uint8, count=self._n).astype(bool)] = np.nan
+        values = np.frombuffer(self._value[:n], dtype=np.float64).copy()
+        values[np.frombuffer(self._failed[:n], dtype=np.uint8).astype(bool)] = np.nan
         return values
 
     def best(self, sign: float) -> Observation | None | bool:
@@ -548,5 +555,4 @@ class HistoryView(_Rows):
 
     def objective_values(self) -> np.ndarray | None:
         """The first objective's value per observation (nan: none), or None (read them from the objects)."""
-        values = self._history.objective_values()
-        return None if values is None else values[: self._n]
+        return self._history._objective_values(self._n)  # its rows were settled when the view was made
