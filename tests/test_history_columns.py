@@ -104,3 +104,17 @@ def test_the_gp_cut_of_a_columnar_history_is_the_cut_of_its_objects() -> None:
     assert view.objective_values() is not None
     cut = [bound_history(SuggestRequest(SPACE, Metric("loss"), history, (), 1, 3, 9)) for history in (view, tuple(h))]
     assert list(cut[0].history) == list(cut[1].history) and cut[0].seen == cut[1].seen == len(h)
+
+
+def test_a_views_reads_leave_the_history_alone() -> None:
+    """A strategy may read its view on a worker thread while the actor appends: the view
+    reads the rows it was made with and does not move the history's tail."""
+    h = History("e", "loss", SPACE.key)
+    for i in range(10):
+        h.append(_obs(i + 1, {"x": i / 10, "n": 1, "c": "a"}, float(i)))
+    view = h.view()
+    h.append(_obs(11, {"x": 0.95, "n": 1, "c": "a"}, 0.5))
+    values = view.objective_values()
+    assert values is not None and list(values) == [float(i) for i in range(10)] and len(view) == 10
+    assert len(h._tail) == 1  # still waiting: only the actor's own reads settle it
+    assert list(view) == list(h)[:10] and len(h) == 11
