@@ -7,9 +7,11 @@ flatter the next):
   in batches (a suggestion and its observation per point, 4 parameters), not by
   asks one at a time, so 100,000 take seconds;
 - memory: the engine process's RSS before and after the experiment's actor is
-  rebuilt from the store (freed memory handed back with malloc_trim first, so
-  the figure is what is held, not the allocator's high-water mark), per
-  observation held; `--trace` adds tracemalloc's count of what stays allocated
+  rebuilt from the store (a 10-observation experiment rebuilt first, so the first
+  actor's one-off costs are not counted; freed memory handed back with malloc_trim
+  first, so the figure is what is held, not the allocator's high-water mark), per
+  observation held; and the RSS each observation adds when it arrives live
+  (LIVE_PAIRS ask + observe pairs on the loaded history); `--trace` adds tracemalloc's count of what stays allocated
   and its top lines (slower; the profile, not the figure);
 - asks: p50/p99 of `pairs` ask + observe pairs on the full history, for the
   random and the Sobol strategy (each should stay flat as the history grows);
@@ -21,7 +23,10 @@ flatter the next):
   thread as in a pool worker: cold (fitting hyperparameters) and warm (the engine's
   next proposal, the fit standing), wall and CPU seconds and L-BFGS-B iterations,
   the peak RSS growth while they run (sampled), the seconds the engine's cut takes,
-  and the bytes and seconds to pickle the request to a pool worker.
+  and the bytes and seconds to pickle the request to a pool worker; then GP asks
+  through the engine's process pool as a daemon serves them (`gp_through_pool`): wall
+  seconds, the workers' CPU seconds and the load average per ask, and the threads a
+  pool worker runs on.
 
     python benchmarks/observations_scale.py --sizes 1000 10000 100000 --gp --out obs.json --png obs.png
     python benchmarks/observations_scale.py --quick        # small sizes, seconds (the smoke test runs this)
@@ -60,6 +65,8 @@ PARAMETERS: list[dict[str, Any]] = [
 METRIC = {"name": "loss", "objective": "minimize"}
 STRATEGIES = ("random", "sobol")
 _BATCH = 5000
+LIVE_PAIRS = 5000  # at most this many ask + observe pairs (50 per timed pair) measure "live_rss_bytes_per_observation"
+GP_POOL_ASKS = 4  # ask + observe pairs after the first (cold) GP ask through the pool
 
 
 def _rss() -> int:
@@ -91,7 +98,7 @@ def _loss(a: dict[str, Any]) -> float:
     return (math.log10(a["learning_rate"]) + 2.5) ** 2 + 0.1 * a["layers"] + (0.3 if a["activation"] == "tanh" else 0.0) + a["dropout"]
 
 
-async def seed(db: str, n: int) -> dict[str, str]:
+async def seed(db: str, n: int, strategies: tuple[str, ...] = STRATEGIES) -> dict[str, str]:
     """One experiment per strategy with n observed suggestions, written through the store."""
     from tauopt.engine import Engine
     from tauopt.models import Observation, Suggestion
@@ -99,7 +106,7 @@ async def seed(db: str, n: int) -> dict[str, str]:
 
     ids = {}
     async with Engine(store=db, pool=None) as engine:
-        for strategy in STRATEGIES:
+        for strategy in strategies:
             exp = await engine.create_experiment(f"h-{strategy}", PARAMETERS, METRIC, parallel_bandwidth=8, strategy=strategy)
             ids[strategy] = exp.id
             rng, t = random.Random(n), time.time() - n
@@ -125,6 +132,7 @@ async def measure(db: str, ids: dict[str, str], n: int, pairs: int, trace: bool)
 
     out: dict[str, Any] = {}
     async with Engine(store=db, pool=None) as engine:
+        await engine.summary(ids["warm"])  # a small experiment first: the first actor's one-off costs are not the history's
         _trim()
         before = _rss()
         if trace:
@@ -168,6 +176,17 @@ async def measure(db: str, ids: dict[str, str], n: int, pairs: int, trace: bool)
                 "observe_p50_ms": round(1e3 * statistics.median(observes), 3),
                 "observe_p99_ms": round(1e3 * _pct(observes, 0.99), 3),
             }
+        # what each observation arriving live adds, the history already loaded (on the Sobol
+        # experiment: the GP's cost below is measured on the random one's history, its size kept)
+        eid, live = ids["sobol"], min(LIVE_PAIRS, 50 * pairs)
+        _trim()
+        before = _rss()
+        for _ in range(live):
+            s = await engine.suggest(eid)
+            await engine.observe(eid, suggestion_id=s.id, value=_loss(dict(s.assignments)))
+        _trim()
+        out["live_rss_bytes_per_observation"] = round((_rss() - before) / live, 1)
+        out["live_pairs"] = live
     return out
 
 
@@ -223,11 +242,15 @@ def gp_cost(db: str, eid: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     warm = None
     for phase in ("cold", "warm"):  # cold: fits its hyperparameters; warm: an engine's next proposal (the fit stands)
+        q0, load = _runqueue_s(), os.getloadavg()[0]
         t0, c0 = time.perf_counter(), time.process_time()
         # no fit deadline (the engine's is 30 s): on a loaded machine it would cut the fit whose cost this measures
         result = propose_gp(request, np.random.default_rng(1), warm=warm)
         out[f"gp_{phase}_s"] = round(time.perf_counter() - t0, 3)
         out[f"gp_{phase}_cpu_s"] = round(time.process_time() - c0, 3)  # less exposed to other load than wall time
+        # what the rest of the wall time is: waiting for a core (the scheduler's run queue)
+        out[f"gp_{phase}_runqueue_s"] = round(_runqueue_s() - q0, 3)
+        out[f"gp_{phase}_load"] = round(load, 1)
         out[f"gp_{phase}_fallback"] = result.info.fallback_reason
         out[f"gp_{phase}_iterations"] = result.info.iterations  # L-BFGS-B iterations, over every fit it made
         warm = result.state
@@ -238,6 +261,56 @@ def gp_cost(db: str, eid: str) -> dict[str, Any]:
     out["request_pickle_s"] = round(pickle_s, 4)
     out["request_observations"] = len(request.history)
     out["request_cut_s"] = round(cut_s, 4)
+    return out
+
+
+def _runqueue_s(path: str = "/proc/thread-self/schedstat") -> float:
+    """Seconds this thread (a process's main thread with a pid's path) has waited on the
+    scheduler's run queue for a core (Linux schedstat); 0.0 where it is not available."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+async def gp_through_pool(db: str, n: int, asks: int) -> dict[str, Any]:
+    """GP asks as a daemon serves them: a GP experiment with n observations, the engine's
+    process pool (its default size), the first ask cold (the fit, no warm state), then
+    `asks` ask + observe pairs. Per ask: wall seconds, the pool workers' CPU seconds, the
+    load average; and what the worker runs on (torch, BLAS/OpenMP and OS threads)."""
+    from tauopt.compute import thread_report
+    from tauopt.engine import Engine
+
+    eid = (await seed(db, n, ("gp",)))["gp"]
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, Any] = {}
+    async with Engine(store=db, pool="process") as engine:
+        executor = engine.pool.executor
+        out["gp_pool_worker_threads"] = await executor.call(eid, thread_report)  # starts the workers
+        pids = executor.pids
+        rows = []
+        for i in range(1 + asks):
+            load = os.getloadavg()[0]
+            queued = [f"/proc/{pid}/schedstat" for pid in pids]
+            q0 = sum(map(_runqueue_s, queued))
+            w0, c0, t0 = sum(map(_cpu_ticks, pids)), time.process_time(), time.perf_counter()
+            s = await engine.suggest(eid)
+            wall = time.perf_counter() - t0
+            rows.append({
+                "wall_s": round(wall, 3), "workers_cpu_s": round((sum(map(_cpu_ticks, pids)) - w0) / tick, 2),
+                "workers_runqueue_s": round(sum(map(_runqueue_s, queued)) - q0, 2),
+                "engine_cpu_s": round(time.process_time() - c0, 3), "load": round(load, 1),
+            })  # fmt: skip
+            await engine.observe(eid, suggestion_id=s.id, value=_loss(dict(s.assignments)))
+        out["gp_pool_asks"] = rows
+        out["gp_pool_fallbacks"] = engine.pool.stats.fallbacks
     return out
 
 
@@ -263,11 +336,13 @@ def child(n: int, pairs: int, trace: bool, gp: bool, postgresql: bool = False) -
         db = str(Path(d) / "history.db")
         t0 = time.perf_counter()
         ids = anyio.run(seed, db, n)
+        ids["warm"] = anyio.run(seed, db, 10, ("random",))["random"]
         row: dict[str, Any] = {"observations": n, "seed_s": round(time.perf_counter() - t0, 2)}
         row.update(store_bytes(db, n * len(STRATEGIES)))
         row.update(anyio.run(measure, db, ids, n, pairs, trace))
         if gp:
             row.update(gp_cost(db, ids["random"]))
+            row.update(anyio.run(gp_through_pool, db, n, GP_POOL_ASKS))
     if postgresql:
         row.update(postgresql_bytes(n))
     return row
@@ -292,7 +367,9 @@ def plot(doc: dict[str, Any], path: str) -> None:
     ns = [r["observations"] for r in rows]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     ax = axes[0]
-    ax.plot(ns, [r["rss_bytes_per_observation"] for r in rows], "o-", label="engine RSS")
+    ax.plot(ns, [r["rss_bytes_per_observation"] for r in rows], "o-", label="engine RSS, after a rebuild")
+    if all("live_rss_bytes_per_observation" in r for r in rows):
+        ax.plot(ns, [r["live_rss_bytes_per_observation"] for r in rows], "x-", label="engine RSS, arriving live")
     ax.plot(ns, [r["sqlite_bytes_per_observation"] for r in rows], "s-", label="SQLite file")
     if all("postgresql_bytes_per_observation" in r for r in rows):
         ax.plot(ns, [r["postgresql_bytes_per_observation"] for r in rows], "d-", label="PostgreSQL tables")

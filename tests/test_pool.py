@@ -15,7 +15,7 @@ pytest.importorskip("gpytorch")
 
 from tauopt.models import Metric, Observation  # noqa: E402
 from tauopt.space import Space  # noqa: E402
-from tauopt.compute import StrategyPool, torch_threads  # noqa: E402
+from tauopt.compute import StrategyPool, thread_report, torch_threads  # noqa: E402
 from tauopt.strategies._request import SuggestRequest  # noqa: E402
 
 pytestmark = pytest.mark.anyio
@@ -47,6 +47,9 @@ async def test_process_pool_runs_torch_on_one_thread_is_fair_and_leaves_no_orpha
             tg.start_soon(probe, "p1")
             tg.start_soon(probe, "p2")
         assert probes == [(1, 1), (1, 1)]
+        # and so do numpy's and scipy's BLAS and OpenMP (threadpoolctl's view from inside the worker)
+        report = await pool.call("p1", thread_report)
+        assert report["torch"] == [1, 1] and report["threadpools"] and {p["threads"] for p in report["threadpools"]} == {1}
 
         result = await pool.propose("B", "gp", gp_request())
         assert result.strategy_used == "gp" and result.fallback_reason is None

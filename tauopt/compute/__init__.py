@@ -21,7 +21,7 @@ from ..strategies import StrategyJob, StrategyOutcome
 from ._executor import Executor, JobFailed
 from ._local import ExecutorKind, LocalExecutor
 from ._pool import PoolStats, StrategyPool, sobol_fallback
-from ._workers import torch_threads
+from ._workers import thread_report, torch_threads
 
 if TYPE_CHECKING:  # the types of the lazy names below, for the type checker only
     from ._dask import DaskExecutor, DaskUnavailable, check_dask_cluster
@@ -39,6 +39,7 @@ __all__ = [
     "StrategyPool",
     "check_dask_cluster",
     "sobol_fallback",
+    "thread_report",
     "torch_threads",
 ]
 

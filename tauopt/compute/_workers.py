@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-__all__ = ["ThreadWorker", "ProcessWorker", "WorkerDied", "torch_threads", "torch_pinned", "blas_pinned"]
+__all__ = ["ThreadWorker", "ProcessWorker", "WorkerDied", "thread_report", "torch_threads", "torch_pinned", "blas_pinned"]
 
 Reply = tuple[str, Any]
 log = logging.getLogger("tauopt.compute")
@@ -39,6 +39,27 @@ def torch_threads(hold_s: float = 0.0) -> tuple[int, int]:
 
     time.sleep(hold_s)
     return torch.get_num_threads(), torch.get_num_interop_threads()
+
+
+def thread_report() -> dict[str, Any]:
+    """Where this runs: torch's intra- and inter-op threads, each BLAS/OpenMP library's
+    thread limit (threadpoolctl) and the process's OS threads; for benchmarks and diagnostics."""
+    import torch
+
+    out: dict[str, Any] = {"torch": [torch.get_num_threads(), torch.get_num_interop_threads()]}
+    try:
+        from threadpoolctl import threadpool_info
+
+        out["threadpools"] = [
+            {"api": i.get("user_api"), "library": i.get("internal_api"), "threads": i.get("num_threads")} for i in threadpool_info()
+        ]
+    except ImportError:  # pragma: no cover - optional
+        out["threadpools"] = None
+    try:
+        out["os_threads"] = len(os.listdir("/proc/self/task"))
+    except OSError:  # not Linux
+        out["os_threads"] = None
+    return out
 
 
 def _error(exc: BaseException) -> Reply:

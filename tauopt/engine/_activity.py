@@ -9,26 +9,67 @@ the experiment's size.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..models import Experiment, Observation, Suggestion
 from ..pareto import is_feasible
 
-__all__ = ["Activity", "SPARKLINE_POINTS", "observations_after"]
+__all__ = ["Activity", "SPARKLINE_POINTS", "Timeline"]
 
 SPARKLINE_POINTS = 40
 _STATES = ("open", "observed", "closed", "expired")
 
 
-_KINDS = (*_STATES, "failed")  # what is counted per tag: suggestions by state, and failed runs
+_KINDS = (*_STATES, "failed")
+# suggestion ids -> {id: (suggestion, when it left "open" or None)} for the ids known
+Timeline = Callable[[list[str]], dict[str, tuple[Suggestion, float | None]]]  # what is counted per tag: suggestions by state, and failed runs
 
 
 def _tag_row(tag: str | None, counts: dict[str, int]) -> dict[str, Any]:
     return {"tag": tag, **counts}
+
+
+class IdLog:
+    """Suggestion ids in order of change, a plain number as 8 bytes (not a string object
+    each); the latest few wait as strings and are packed a batch at a time."""
+
+    __slots__ = ("_ids", "_other", "_tail")
+
+    def __init__(self) -> None:
+        self._ids = array("q")
+        self._other: dict[int, str] = {}  # position -> an id that is not a plain number
+        self._tail: list[str] = []
+
+    def append(self, sid: str) -> None:
+        tail = self._tail
+        tail.append(sid)
+        if len(tail) >= _LOG_TAIL:
+            self._pack()
+
+    def _pack(self) -> None:
+        ids, other = self._ids, self._other
+        for sid in self._tail:
+            if sid.isdigit() and sid.isascii() and (sid[0] != "0" or len(sid) == 1) and len(sid) < 19:
+                ids.append(int(sid))
+            else:
+                other[len(ids)] = sid
+                ids.append(-1)
+        self._tail = []
+
+    def __len__(self) -> int:
+        return len(self._ids) + len(self._tail)
+
+    def since(self, after: int) -> list[str]:
+        self._pack()
+        other = self._other
+        return [other[i] if n < 0 else str(n) for i, n in enumerate(self._ids[after:], after)]
+
+
+_LOG_TAIL = 1024  # ids appended before they are packed
 
 
 @dataclass
@@ -40,7 +81,7 @@ class Activity:
     feasible: Callable[[Observation], bool] | None = None
     # per tag, counts by kind (_KINDS): a plain dict, so a state change is one `counts[state] += 1`
     tags: dict[str | None, dict[str, int]] = field(default_factory=dict)
-    log: list[str] = field(default_factory=list)  # suggestion ids, in order of change
+    log: IdLog = field(default_factory=IdLog)  # suggestion ids, in order of change
     ended: dict[str, float] = field(default_factory=dict)  # when a suggestion left "open"
     improvements: list[tuple[int, float]] = field(default_factory=list)  # (observation number, best so far)
     failed: int = 0
@@ -147,13 +188,16 @@ class Activity:
         return {state: n for state, n in totals.items() if n}
 
     def workers(
-        self, after: int, suggestions: dict[str, Suggestion], now: float, ttl: float | None, limit: int | None = None
+        self, after: int, timeline: Timeline, now: float, ttl: float | None, limit: int | None = None
     ) -> dict[str, Any]:
+        """`timeline(ids)`: each known suggestion of ids with when it left "open" (None: it has not;
+        None too from this activity's `ended` when the caller does not know)."""
         after = min(max(0, after), len(self.log))
-        changed = list(dict.fromkeys(reversed(self.log[after:])))[::-1]  # once each, in order of their latest change
+        changed = list(dict.fromkeys(reversed(self.log.since(after))))[::-1]  # once each, in order of their latest change
         if limit is not None:
             changed = changed[-limit:]  # a page's first read wants the recent timeline, not all of it
-        rows = [_timeline_row(suggestions[sid], self.ended.get(sid)) for sid in changed if sid in suggestions]
+        found = timeline(changed)
+        rows = [_timeline_row(s, self.ended.get(sid, ended)) for sid in changed if sid in found for s, ended in (found[sid],)]
         return {
             "now": now,
             "suggestion_ttl_s": ttl,
@@ -194,10 +238,3 @@ def _thin(improvements: list[tuple[int, float]], total: int) -> list[tuple[int, 
     if points[-1][0] != total:
         points = points + [(total, points[-1][1])]
     return points
-
-
-def observations_after(observations: list[Observation], after: int) -> list[Observation]:
-    """Observations with a numeric id above `after` (ids grow with arrival)."""
-    start = bisect.bisect_right(observations, after, key=lambda o: int(o.id) if o.id.isdigit() else -1)
-    return observations[start:]
-

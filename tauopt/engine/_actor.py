@@ -76,7 +76,6 @@ from ._messages import (
     ReportLog,
     Workers,
 )
-from ._activity import observations_after
 from ._export import export_document
 from ._leases import not_open_error, release
 from ._replies import CommitThenReply
@@ -282,8 +281,9 @@ class ExperimentActor:
                 self._commit(request, writes, len(writes))
                 self._retry_slot_waiters()
             case ListObservations():
-                found = ledger.observations if msg.after is None else observations_after(ledger.observations, msg.after)
-                self._commit(request, [], list(found))
+                history = ledger.observations
+                start = 0 if msg.after is None else history.after(msg.after)
+                self._commit(request, [], history.rows(start, msg.failed, msg.limit))
             case Summary():
                 self._commit(request, [], dict(ledger.activity.summary(), experiment=self._header()))
             case Workers():
@@ -307,7 +307,7 @@ class ExperimentActor:
 
     def _on_workers(self, request: Request[Any], msg: Workers) -> None:
         ledger, now = self._ledger, self._clock()
-        out = ledger.activity.workers(msg.after, ledger.suggestions, now, self._exp.suggestion_ttl_s, msg.limit)
+        out = ledger.activity.workers(msg.after, ledger.timeline, now, self._exp.suggestion_ttl_s, msg.limit)
         out["open"] = [dict(s.to_dict(), age_s=now - s.created_at) for s in ledger.open.values()]
         self._commit(request, [], out)
 
@@ -455,7 +455,7 @@ class ExperimentActor:
         return SuggestRequest(
             space=self._space,
             metric=self._exp.metric,
-            history=tuple(ledger.observations) if state else (),
+            history=ledger.observations.view() if state else (),
             pending=tuple(s.assignments for s in ledger.open.values()) + extra_pending if state else (),
             n=n,
             seed=self._seed,
@@ -619,7 +619,7 @@ class ExperimentActor:
             raise invalid("give suggestion_id (an open suggestion) or assignments (an unsolicited observation)")
         obs = ledger.observe(assignments, sid, value, failed, now, metrics)
         if stopped_at is not None:
-            obs = ledger.observations[-1] = replace(obs, stopped_at_step=stopped_at)
+            obs = ledger.set_last(replace(obs, stopped_at_step=stopped_at))
         state = self._state_for(self._exp)
         writes.append(PutObservation(obs))
         counted = count_failure(self._exp, f"observation {obs.id} failed") if failed else count_success(self._exp)
@@ -847,7 +847,7 @@ class ExperimentActor:
         writes.append(PutSuggestion(self._ledger.leave_open(s, "observed", now)))
         obs = self._ledger.observe(m.assignments, s.id, m.value, m.failed, now, m.metrics)
         if m.stopped_at_step is not None:
-            obs = self._ledger.observations[-1] = replace(obs, stopped_at_step=m.stopped_at_step)
+            obs = self._ledger.set_last(replace(obs, stopped_at_step=m.stopped_at_step))
         writes.append(PutObservation(obs))
         return writes
 
@@ -864,7 +864,9 @@ class ExperimentActor:
         reply(request, stats)
 
     def _on_best(self, request: Request[Any]) -> None:
-        self._commit(request, [], best_observation(self._exp, self._ledger.observations))
+        exp = self._exp
+        best = False if exp.metrics != (exp.metric,) or exp.metric.constraint is not None else self._ledger.observations.best(exp.metric.sign)
+        self._commit(request, [], best_observation(exp, self._ledger.observations) if best is False else best)
 
 
 _PEEKABLE = (ReadStudy, ReadTrial, ReadTrials, TrialIdOf)

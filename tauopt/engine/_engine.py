@@ -612,10 +612,8 @@ class Engine:
             raise invalid(f"limit: give a positive integer (how many observations at most), not {limit!r}")
         if failed is not None and not isinstance(failed, bool):
             raise invalid(f"failed: give true (only failed observations) or false (only the others), not {failed!r}")
-        found: list[Observation] = await self._ask(experiment_id, m.ListObservations(self._owner, after))
-        if failed is not None:
-            found = [o for o in found if o.failed is failed]
-        return found if limit is None else found[:limit]
+        found: list[Observation] = await self._ask(experiment_id, m.ListObservations(self._owner, after, failed, limit))
+        return found
 
     async def summary(self, experiment_id: str) -> dict[str, Any]:
         """The experiment, its failed count, best value, last activity and best-so-far line

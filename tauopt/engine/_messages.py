@@ -116,6 +116,8 @@ class CloseAllSuggestions(Msg):
 @dataclass(slots=True)
 class ListObservations(Msg):
     after: int | None = None  # only observations with a numeric id above this
+    failed: bool | None = None  # only the failed ones (True) or only the others (False)
+    limit: int | None = None  # at most this many
 
 
 @dataclass(slots=True)

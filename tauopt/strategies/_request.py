@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from ..models import Metric, Observation, StrategyOptions, Value
 from ..space import Space
@@ -25,7 +26,7 @@ class SuggestRequest:
 
     space: Space
     metric: Metric
-    history: tuple[Observation, ...] = ()
+    history: Sequence[Observation] = ()  # a tuple, or the engine's view of its columns
     pending: tuple[dict[str, Value], ...] = ()
     n: int = 1
     seed: int = 0

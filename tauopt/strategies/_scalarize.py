@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def _value(metric: Metric, primary: str, obs: Observation) -> float:
     return np.nan if v is None else float(v)
 
 
-def targets(metrics: tuple[Metric, ...], history: tuple[Observation, ...]) -> Targets:
+def targets(metrics: tuple[Metric, ...], history: Sequence[Observation]) -> Targets:
     objectives = [m for m in metrics if m.objective is not None]
     constraints = [m for m in metrics if m.constraint is not None]
     primary = objectives[0].name

@@ -234,8 +234,11 @@ def _bounded(request: SuggestRequest, rng: np.random.Generator) -> SuggestReques
         return request
     objectives = [m for m in request.all_metrics if m.objective is not None]
     rank = np.full(len(history), len(history))
+    # a history held as columns hands over the first objective's values without an object per row
+    columns = getattr(history, "objective_values", None)
+    first = columns() if columns is not None and len(objectives) == 1 else None
     for m in objectives:
-        v = np.fromiter((m.sign * _value(m, objectives[0].name, o) for o in history), float, len(history))
+        v = m.sign * first if first is not None else np.fromiter((m.sign * _value(m, objectives[0].name, o) for o in history), float, len(history))
         v[~np.isfinite(v)] = np.inf  # failed or missing: the worst
         rank = np.minimum(rank, np.argsort(np.argsort(v, kind="stable"), kind="stable"))
     keep = _subset(rank.astype(float), HISTORY_CAP, rng)
