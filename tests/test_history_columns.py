@@ -6,11 +6,14 @@ observed suggestion held by its row reads back as the suggestion it was."""
 from __future__ import annotations
 
 import pickle
+import threading
 from dataclasses import replace
 
 import pytest
 
-from tauopt.engine._history import History
+from tauopt import Engine
+from tauopt.engine._downsample import downsample
+from tauopt.engine._history import INLINE_ROWS, History
 from tauopt.engine._ledger import Ledger
 from tauopt.models import Experiment, Metric, Observation, Suggestion
 from tauopt.space import Space
@@ -118,3 +121,65 @@ def test_a_views_reads_leave_the_history_alone() -> None:
     assert values is not None and list(values) == [float(i) for i in range(10)] and len(view) == 10
     assert len(h._tail) == 1  # still waiting: only the actor's own reads settle it
     assert list(view) == list(h)[:10] and len(h) == 11
+
+
+def test_a_views_rows_read_in_a_thread_are_those_it_was_made_with() -> None:
+    """A long listing is made into objects in a worker thread from a view while the actor
+    appends (and settles) rows: the view's rows, its failed filter and its limit read what
+    the history held when the view was made, and the appends go on."""
+    h = History("e", "loss", SPACE.key)
+    for i in range(300):
+        h.append(_obs(i + 1, {"x": i / 1000, "n": 1 + i % 8, "c": "ab"[i % 2]}, None if i % 7 == 0 else float(i)))
+    before = list(h)
+    view = h.view()
+    stop = threading.Event()
+
+    def append() -> None:
+        i = 300
+        while not stop.is_set() and i < 20_000:
+            h.append(_obs(i + 1, {"x": (i % 1000) / 1000, "n": 2, "c": "b"}, float(i)))
+            if i % 50 == 0:
+                list(h.rows(h.after(i - 10)))  # the actor's own reads settle the tail
+            i += 1
+
+    writer = threading.Thread(target=append)
+    writer.start()
+    try:
+        for _ in range(20):
+            assert view.rows() == before
+            assert view.rows(5, failed=True) == [o for o in before[5:] if o.failed]
+            assert view.rows(0, failed=False, limit=10) == [o for o in before if not o.failed][:10]
+    finally:
+        stop.set()
+        writer.join()
+    assert len(h) > 300 and list(h)[:300] == before
+
+
+@pytest.mark.anyio
+async def test_a_long_listing_through_the_engine_is_the_same_as_a_short_one() -> None:
+    n = INLINE_ROWS + 50
+    async with Engine() as engine:
+        exp = await engine.create_experiment("e", [{"name": "x", "type": "double", "bounds": [0, 1]}], {"name": "loss", "objective": "minimize"})
+        for i in range(n):
+            await engine.observe(exp.id, assignments={"x": i / n}, **({"failed": True} if i % 9 == 0 else {"value": float(i)}))
+        everything = await engine.observations(exp.id)
+        assert [o.assignments["x"] for o in everything] == [i / n for i in range(n)]
+        failed = await engine.observations(exp.id, failed=True)
+        assert failed == [o for o in everything if o.failed]
+        page = await engine.observations(exp.id, after=int(everything[9].id), limit=INLINE_ROWS + 10)
+        assert page == everything[10 : 20 + INLINE_ROWS]
+        assert await engine.observations(exp.id, limit=5) == everything[:5]
+
+
+@pytest.mark.parametrize("objective", ["minimize", "maximize"])
+def test_a_plot_sample_from_the_columns_is_the_sample_from_the_objects(objective: str) -> None:
+    """The dashboard's sample of a long history reads the objective's column and makes only
+    the kept rows and the improvements into objects: the same sample as from the objects."""
+    h = History("e", "loss", SPACE.key)
+    for i in range(5000):
+        value = None if i % 11 == 0 else float((i * 7919) % 1009) - (i % 3) * 0.5
+        h.append(_obs(i + 1, {"x": i / 5000, "n": 1 + i % 8, "c": "ab"[i % 2]}, value))
+    assert h.view().objective_values() is not None  # the column path
+    from_columns = downsample(h.view(), objective, 300)
+    assert from_columns == downsample(list(h), objective, 300)
+    assert len(from_columns.best_trace) > 3 and from_columns.total == 5000

@@ -47,6 +47,7 @@ from ._admin import best_observation
 from ._ahead import MAX_AHEAD, STALENESS_BOUND, ComputeAhead
 from ._curves import Curves
 from ._failures import count_failure, count_success, reset_changes, stopped_error
+from ._history import INLINE_ROWS, RowsLater
 from ._ledger import Ledger
 from ._messages import (
     ArchiveExperiment,
@@ -283,7 +284,11 @@ class ExperimentActor:
             case ListObservations():
                 history = ledger.observations
                 start = 0 if msg.after is None else history.after(msg.after)
-                self._commit(request, [], history.rows(start, msg.failed, msg.limit))
+                count = len(history) - start if msg.limit is None else min(msg.limit, len(history) - start)
+                if count <= INLINE_ROWS:
+                    self._commit(request, [], history.rows(start, msg.failed, msg.limit))
+                else:
+                    self._commit(request, [], RowsLater(history.view(), start, msg.failed, msg.limit))
             case Summary():
                 self._commit(request, [], dict(ledger.activity.summary(), experiment=self._header()))
             case Workers():

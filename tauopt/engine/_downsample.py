@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from ..models import Observation
 
 __all__ = ["Downsample", "downsample"]
@@ -39,18 +41,41 @@ def _scored(o: Observation) -> bool:
     return not o.failed and o.value is not None
 
 
-def downsample(observations: Sequence[Observation], objective: str, limit: int) -> Downsample:
-    """At most `limit` (>= 1) of `observations` (arrival order), with the exact best-so-far
-    trace under `objective` ("minimize" or "maximize")."""
-    if limit < 1:
-        raise ValueError("limit: give a positive integer")
-    n, minimize = len(observations), objective == "minimize"
+def _trace(observations: Sequence[Observation], minimize: bool) -> list[tuple[int, str, float, float]]:
     trace: list[tuple[int, str, float, float]] = []
     for i, o in enumerate(observations):
         if _scored(o):
             v = float(o.value)  # type: ignore[arg-type]
             if not trace or (v < trace[-1][2] if minimize else v > trace[-1][2]):
                 trace.append((i + 1, o.id, v, o.created_at))
+    return trace
+
+
+def _trace_of_column(
+    observations: Sequence[Observation], column: np.ndarray, minimize: bool
+) -> list[tuple[int, str, float, float]]:
+    """_trace from the objective's column (nan: not scored): only the improvements are made into objects."""
+    signed = column if minimize else -column
+    scored = np.flatnonzero(~np.isnan(signed))
+    if scored.size == 0:
+        return []
+    v = signed[scored]
+    improved = np.empty(v.size, dtype=bool)
+    improved[0] = True
+    improved[1:] = v[1:] < np.minimum.accumulate(v)[:-1]
+    rows = scored[improved].tolist()
+    return [(r + 1, o.id, float(o.value), o.created_at) for r, o in zip(rows, (observations[r] for r in rows))]  # type: ignore[arg-type]
+
+
+def downsample(observations: Sequence[Observation], objective: str, limit: int) -> Downsample:
+    """At most `limit` (>= 1) of `observations` (arrival order), with the exact best-so-far
+    trace under `objective` ("minimize" or "maximize")."""
+    if limit < 1:
+        raise ValueError("limit: give a positive integer")
+    n, minimize = len(observations), objective == "minimize"
+    values = getattr(observations, "objective_values", None)  # a columnar history's view
+    column = values() if values is not None else None
+    trace = _trace(observations, minimize) if column is None else _trace_of_column(observations, column, minimize)
     if n <= limit:
         return Downsample(n, tuple(range(1, n + 1)), tuple(observations), tuple(trace))
     keep: set[int] = set()  # 0-based indexes

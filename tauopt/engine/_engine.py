@@ -35,6 +35,7 @@ from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
 from ._downsample import Downsample, downsample
 from ._export import check_document, check_imported_state, imported_writes
+from ._history import RowsLater
 from ._importance import ImportanceCache
 from ._shared import FrontCache
 from ._studies import StudyIndex
@@ -612,7 +613,9 @@ class Engine:
             raise invalid(f"limit: give a positive integer (how many observations at most), not {limit!r}")
         if failed is not None and not isinstance(failed, bool):
             raise invalid(f"failed: give true (only failed observations) or false (only the others), not {failed!r}")
-        found: list[Observation] = await self._ask(experiment_id, m.ListObservations(self._owner, after, failed, limit))
+        found: list[Observation] | RowsLater = await self._ask(experiment_id, m.ListObservations(self._owner, after, failed, limit))
+        if isinstance(found, RowsLater):
+            return await anyio.to_thread.run_sync(found.read)
         return found
 
     async def summary(self, experiment_id: str) -> dict[str, Any]:
@@ -647,8 +650,9 @@ class Engine:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise invalid(f"limit: give a positive integer (how many observations at most), not {limit!r}")
         exp = await self.experiment(experiment_id)
-        found = await self.observations(experiment_id)
-        return downsample(found, exp.metric.objective or "minimize", limit)
+        found: list[Observation] | RowsLater = await self._ask(experiment_id, m.ListObservations(self._owner, None, None, None))
+        history = found.view if isinstance(found, RowsLater) else found  # a long one: its columns, only the kept rows made
+        return downsample(history, exp.metric.objective or "minimize", limit)
 
     async def best(self, experiment_id: str) -> Observation | None:
         """The best feasible observation by the (first) objective; None while none is feasible."""

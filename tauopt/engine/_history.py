@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, overload
 
 import numpy as np
@@ -87,6 +88,9 @@ class _Column:
         return code
 
 
+INLINE_ROWS = 2000  # rows a listing makes into objects on the actor's turn; more are made in a thread (~4 us each)
+
+
 class _Rows(Sequence[Observation]):
     """A Sequence of Observation over the first rows of a History (`_rows_of`)."""
 
@@ -120,6 +124,24 @@ class _Rows(Sequence[Observation]):
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return tuple, (list(self),)  # what crosses to a worker process: the objects
+
+    def rows(self, start: int = 0, failed: bool | None = None, limit: int | None = None) -> list[Observation]:
+        """Observations from row `start` on, only the failed (or only the others) when `failed`
+        is given, at most `limit`: only those are made into objects. A view's rows may be read
+        in another thread while the history grows: it reads copies of the columns it filters
+        on, never buffers of the live ones (an exported buffer would stop the next append)."""
+        history, n = self._rows_of()
+        if failed is None:
+            stop = n if limit is None else min(n, start + limit)
+            return [history._row(r) for r in range(start, stop)]
+        flags = np.frombuffer(history._failed[start:n], dtype=np.uint8).astype(bool)
+        for r, o in list(history._whole.items()):
+            if start <= r < n:
+                flags[r - start] = o.failed is True
+        picked = np.flatnonzero(flags if failed else ~flags)
+        if limit is not None:
+            picked = picked[:limit]
+        return [history._row(start + r) for r in picked.tolist()]
 
 
 class History(_Rows):
@@ -449,22 +471,6 @@ class History(_Rows):
                 hi = mid
         return lo
 
-    def rows(self, start: int = 0, failed: bool | None = None, limit: int | None = None) -> list[Observation]:
-        """Observations from row `start` on, only the failed (or only the others) when `failed`
-        is given, at most `limit`: only those are made into objects."""
-        self._settle()
-        if failed is None:
-            stop = self._n if limit is None else min(self._n, start + limit)
-            return [self._row(r) for r in range(start, stop)]
-        flags = np.frombuffer(self._failed, dtype=np.uint8, count=self._n)[start:].astype(bool)
-        for r in self._whole:
-            if r >= start:
-                flags[r - start] = self._whole[r].failed is True
-        picked = np.flatnonzero(flags if failed else ~flags)
-        if limit is not None:
-            picked = picked[:limit]
-        return [self._row(start + r) for r in picked.tolist()]
-
     def _sort_hashes(self) -> None:
         self._sorted = np.sort(np.frombuffer(self._hash, dtype=np.int64, count=len(self._hash)))  # np.unique imports numpy.ma
         self._recent = set()
@@ -556,3 +562,17 @@ class HistoryView(_Rows):
     def objective_values(self) -> np.ndarray | None:
         """The first objective's value per observation (nan: none), or None (read them from the objects)."""
         return self._history._objective_values(self._n)  # its rows were settled when the view was made
+
+
+@dataclass(frozen=True)
+class RowsLater:
+    """A listing too long to make into objects on the actor's turn (it would hold the event
+    loop): the rows as they are now, made into objects by the caller in a worker thread."""
+
+    view: HistoryView
+    start: int
+    failed: bool | None
+    limit: int | None
+
+    def read(self) -> list[Observation]:
+        return self.view.rows(self.start, self.failed, self.limit)
