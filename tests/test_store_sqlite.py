@@ -356,6 +356,30 @@ async def test_a_commit_waits_on_the_writer_thread_behind_a_checkpoint_the_threa
     assert threads[:2] == [loop_thread, loop_thread] and threads[2].startswith("tauopt-sqlite-writer"), threads
 
 
+async def test_a_commit_that_meets_another_writers_lock_waits_on_the_writer_thread_not_in_the_loop(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "b.db"
+    async with SqliteStore(path) as store:
+        await store.write([PutExperiment(experiment())])
+        other = sqlite3.connect(path, isolation_level=None, timeout=0)  # e.g. a CLI edit beside the engine
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            outcomes: list[BaseException | None] = []
+            store.submit([PutSuggestion(suggestion("s1"))], outcomes.append)
+            t0 = time.monotonic()
+            await anyio.sleep(0.2)  # the loop goes on meanwhile
+            assert time.monotonic() - t0 < 2 and outcomes == []
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        await store.write([])
+        assert outcomes == [None]
+        assert store._writer is not None and store._writer.busy_fallbacks == 1
+        snap = await store.load("e1")
+    assert snap is not None and [s.id for s in snap.suggestions] == ["s1"]
+
+
 async def test_commits_do_not_checkpoint_and_an_idle_writer_does(tmp_path: Path) -> None:
     path = tmp_path / "i.db"
     async with SqliteStore(path, checkpoint_idle_s=60) as store:

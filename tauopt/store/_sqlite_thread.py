@@ -22,8 +22,10 @@ the hop costs: waking the thread, handing the GIL over and back, waking the
 event loop. So `commit` runs such a transaction on the event loop's thread,
 unless a job of the writer's thread (a checkpoint of its own) has not finished:
 then it queues behind it, and the connection is never used by two threads at
-once. With synchronous=FULL a COMMIT waits for an fsync, which must not stall
-the loop: it always goes to the thread.
+once. Nor does it wait there for another connection's write lock (a CLI edit
+beside the engine): busy, it goes to the thread, which waits as configured.
+With synchronous=FULL a COMMIT waits for an fsync, which must not stall the
+loop: it always goes to the thread.
 
 WAL checkpoints off the commit path: the writer's connection runs with
 `wal_autocheckpoint = 0`, so no COMMIT copies the WAL back into the database
@@ -151,6 +153,8 @@ class SqliteWriter(SqliteThread):
         self._last: Future[Any] = Future()  # the thread's last job: the connection is its until done
         self._last.set_result(None)
         self.inline_commits = 0  # for tests and benchmarks
+        self.busy_fallbacks = 0  # inline commits that met another writer's lock and went to the thread
+        self._busy_ms: int | None = None  # busy_timeout, once inline commits set the connection's to 0
 
     @property
     def checkpoints(self) -> int:
@@ -161,22 +165,46 @@ class SqliteWriter(SqliteThread):
         self._last = job
 
     async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        busy_ms = self._busy_ms
+        if busy_ms is not None:  # on this thread, wait for another writer's lock as configured
+            fn = self._waiting_busy(fn, busy_ms)
         try:
             return await super().call(fn)
         finally:
             self._after_job()
 
+    def _waiting_busy(self, fn: Callable[[sqlite3.Connection], T], busy_ms: int) -> Callable[[sqlite3.Connection], T]:
+        def waiting(conn: sqlite3.Connection) -> T:
+            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            try:
+                return fn(conn)
+            finally:
+                if self._conn is not None:  # not closed by fn (`close`)
+                    conn.execute("PRAGMA busy_timeout = 0")
+
+        return waiting
+
     async def commit(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run the transaction fn(conn): here, on the caller's (the event loop's) thread,
-        when that stalls nothing (see the module docstring), else as `call` does."""
+        """Run the transaction fn(conn) (one that rolls back when it fails): here, on the
+        caller's (the event loop's) thread, when that stalls nothing (see the module
+        docstring), else as `call` does. Here it never waits for another connection's
+        write lock: SQLITE_BUSY sends it to the thread, which waits as configured."""
         conn = self._conn
         if not self._inline or conn is None or not self._last.done():
             return await self.call(fn)
+        if self._busy_ms is None:
+            self._busy_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+            conn.execute("PRAGMA busy_timeout = 0")
         try:
             return fn(conn)
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
         finally:
             self.inline_commits += 1
             self._after_job()
+        self.busy_fallbacks += 1
+        return await self.call(fn)  # rolled back: nothing of it was written
 
     def _connect(self, conn: sqlite3.Connection | None) -> None:
         super()._connect(conn)
