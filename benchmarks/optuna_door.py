@@ -59,11 +59,28 @@ import optuna
 from optuna.storages import GrpcStorageProxy
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 port, name, trials, sampler, objective_s, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]), int(sys.argv[6])
+rpcs = {}
+if len(sys.argv) > 7:  # --rpc-stats: count each RPC, its time and its reply's bytes, as the client sees them
+    import grpc
+    from optuna.storages._grpc import client as grpc_client
+
+    class Count(grpc.UnaryUnaryClientInterceptor):
+        def intercept_unary_unary(self, continuation, details, request):
+            t = time.perf_counter()
+            out = continuation(details, request)
+            reply = out.result()
+            row = rpcs.setdefault(details.method.rsplit("/", 1)[-1], [0, 0.0, 0])
+            row[0] += 1; row[1] += time.perf_counter() - t; row[2] += reply.ByteSize()
+            return out
+
+    plain = grpc_client.create_insecure_channel
+    grpc_client.create_insecure_channel = lambda h, p: grpc.intercept_channel(plain(h, p), Count())
 s = optuna.samplers.TPESampler(seed=seed) if sampler == "tpe" else optuna.samplers.RandomSampler(seed=seed)
 study = optuna.load_study(study_name=name, storage=GrpcStorageProxy(host="127.0.0.1", port=int(port)), sampler=s)
 print("ready", flush=True)
 sys.stdin.readline()
 asks, tells, numbers = [], [], []
+rpcs.clear()  # the loop's calls only, not load_study's
 cpu0 = time.process_time()
 for _ in range(trials):
     t0 = time.perf_counter()
@@ -78,7 +95,7 @@ for _ in range(trials):
     t2 = time.perf_counter()
     study.tell(trial, value)
     asks.append(t1 - t0); tells.append(time.perf_counter() - t2); numbers.append(trial.number)
-print(json.dumps({"asks": asks, "tells": tells, "numbers": numbers, "cpu_s": time.process_time() - cpu0}), flush=True)
+print(json.dumps({"asks": asks, "tells": tells, "numbers": numbers, "cpu_s": time.process_time() - cpu0, "rpcs": rpcs}), flush=True)
 """
 
 
@@ -111,7 +128,24 @@ def _server(backend: str, tmp: Path, port: int) -> subprocess.Popen[Any]:
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def run_cell(backend: str, workers: int, sampler: str, objective_ms: float, trials: int) -> dict[str, Any]:
+def _rpc_stats(outs: list[dict[str, Any]], total: int) -> dict[str, Any]:
+    """Per RPC method, over every worker: calls per trial, mean ms as the client waited, reply bytes per call."""
+    merged: dict[str, list[float]] = {}
+    for o in outs:
+        for method, (n, s, b) in o["rpcs"].items():
+            row = merged.setdefault(method, [0, 0.0, 0])
+            row[0] += n
+            row[1] += s
+            row[2] += b
+    return {
+        m: {"per_trial": round(n / total, 2), "mean_ms": round(s * 1000 / n, 2), "reply_bytes": round(b / n)}
+        for m, (n, s, b) in sorted(merged.items())
+    }
+
+
+def run_cell(
+    backend: str, workers: int, sampler: str, objective_ms: float, trials: int, rpc_stats: bool = False
+) -> dict[str, Any]:
     import warnings
 
     import optuna
@@ -129,7 +163,8 @@ def run_cell(backend: str, workers: int, sampler: str, objective_ms: float, tria
             optuna.create_study(study_name="bench", storage=storage)
             procs = [
                 subprocess.Popen(
-                    [sys.executable, "-c", _WORKER, str(port), "bench", str(trials), sampler, str(objective_ms / 1000), str(i)],
+                    [sys.executable, "-c", _WORKER, str(port), "bench", str(trials), sampler, str(objective_ms / 1000), str(i)]
+                    + (["rpc-stats"] if rpc_stats else []),
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                 )  # fmt: skip
                 for i in range(workers)
@@ -152,7 +187,8 @@ def run_cell(backend: str, workers: int, sampler: str, objective_ms: float, tria
     tells = np.array([t for o in outs for t in o["tells"]]) * 1000
     numbers = sorted(n for o in outs for n in o["numbers"])
     total = workers * trials
-    return {
+    extra = {"rpcs": _rpc_stats(outs, total)} if rpc_stats else {}
+    return extra | {
         "backend": backend, "durable": backend != "optuna-inmemory", "workers": workers, "sampler": sampler,
         "objective_ms": objective_ms, "trials": total, "trials_per_s": round(total / wall, 1),
         "ask_p50_ms": round(float(np.percentile(asks, 50)), 2), "ask_p99_ms": round(float(np.percentile(asks, 99)), 2),
@@ -172,6 +208,8 @@ def main() -> int:
     parser.add_argument("--objective-ms", default="0,10")
     parser.add_argument("--trials", type=int, default=40, help="trials per worker")
     parser.add_argument("--backends", default=",".join(BACKENDS))
+    parser.add_argument("--rpc-stats", action="store_true",
+                        help="count every RPC in the workers (calls per trial, client-side ms, reply bytes); costs client CPU")  # fmt: skip
     args = parser.parse_args()
     if args.quick:
         args.workers, args.samplers, args.objective_ms, args.trials = "1,8", "random", "0", 20
@@ -181,7 +219,7 @@ def main() -> int:
         for objective_ms in [float(x) for x in args.objective_ms.split(",")]:
             for workers in [int(x) for x in args.workers.split(",")]:
                 for backend in args.backends.split(","):
-                    row = run_cell(backend, workers, sampler, objective_ms, args.trials)
+                    row = run_cell(backend, workers, sampler, objective_ms, args.trials, args.rpc_stats)
                     failed |= not row["numbers_ok"]
                     print(json.dumps(row), flush=True)
     return 1 if failed else 0

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tauopt.store._sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStore, _migrate
+from tauopt.store._sqlite import MIGRATIONS, SCHEMA_VERSION, Durability, SqliteStore, _migrate
 from tauopt.store import (
     CredentialRecord,
     PutCredential,
@@ -198,14 +198,16 @@ async def test_batches_queued_in_one_moment_commit_as_one_transaction(tmp_path: 
 # -- failures ------------------------------------------------------------------------
 
 
-async def test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(tmp_path: Path) -> None:
+async def test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(
+    tmp_path: Path, durability: Durability = "os"
+) -> None:
     path = tmp_path / "f.db"
-    async with SqliteStore(path) as store:
+    async with SqliteStore(path, durability) as store:
         await store.write([PutExperiment(experiment())])
     with sqlite3.connect(path) as conn:  # a real SQL failure in the middle of a transaction
         conn.execute("CREATE TRIGGER boom BEFORE INSERT ON observations WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END")
     conn.close()
-    async with SqliteStore(path) as store:
+    async with SqliteStore(path, durability) as store:
         outcomes: list[BaseException | None] = []
         store.submit([PutSuggestion(suggestion("s1"))], outcomes.append)
         store.submit([PutObservation(Observation("boom", "e1", None, {"x": 0.1}, 1.0))], outcomes.append)
@@ -219,9 +221,12 @@ async def test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(
         assert snap is not None and [s.id for s in snap.suggestions] == ["s3"]
 
 
-async def test_a_group_transaction_is_one_call_on_the_writer_thread_and_commits_and_rolls_back_alike(
-    tmp_path: Path, monkeypatch
+@pytest.mark.parametrize("durability", ["os", "fsync"])
+async def test_a_group_transaction_is_one_call_and_commits_and_rolls_back_alike(
+    tmp_path: Path, monkeypatch, durability: Durability
 ) -> None:
+    """Without an fsync (os) a commit runs on the event loop's thread (no hop); with one
+    (fsync), on the writer's thread, so the loop never waits for the disk."""
     from tauopt.store import _sqlite
 
     real = _sqlite._transact
@@ -232,9 +237,10 @@ async def test_a_group_transaction_is_one_call_on_the_writer_thread_and_commits_
         real(conn, plan)
 
     monkeypatch.setattr(_sqlite, "_transact", counted)
-    await test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(tmp_path)
-    # setup write, the failed group, the store going on: one call each, all on the writer thread
-    assert len(threads) == 3 and all(t.startswith("tauopt-sqlite-writer") for t in threads), threads
+    await test_failed_transaction_fails_every_batch_of_its_group_and_keeps_none(tmp_path, durability)
+    # setup write, the failed group, the store going on: one call each
+    where = threading.current_thread().name if durability == "os" else "tauopt-sqlite-writer"
+    assert len(threads) == 3 and all(t.startswith(where) for t in threads), threads
 
 
 class _FailingCommit(sqlite3.Connection):
@@ -253,7 +259,9 @@ async def test_a_failing_commit_replies_no_batch_as_stored_and_keeps_none(tmp_pa
     from tauopt.store import _sqlite_thread
 
     monkeypatch.setattr(
-        _sqlite_thread, "_open_connection", lambda path: sqlite3.connect(path, isolation_level=None, factory=_FailingCommit)
+        _sqlite_thread,
+        "_open_connection",
+        lambda path: sqlite3.connect(path, isolation_level=None, check_same_thread=False, factory=_FailingCommit),
     )
     async with SqliteStore(tmp_path / "full.db") as store:
         await store.write([PutExperiment(experiment())])
@@ -303,6 +311,73 @@ async def test_the_wal_stays_bounded_under_many_writes(tmp_path: Path) -> None:
     bound = 4 * limit + (128 << 10)
     assert max(sizes) <= bound, max(sizes)
     assert sizes[-1] <= bound
+
+
+async def test_a_commit_waits_on_the_writer_thread_behind_a_checkpoint_the_thread_runs(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Commits run on the loop's thread (durability os) except while the writer thread runs
+    a checkpoint of its own on the same connection: then they queue behind it, there."""
+    from tauopt.store import _sqlite, _sqlite_thread
+
+    gate, started = threading.Event(), threading.Event()
+    real_checkpoint, real_transact = _sqlite_thread.SqliteWriter._checkpoint_here, _sqlite._transact
+    threads: list[str] = []
+
+    def held(self: Any, size: int) -> None:
+        started.set()
+        gate.wait(10)
+        real_checkpoint(self, size)
+
+    def counted(conn: sqlite3.Connection, plan: Any) -> None:
+        threads.append(threading.current_thread().name)
+        real_transact(conn, plan)
+
+    monkeypatch.setattr(_sqlite_thread.SqliteWriter, "_checkpoint_here", held)
+    monkeypatch.setattr(_sqlite, "_transact", counted)
+    async with SqliteStore(tmp_path / "c.db", checkpoint_bytes=128 << 10, checkpoint_idle_s=60) as store:
+        await store.write([PutExperiment(experiment())])
+        assert not started.is_set()
+        big = [PutSuggestion(Suggestion(f"s{j}", "e1", {"x": "v" * 1000}, created_at=2.0)) for j in range(600)]
+        await store.write(big)  # past 4 x checkpoint_bytes: the writer thread checkpoints
+        with anyio.fail_after(10):
+            while not started.is_set():
+                await anyio.sleep(0.01)
+        outcomes: list[BaseException | None] = []
+        store.submit([PutSuggestion(suggestion("after"))], outcomes.append)
+        await anyio.sleep(0.05)
+        assert outcomes == []  # not committed beside the checkpoint
+        gate.set()
+        await store.write([])
+        assert outcomes == [None]
+        snap = await store.load("e1")
+    assert snap is not None and len(snap.suggestions) == 601
+    loop_thread = threading.current_thread().name
+    assert threads[:2] == [loop_thread, loop_thread] and threads[2].startswith("tauopt-sqlite-writer"), threads
+
+
+async def test_a_commit_that_meets_another_writers_lock_waits_on_the_writer_thread_not_in_the_loop(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "b.db"
+    async with SqliteStore(path) as store:
+        await store.write([PutExperiment(experiment())])
+        other = sqlite3.connect(path, isolation_level=None, timeout=0)  # e.g. a CLI edit beside the engine
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            outcomes: list[BaseException | None] = []
+            store.submit([PutSuggestion(suggestion("s1"))], outcomes.append)
+            t0 = time.monotonic()
+            await anyio.sleep(0.2)  # the loop goes on meanwhile
+            assert time.monotonic() - t0 < 2 and outcomes == []
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        await store.write([])
+        assert outcomes == [None]
+        assert store._writer is not None and store._writer.busy_fallbacks == 1
+        snap = await store.load("e1")
+    assert snap is not None and [s.id for s in snap.suggestions] == ["s1"]
 
 
 async def test_commits_do_not_checkpoint_and_an_idle_writer_does(tmp_path: Path) -> None:

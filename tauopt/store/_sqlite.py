@@ -519,7 +519,7 @@ class SqliteStore(GroupWritten, Store):
             raise self._gone  # type: ignore[misc]  # StoreUnavailable: every batch of the group fails with it
         writer = self._writer
         assert writer is not None
-        await writer.call(lambda conn: _transact(conn, plan))  # the whole transaction: one hop
+        await writer.commit(lambda conn: _transact(conn, plan))  # the whole transaction: one call
         return True
 
     def _file_gone(self) -> bool:

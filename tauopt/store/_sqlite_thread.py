@@ -4,6 +4,7 @@
     writer = SqliteWriter(path, synchronous="NORMAL")
     await writer.open()          # connects, on the connection's own thread
     await writer.call(fn)        # fn(conn) runs on that thread: ONE thread hop
+    await writer.commit(fn)      # a transaction: on the caller's thread when it cannot stall it
     await writer.close()
 
 Each connection lives on the one worker thread of its own
@@ -15,18 +16,30 @@ load's four SELECTs in one snapshot) is one callable, so one hop to the thread
 and one wake-up of the event loop, instead of one hop per statement, each of
 which a busy event loop delays.
 
+Commits without a thread hop: with synchronous=NORMAL a COMMIT in WAL mode only
+writes the WAL (no fsync; tens of microseconds for a few rows), less than what
+the hop costs: waking the thread, handing the GIL over and back, waking the
+event loop. So `commit` runs such a transaction on the event loop's thread,
+unless a job of the writer's thread (a checkpoint of its own) has not finished:
+then it queues behind it, and the connection is never used by two threads at
+once. Nor does it wait there for another connection's write lock (a CLI edit
+beside the engine): busy, it goes to the thread, which waits as configured.
+With synchronous=FULL a COMMIT waits for an fsync, which must not stall the
+loop: it always goes to the thread.
+
 WAL checkpoints off the commit path: the writer's connection runs with
 `wal_autocheckpoint = 0`, so no COMMIT copies the WAL back into the database
 (that copy and its fsyncs took a COMMIT from 0.2 ms to tens of ms). Instead,
-after each job, with its reply on its way, the writer thread looks at the WAL
-file's size:
+after each job, the writer looks at the WAL file's size (a stat, on the
+loop's thread):
 - past `checkpoint_bytes`: it asks a third connection, on a thread of its
   own (`_Checkpointer`), for a PASSIVE checkpoint, which runs beside the next
   commits and delays none of them (that thread also runs one by itself once
   nothing has been written for `idle_s` seconds);
 - past `bound_factor` x `checkpoint_bytes` (the checkpointer never caught up
-  with a stream of commits): it runs the PASSIVE checkpoint itself, between
-  two groups. With no commit beside it, that one backfills the whole WAL.
+  with a stream of commits): it runs the PASSIVE checkpoint itself, on its
+  own thread, between two groups (the next commit queues behind it). With no
+  commit beside it, that one backfills the whole WAL.
 Once the WAL is wholly backfilled, the next transaction starts it over and
 `journal_size_limit` (set by the store) truncates the file back to
 `checkpoint_bytes`. So the WAL stays bounded, unless a reader in another
@@ -44,9 +57,9 @@ import os
 import sqlite3
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import anyio
 
@@ -78,16 +91,16 @@ class SqliteThread:
             job = self._pool.submit(self._run, fn)
         except RuntimeError as exc:  # the pool is shut down
             raise StoreError(f"{self.path}: the SQLite {self.role} connection is closed") from exc
-        self._after_submit()
+        self._submitted(job)
         with anyio.CancelScope(shield=True):
             result = await asyncio.wrap_future(job)
         return result
 
+    def _submitted(self, job: Future[Any]) -> None:
+        pass
+
     def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         return fn(self._conn)  # type: ignore[arg-type]  # None only before open: _connect ignores it
-
-    def _after_submit(self) -> None:
-        pass
 
     async def open(self) -> None:
         """Connect, on the connection's thread (it never leaves it)."""
@@ -136,15 +149,62 @@ class SqliteWriter(SqliteThread):
         self._changes = 0  # conn.total_changes after the last job: did a job write?
         self._bound = self._full_bound = bound_factor * checkpoint_bytes  # WAL size where this thread checkpoints
         self.own_checkpoints = 0  # run by this thread, for tests and benchmarks
+        self._inline = synchronous.upper() == "NORMAL"  # commits without an fsync: no hop (`commit`)
+        self._last: Future[Any] = Future()  # the thread's last job: the connection is its until done
+        self._last.set_result(None)
+        self.inline_commits = 0  # for tests and benchmarks
+        self.busy_fallbacks = 0  # inline commits that met another writer's lock and went to the thread
+        self._busy_ms: int | None = None  # busy_timeout, once inline commits set the connection's to 0
 
     @property
     def checkpoints(self) -> int:
         """Checkpoints run, beside the commits and by this thread (for tests and benchmarks)."""
         return self._checkpointer.done + self.own_checkpoints
 
-    def _after_submit(self) -> None:
-        # Queued behind the job just submitted: it runs once that job's reply is on its way.
-        self._pool.submit(self._after_job)
+    def _submitted(self, job: Future[Any]) -> None:
+        self._last = job
+
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        busy_ms = self._busy_ms
+        if busy_ms is not None:  # on this thread, wait for another writer's lock as configured
+            fn = self._waiting_busy(fn, busy_ms)
+        try:
+            return await super().call(fn)
+        finally:
+            self._after_job()
+
+    def _waiting_busy(self, fn: Callable[[sqlite3.Connection], T], busy_ms: int) -> Callable[[sqlite3.Connection], T]:
+        def waiting(conn: sqlite3.Connection) -> T:
+            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            try:
+                return fn(conn)
+            finally:
+                if self._conn is not None:  # not closed by fn (`close`)
+                    conn.execute("PRAGMA busy_timeout = 0")
+
+        return waiting
+
+    async def commit(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run the transaction fn(conn) (one that rolls back when it fails): here, on the
+        caller's (the event loop's) thread, when that stalls nothing (see the module
+        docstring), else as `call` does. Here it never waits for another connection's
+        write lock: SQLITE_BUSY sends it to the thread, which waits as configured."""
+        conn = self._conn
+        if not self._inline or conn is None or not self._last.done():
+            return await self.call(fn)
+        if self._busy_ms is None:
+            self._busy_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+            conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            return fn(conn)
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+        finally:
+            self.inline_commits += 1
+            self._after_job()
+        self.busy_fallbacks += 1
+        return await self.call(fn)  # rolled back: nothing of it was written
 
     def _connect(self, conn: sqlite3.Connection | None) -> None:
         super()._connect(conn)
@@ -155,14 +215,17 @@ class SqliteWriter(SqliteThread):
         super()._disconnect(conn)
 
     def _after_job(self) -> None:
+        """After each job, on the loop's thread, with the job's reply on its way: did it
+        write, and how large is the WAL now? Past the bound, a checkpoint of this
+        connection is queued on the thread (later jobs and commits queue behind it)."""
         conn = self._conn
-        if conn is None or conn.total_changes == self._changes:
-            return  # nothing written
+        if conn is None or not self._last.done() or conn.total_changes == self._changes:
+            return  # closed, the thread still busy with it, or nothing written
         self._changes = conn.total_changes
         self._checkpointer.wrote()
         size = self._wal_size()
         if size > self._bound:
-            self._checkpoint_here(size)
+            self._last = self._pool.submit(self._checkpoint_here, size)
         elif size > self.checkpoint_bytes:
             # Asked again after every write until the WAL starts over: a pass that ends with
             # nothing committed beside it has backfilled the whole WAL.
@@ -261,4 +324,6 @@ def _passive_checkpoint(conn: sqlite3.Connection, path: Path, *, look_first: boo
 
 
 def _open_connection(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(path, isolation_level=None)  # transactions are ours: BEGIN IMMEDIATE ... COMMIT
+    # Transactions are ours (BEGIN IMMEDIATE ... COMMIT). One thread at a time uses a connection,
+    # though not always the one that made it (the writer's `commit`).
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)

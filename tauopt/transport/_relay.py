@@ -88,7 +88,12 @@ class RelayToOwner(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     async def intercept_service(
         self, continuation: Callable[[Any], Awaitable[grpc.RpcMethodHandler]], details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
+        return self.choose(await continuation(details), details)
+
+    def choose(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        """The handler for a call: the door's own, or one that relays (or guards) it.
+        A thread-pool server (`_threaded`) asks this for each call, as grpc.aio's
+        interceptor chain does."""
         if handler is None or handler.unary_unary is None:
             return handler
         method: str = details.method  # type: ignore[attr-defined]

@@ -21,6 +21,8 @@ __all__ = ["OptunaDoor", "is_loopback", "serve_optuna", "MAX_MESSAGE_BYTES", "MA
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # what a request may carry (gRPC's default)
 MAX_STUDIES = 1000  # per credential, unless the server says otherwise
+# Calls in flight at once (each waits on its own thread for the engine's answer); more queue.
+HANDLER_THREADS = 4
 
 log = logging.getLogger("tauopt.optuna")
 
@@ -41,8 +43,11 @@ class OptunaDoor:
     owner: str = "default"  # a credential's name
     allow_remote: bool = False
     max_studies: int = MAX_STUDIES
+    threads: int = HANDLER_THREADS
 
     def check(self) -> None:
+        if self.threads < 1:
+            raise invalid(f"threads: {self.threads}; give at least 1")
         if not 0 <= self.port <= 65535:
             raise invalid(f"--optuna-port {self.port}: give a port from 0 to 65535")
         if not is_loopback(self.host) and not self.allow_remote:
@@ -57,11 +62,10 @@ class OptunaDoor:
 
 
 async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[dict[str, Any], Callable[[], None]]:
-    import grpc
-
     from .._metrics import Metrics
     from .._relay import relay_for
     from .._rpc import bind_insecure, passing_bytes
+    from .._threaded import stop_threaded, threaded_server
     from ._generated import api_pb2_grpc as pb_grpc
     from ._servicer import StorageServicer  # imports grpc: only when the door opens
 
@@ -74,17 +78,15 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
             "name one from `tauopt token list` (or create it: `tauopt token create --name NAME`)"
         )
     relay = relay_for(engine, "optuna")  # daemons sharing the store: a study another one owns is served there
-    server = grpc.aio.server(
-        options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.so_reuseport", 0)],
-        interceptors=() if relay is None else (relay,),
-    )
+    options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.so_reuseport", 0)]
+    server = threaded_server(door.threads, options, relay)
     servicer = StorageServicer(
         engine.as_owner(creds[0].id), on_rpc=Metrics.for_engine(engine).record_rpc, max_studies=door.max_studies
     )
     passing_bytes(pb_grpc.add_StorageServiceServicer_to_server, servicer, server)
     target = f"[{door.host}]:{door.port}" if ":" in door.host and not door.host.startswith("[") else f"{door.host}:{door.port}"
     bound = bind_insecure(server, target, "--optuna-port: ")
-    await server.start()
+    server.start()
     await engine.advertise_door("optuna", door.host, bound)
     log.info("Optuna storage (GrpcStorageProxy) at %s:%d for credential %r", door.host, bound, door.owner)
     if not is_loopback(door.host):
@@ -97,7 +99,7 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
             await stopped.wait()
         finally:
             with anyio.move_on_after(5, shield=True):
-                await server.stop(grace=1.0)
+                await stop_threaded(server, grace=1.0)
                 if relay is not None:
                     await relay.close()
 

@@ -1,4 +1,7 @@
-"""Optuna's `optuna.StorageService` over grpc.aio: translation only, errors through the catalogue.
+"""Optuna's `optuna.StorageService`: translation only, errors through the catalogue.
+
+The methods are coroutines in grpc.aio's form, run on the engine's event loop (the
+door serves them from grpc's thread-pool server, `transport/_threaded.py`).
 
 Each call becomes one engine call on the door's credential (`Engine.as_owner`): a study
 is an experiment, its trials are changed and read in the experiment's actor
@@ -151,7 +154,7 @@ class StorageServicer(pb_grpc.StorageServiceServicer):
         self.max_studies = max_studies
         self.encoded = EncodedTrials()
 
-    async def _call(self, context: grpc.aio.ServicerContext, rpc: str, fn: Callable[[], Awaitable[T]]) -> T:
+    async def _call(self, context: Any, rpc: str, fn: Callable[[], Awaitable[T]]) -> T:
         # not_found and name_taken are ordinary answers here (load_if_exists, a lookup)
         return await answer_rpc(context, rpc, fn, on_rpc=self.on_rpc, log=log, error_level=logging.DEBUG)
 
