@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, create_model
 from pydantic.config import JsonDict
 
-from .._numbers import integral
+from .._numbers import integral as _integral
 from ..errors import CATALOGUE
 from ..limits import REPORT_STEP, WAIT_S
 from ._spec import (
@@ -60,10 +60,6 @@ def described_as(spec: Any, *, integral: bool = False) -> Any:
     """A field documented as `spec` and validated as its annotation says (the engine judges the
     rest, with its messages); `integral`: 940.0 is read as 940 first."""
     return BeforeValidator(_integral if integral else _as_given, json_schema_input_type=spec)
-
-
-def _integral(value: Any) -> Any:
-    return integral(value)
 
 
 EarlyStopping = Annotated[Any, described_as(EarlyStoppingSpec | None)]
