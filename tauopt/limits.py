@@ -140,11 +140,14 @@ def as_float(where: str, v: int | float) -> float:
         raise invalid(f"{where}: {_short(v)} is too large for a 64-bit float (about 1.8e308 at most)") from None
 
 
+_WAIT_LEAST, _WAIT_MOST = float(WAIT_S.ge or 0), float(WAIT_S.le or 0)  # read once: an ask may carry a wait
+
+
 def check_wait(wait_s: Any) -> float | None:
     """An ask's wait for a free slot in seconds (None or 0: answer at once)."""
     if wait_s is None:
         return None
-    if wait_s not in WAIT_S or not math.isfinite(wait_s):
+    if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) or not _WAIT_LEAST <= wait_s <= _WAIT_MOST:
         raise invalid(f"wait_s: give a number of seconds from {WAIT_S.ge} to {WAIT_S.le:g}, got {wait_s!r}")
     return float(wait_s) or None
 

@@ -359,10 +359,15 @@ def check_metadata(metadata: Any) -> dict[str, Value]:
     return out
 
 
+# the ends of the limits the worker loop's calls test, read once (a comparison, not a method call, per ask)
+_TAG_LEAST, _TAG_MOST = int(TAG_CHARS.ge or 0), int(TAG_CHARS.le or 0)
+_STEP_LEAST, _STEP_MOST = int(REPORT_STEP.ge or 0), int(REPORT_STEP.le or 0)
+
+
 def check_tag(tag: Any) -> str | None:
     if tag is None:
         return None
-    if not isinstance(tag, str) or len(tag) not in TAG_CHARS or not tag.isprintable():
+    if not isinstance(tag, str) or not _TAG_LEAST <= len(tag) <= _TAG_MOST or not tag.isprintable():
         raise invalid(f"tag: give {TAG_CHARS.ge}-{TAG_CHARS.le} printable characters, got {tag!r}")
     return check_text("tag", tag, int(TAG_CHARS.le or 0))
 
@@ -514,7 +519,7 @@ def check_early_stopping(spec: Any) -> dict[str, Any]:
 
 def check_report(step: Any, value: Any) -> tuple[int, float]:
     """An intermediate report's (step, value)."""
-    if not isinstance(step, int) or step not in REPORT_STEP:
+    if isinstance(step, bool) or not isinstance(step, int) or not _STEP_LEAST <= step <= _STEP_MOST:
         raise invalid(f"step: give an integer from {REPORT_STEP.ge} to 2**53 (epochs, iterations), got {step!r}")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise invalid(f"value: give the objective's intermediate value as a finite number, got {value!r}")
