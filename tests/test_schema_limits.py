@@ -84,3 +84,8 @@ def test_a_length_limit_is_the_documents_and_the_rules(where: str, limit: Range,
     for bad in ("x" * (int(limit.le) + 1), "x" * (int(limit.ge) - 1)):
         with pytest.raises(ApiError):
             rule(bad)
+
+
+def test_a_wait_too_large_for_a_float_is_refused_not_an_overflow() -> None:
+    with pytest.raises(ApiError, match="wait_s: give a number of seconds from 0 to 300"):
+        check_wait(10**400)
