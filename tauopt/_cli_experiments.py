@@ -13,7 +13,6 @@ engine's (`Admin.reports`, or the daemon's `experiments` and `best` operations).
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import sys
@@ -26,13 +25,17 @@ from ._experiment_report import as_json, shown, stopped_early, summary, table
 from .store import is_url_of_server
 from .engine import Admin, ExperimentReport, run_admin
 from .errors import ApiError
-from .operations import Operations
 
-__all__ = ["register", "Target", "target_from", "load_spec", "SPEC_KEYS"]
+__all__ = ["register", "Target", "target_from", "load_spec", "spec_keys"]
 
 DEFAULT_DB = "./tauopt.db"
-# A spec takes every keyword of create_experiment, read from the protocol so the two never drift.
-SPEC_KEYS = tuple(name for name in inspect.signature(Operations.create_experiment).parameters if name != "self")
+
+
+def spec_keys() -> tuple[str, ...]:
+    """A spec file's keys: the fields of `ExperimentSpec`, read from it so the two never drift."""
+    from .schema import ExperimentSpec  # with pydantic: only `experiments create` pays its import
+
+    return tuple(ExperimentSpec.model_fields)
 
 
 class CliError(Exception):
@@ -73,13 +76,14 @@ def target_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Target:
 
 
 def load_spec(path: str) -> dict[str, Any]:
-    """A spec file (JSON, or YAML by its .yaml/.yml suffix): create_experiment's keywords."""
+    """A spec file (JSON, or YAML by its .yaml/.yml suffix): the fields of `ExperimentSpec`."""
     spec = _read_document(path, "--spec")
+    keys = spec_keys()
     if not isinstance(spec, dict):
-        raise CliError(f"--spec {path}: give an object with the keys {list(SPEC_KEYS)}", 2)
-    unknown = sorted(set(spec) - set(SPEC_KEYS))
+        raise CliError(f"--spec {path}: give an object with the keys {list(keys)}", 2)
+    unknown = sorted(set(spec) - set(keys))
     if unknown:
-        raise CliError(f"--spec {path}: unknown keys {unknown}; the keys are {list(SPEC_KEYS)}", 2)
+        raise CliError(f"--spec {path}: unknown keys {unknown}; the keys are {list(keys)}", 2)
     return spec
 
 
@@ -182,7 +186,7 @@ def _reports(args: argparse.Namespace, ids: Sequence[str] | None = None) -> list
 def _create(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     with _client(target_from(args, os.environ), writing=True) as c:
-        exp = c.create_experiment(**spec)
+        exp = c.create_experiment(spec=spec)
     print(exp.id, flush=True)  # alone on stdout: EXP=$(tauopt experiments create --spec spec.json)
     return 0
 

@@ -77,6 +77,7 @@ def summary(view: ExperimentReport, now: float) -> str:
     lines = [
         f"{e.id}  {shown(e.name)}  ({e.state})",
         *([f"  description  {shown(e.description)}"] if e.description else []),
+        *([f"  metadata     {shown(json.dumps(dict(e.metadata), ensure_ascii=False))}"] if e.metadata else []),
         f"  {'metric ' if len(e.metrics) == 1 else 'metrics'}      {', '.join(_metric(m) for m in e.metrics)}, strategy {e.strategy}",
         f"  observed     {r['OBS/BUDGET']} (budget)   open {r['OPEN/BW']} (bandwidth)   last activity {r['LAST ACTIVITY']}",
     ]

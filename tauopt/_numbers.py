@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["plain_number", "plain_json", "shown", "PASS_FLOAT"]
+__all__ = ["plain_number", "plain_json", "shown", "integral", "PASS_FLOAT"]
 
 PASS_FLOAT = "pass float(x)"
 _PLAIN = frozenset({type(None), bool, int, float, str})  # JSON leaves as they are
+
+
+def integral(v: Any) -> Any:
+    """An integral float as its int (JSON has one number type: 940.0 is the integer 940, as
+    JSON Schema's "integer" says); anything else as it is, for the rule to judge."""
+    return int(v) if type(v) is float and v.is_integer() else v
 
 
 def plain_number(v: Any) -> Any:

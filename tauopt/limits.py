@@ -7,6 +7,7 @@ lists them); input over a limit is refused with `invalid_request` naming it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import invalid
@@ -33,6 +34,16 @@ __all__ = [
     "MAX_PAGE",
     "MAX_EXPERIMENTS_PAGE",
     "EXPERIMENTS_PAGE",
+    "Range",
+    "COUNT",
+    "POSITIVE_SECONDS",
+    "WAIT_S",
+    "REPORT_STEP",
+    "TAG_CHARS",
+    "STRATEGY_OPTIONS",
+    "STOPPING_OPTIONS",
+    "MAX_METADATA_KEYS",
+    "METADATA_KEY_CHARS",
 ]
 
 MAX_PARAMETERS = 10_000  # parameters in one space
@@ -49,6 +60,47 @@ MAX_EXPERIMENTS_PAGE = 1_000  # experiments per answer of GET /v1/experiments (~
 EXPERIMENTS_PAGE = 100  # ... when the caller gives no limit
 INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1  # integers are signed 64-bit, like SQLite's
 MAX_WAIT_S = 300.0  # an ask's wait for a slot (long-poll) holds a connection; past this, ask again
+MAX_METADATA_KEYS = 64  # keys of an experiment's metadata
+
+
+@dataclass(frozen=True)
+class Range:
+    """A simple limit, declared once: the rules test a value against it (`in`) and name its
+    ends in their messages, and the spec types write it into /openapi.json (`keywords()`:
+    pydantic's Field arguments, which it writes as minimum/maximum, or `lengths()` for text),
+    so changing a limit here changes both."""
+
+    ge: int | float | None = None
+    gt: int | float | None = None
+    le: int | float | None = None
+
+    def __contains__(self, v: object) -> bool:
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return False
+        return not (
+            (self.ge is not None and v < self.ge) or (self.gt is not None and v <= self.gt)
+            or (self.le is not None and v > self.le)
+        )  # fmt: skip
+
+    def keywords(self) -> dict[str, Any]:
+        return {k: v for k, v in (("ge", self.ge), ("gt", self.gt), ("le", self.le)) if v is not None}
+
+    def lengths(self) -> dict[str, Any]:
+        return {k: v for k, v in (("min_length", self.ge), ("max_length", self.le)) if v is not None}
+
+
+COUNT = Range(ge=1)  # parallel_bandwidth, observation_budget, max_consecutive_failures
+POSITIVE_SECONDS = Range(gt=0)  # suggestion_ttl_s
+WAIT_S = Range(ge=0, le=MAX_WAIT_S)  # an ask's wait for a slot
+REPORT_STEP = Range(ge=0, le=2**53)  # an intermediate report's step: an integer JSON carries exactly
+TAG_CHARS = Range(ge=1, le=128)  # a suggestion's tag
+METADATA_KEY_CHARS = Range(ge=1, le=128)  # a key of an experiment's metadata
+STRATEGY_OPTIONS = {"grid_size": Range(ge=2), "initial_points": Range(ge=1), "seed": Range(ge=0)}
+# early_stopping's options (asha's max_step must also be above its min_step)
+STOPPING_OPTIONS = {
+    "min_trials": Range(ge=1, le=2**31), "grace_steps": Range(ge=0, le=2**31), "min_step": Range(ge=1, le=2**31),
+    "max_step": Range(ge=2, le=2**31), "reduction_factor": Range(ge=2, le=2**31),
+}  # fmt: skip
 
 
 def check_text(where: str, text: str, max_chars: int = MAX_NAME_CHARS) -> str:
@@ -88,12 +140,15 @@ def as_float(where: str, v: int | float) -> float:
         raise invalid(f"{where}: {_short(v)} is too large for a 64-bit float (about 1.8e308 at most)") from None
 
 
+_WAIT_LEAST, _WAIT_MOST = float(WAIT_S.ge or 0), float(WAIT_S.le or 0)  # read once: an ask may carry a wait
+
+
 def check_wait(wait_s: Any) -> float | None:
     """An ask's wait for a free slot in seconds (None or 0: answer at once)."""
     if wait_s is None:
         return None
-    if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) or not math.isfinite(wait_s) or not 0 <= wait_s <= MAX_WAIT_S:
-        raise invalid(f"wait_s: give a number of seconds from 0 to {MAX_WAIT_S:g}, got {wait_s!r}")
+    if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) or not _WAIT_LEAST <= wait_s <= _WAIT_MOST:
+        raise invalid(f"wait_s: give a number of seconds from {WAIT_S.ge} to {WAIT_S.le:g}, got {wait_s!r}")
     return float(wait_s) or None
 
 

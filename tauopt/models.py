@@ -219,6 +219,8 @@ class Experiment:
     stopped_reason: str | None = None
     # free text for people (what the search is for); experiments written before it read as None
     description: str | None = None
+    # labels for people and tools (key -> text, number or boolean); experiments written before it read as {}
+    metadata: Mapping[str, Value] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -237,6 +239,7 @@ class Experiment:
             "id": self.id,
             "name": self.name,
             "description": self.description,
+            "metadata": dict(self.metadata),
             "parameters": [p.to_dict() for p in self.parameters],
             "metric": self.metric.to_dict(),
             "metrics": [m.to_dict() for m in self.metrics],
@@ -278,6 +281,7 @@ class Experiment:
             consecutive_failures=int(d.get("consecutive_failures", 0)),
             stopped_reason=d.get("stopped_reason"),
             description=d.get("description"),
+            metadata=dict(d.get("metadata") or {}),
         )
 
     def evolve(self, **changes: Any) -> "Experiment":

@@ -15,9 +15,12 @@ door's one route or method (README, "where to add an operation").
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
 from .models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
+
+if TYPE_CHECKING:
+    from .schema import ExperimentSpec
 
 __all__ = ["Operations", "OPERATIONS", "UNSET", "Unset", "ExperimentState", "SuggestionState"]
 
@@ -51,8 +54,8 @@ class Operations(Protocol):
 
     async def create_experiment(
         self,
-        name: str,
-        parameters: Sequence[Parameter | Mapping[str, Any]],
+        name: str | None = None,
+        parameters: Sequence[Parameter | Mapping[str, Any]] | None = None,
         metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
@@ -63,13 +66,18 @@ class Operations(Protocol):
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
         description: str | None = None,
+        *,
+        spec: ExperimentSpec | Mapping[str, Any] | None = None,
     ) -> Experiment:
         """Create an active experiment; its id is chosen by the engine. `metric`: one
         objective, or `metrics=[...]`: 1-4 objectives and constraint metrics;
         `early_stopping`: {"rule": "none"|"median"|"asha", ...options} (see `report`);
         `max_consecutive_failures`: that many failed runs in a row stop the asks
         (`too_many_failures`) until update_experiment sets it again (None: no cap);
-        `description`: free text for people (at most 4,096 characters).
+        `description`: free text for people (at most 4,096 characters). `spec`: the whole
+        spec as one value (a `tauopt.schema.ExperimentSpec` or a dict of its fields), the way
+        to every field, also those without a keyword here (`metadata`: key -> text, number
+        or boolean); keywords given beside it are added to it, a field given both ways is refused.
         E.g. parameters=[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1], "scale": "log"}, {"name": "n",
         "type": "int", "bounds": [1, 4]}, {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}],
         metric={"name": "loss"} (objective "minimize" by default), metrics=[{"name": "acc", "objective": "maximize"},

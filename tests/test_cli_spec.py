@@ -16,6 +16,7 @@ import tauopt._cli_experiments as cli_experiments
 from tauopt import Client
 from tauopt.cli import main
 from tauopt.operations import Operations
+from tauopt.schema import ExperimentSpec
 
 SPEC = {
     "name": "multi",
@@ -52,8 +53,10 @@ def db(tmp_path: Path) -> Path:
 
 
 def test_a_spec_takes_every_keyword_of_create_experiment() -> None:
-    keywords = [p for p in inspect.signature(Operations.create_experiment).parameters if p != "self"]
-    assert list(cli_experiments.SPEC_KEYS) == keywords
+    # a spec file is an ExperimentSpec: every keyword of create_experiment, and the fields reachable only through spec=
+    keywords = [p for p in inspect.signature(Operations.create_experiment).parameters if p not in ("self", "spec")]
+    assert set(keywords) <= set(cli_experiments.spec_keys()) and "metadata" in cli_experiments.spec_keys()
+    assert list(cli_experiments.spec_keys()) == list(ExperimentSpec.model_fields)
 
 
 def test_create_takes_metrics_and_early_stopping_from_json_and_yaml(db: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -57,6 +58,7 @@ class World:
 
 
 DESCRIPTION = "ResNet-18 on CIFAR-10: learning rate, depth, <b>not bold</b>"
+METADATA = {"team": "<b>vision</b>", "gpus": 8, "pinned": True}
 
 
 def _work(url: str, token: str, eid: str, tag: str, n: int, errors: list[BaseException]) -> None:
@@ -85,7 +87,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         with Client(driver="http", base_url=w.url, token=token) as client:
             w.search = client.create_experiment(
                 "resnet-sweep", PARAMS, METRIC, parallel_bandwidth=WORKERS + 2, suggestion_ttl_s=900,
-                observation_budget=400, strategy="random", description=DESCRIPTION,
+                observation_budget=400, strategy="random", description=DESCRIPTION, spec={"metadata": METADATA},
             ).id  # fmt: skip
             w.stuck = client.create_experiment("recovery-demo", PARAMS[:2], METRIC, parallel_bandwidth=2, suggestion_ttl_s=600).id
             for tag in ("node-7/rank-0", "node-7/rank-1"):
@@ -227,6 +229,8 @@ def test_every_plot_renders_with_the_right_number_of_points(world: World, page: 
     wait_js(pg, f"document.querySelector('#daemon').textContent === 'daemon {daemon_id}'")
     assert pg.inner_text("#served-by") == f"daemon {daemon_id}"
     assert pg.inner_text("#exp-description") == DESCRIPTION  # as text: its markup is not markup
+    shown = pg.eval_on_selector_all("#exp-metadata div", "rows => rows.map(r => [r.querySelector('dt').textContent, r.querySelector('dd').textContent])")
+    assert shown == [[k, v if isinstance(v, str) else json.dumps(v)] for k, v in METADATA.items()]  # keys and values as text
     traces = "#plot-history .scatterlayer .trace"
     assert pg.evaluate(count, f"{traces}:nth-child(1) path.point") == len(ok)
     assert pg.evaluate(count, f"{traces}:nth-child(2) path.point") == len(failed)

@@ -149,7 +149,7 @@ def test_openapi_and_docs_are_served(api: Api) -> None:
 
 def test_openapi_states_the_validation_rules_and_links_create_and_suggest_to_their_uses(api: Api) -> None:
     schema = api.http(None).get("/openapi.json").json()
-    create = schema["components"]["schemas"]["CreateExperimentBody"]
+    create = schema["components"]["schemas"]["ExperimentSpec"]
     assert [rule["required"] for rule in create["oneOf"]] == [["metric"], ["metrics"]]  # one of them, not both
     body = create["properties"]
     # one named variant per parameter type, chosen by `type` (a discriminator: clients read the variants by name)
@@ -212,7 +212,7 @@ def test_bodies_using_every_field_openapi_lists_are_valid_by_it_and_accepted(api
             {"name": "f", "type": "fixed", "value": "v", "default": None},
         ],
     }  # fmt: skip
-    assert valid("CreateExperimentBody", create)
+    assert valid("ExperimentSpec", create)
     r = http.post("/v1/experiments", json=create)
     assert r.status_code == 201, r.text
     eid = r.json()["id"]

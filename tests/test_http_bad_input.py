@@ -209,3 +209,24 @@ def test_the_shared_body_decoder_accepts_and_refuses_what_json_loads_does_nan_as
         return json.loads(b, parse_constant=no_constants)
 
     assert outcome(loads_body) == outcome(strict)
+
+
+def test_a_long_body_is_parsed_off_the_event_loop_and_a_short_one_on_it(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JSON parsing of a body long enough to stall the loop runs in a worker thread (the
+    thread that parsed each body is recorded by a wrapper around the door's parser)."""
+    import tauopt.transport.http._routes as routes
+
+    parsed_by: list[tuple[int, str]] = []
+    loads = routes.loads_body
+
+    def recorded(raw: bytes) -> Any:
+        parsed_by.append((len(raw), threading.current_thread().name))
+        return loads(raw)
+
+    monkeypatch.setattr(routes, "loads_body", recorded)
+    api.create()
+    long = {"name": "long", "metric": METRIC, "parameters": [{"name": f"p{i}", "type": "double", "bounds": [0, 1]} for i in range(2_000)]}
+    assert api.send("POST", "/v1/experiments", long).status_code == 201
+    (short, short_thread), (size, long_thread) = parsed_by
+    assert short < 64 * 1024 < size
+    assert long_thread != short_thread and "AnyIO worker thread" in long_thread

@@ -87,7 +87,7 @@ def test_openapi_states_the_field_its_bounds_and_the_409(server: Server) -> None
     with server.http() as http:
         schema = http.get("/openapi.json").json()
     schemas = schema["components"]["schemas"]
-    for body in ("CreateExperimentBody", "UpdateExperimentBody"):
+    for body in ("ExperimentSpec", "UpdateExperimentBody"):
         field = schemas[body]["properties"]["max_consecutive_failures"]
         assert {"type": "integer", "minimum": 1} in field["anyOf"] and {"type": "null"} in field["anyOf"]
     out = schemas["ExperimentOut"]["properties"]

@@ -150,7 +150,7 @@ def test_openapi_documents_metrics_values_and_the_pareto_front(url: str) -> None
         spec = http.get("/openapi.json").json()
     assert "/v1/experiments/{id}/pareto_front" in spec["paths"]
     schemas = spec["components"]["schemas"]
-    assert "metrics" in schemas["CreateExperimentBody"]["properties"]
+    assert "metrics" in schemas["ExperimentSpec"]["properties"]
     assert "values" in schemas["ObserveBody"]["properties"]
     assert "values" in schemas["ObservationOut"]["required"] and "first objective" in schemas["ObservationOut"]["properties"]["values"]["description"]
     assert "metrics" in schemas["ExperimentOut"]["properties"]

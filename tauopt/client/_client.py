@@ -22,7 +22,7 @@ import queue
 import threading
 import weakref
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Awaitable, Callable, Mapping, ParamSpec, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, ParamSpec, Sequence, TypeVar
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -30,6 +30,9 @@ from anyio.from_thread import BlockingPortal
 from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ..operations import UNSET, ExperimentState, Operations, SuggestionState
 from ._base import BaseClient, operation_docs
+
+if TYPE_CHECKING:
+    from ..schema import ExperimentSpec
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -70,8 +73,8 @@ class AsyncClient(BaseClient):
 
     async def create_experiment(
         self,
-        name: str,
-        parameters: Sequence[Parameter | Mapping[str, Any]],
+        name: str | None = None,
+        parameters: Sequence[Parameter | Mapping[str, Any]] | None = None,
         metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
@@ -83,12 +86,13 @@ class AsyncClient(BaseClient):
         max_consecutive_failures: int | None = None,
         description: str | None = None,
         *,
+        spec: ExperimentSpec | Mapping[str, Any] | None = None,
         deadline_s: float | None = None,
     ) -> Experiment:
         return await self._call(
             deadline_s, self._require().create_experiment, name, parameters, metric, parallel_bandwidth,
             suggestion_ttl_s, observation_budget, strategy, strategy_options, early_stopping, metrics,
-            max_consecutive_failures, description,
+            max_consecutive_failures, description, spec=spec,
         )  # fmt: skip
 
     async def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -318,8 +322,8 @@ class Client(BaseClient):
 
     def create_experiment(
         self,
-        name: str,
-        parameters: Sequence[Parameter | Mapping[str, Any]],
+        name: str | None = None,
+        parameters: Sequence[Parameter | Mapping[str, Any]] | None = None,
         metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
@@ -331,12 +335,13 @@ class Client(BaseClient):
         max_consecutive_failures: int | None = None,
         description: str | None = None,
         *,
+        spec: ExperimentSpec | Mapping[str, Any] | None = None,
         deadline_s: float | None = None,
     ) -> Experiment:
         return self._run(
             deadline_s, self._require().create_experiment, name, parameters, metric, parallel_bandwidth,
             suggestion_ttl_s, observation_budget, strategy, strategy_options, early_stopping, metrics,
-            max_consecutive_failures, description,
+            max_consecutive_failures, description, spec=spec,
         )  # fmt: skip
 
     def experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 import ssl
 import urllib.request
-from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, Sequence
 from urllib.parse import quote, urlencode, urlsplit
 
 import anyio
@@ -45,8 +45,12 @@ from ..errors import ApiError, error_type_for_status, invalid
 from ..limits import MAX_EXPERIMENTS_PAGE, MAX_PAGE, check_deadline_s, check_wait
 from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ..operations import UNSET, ExperimentState, SuggestionState
+from ..schema import spec_given
 from ._retry import parse_retry_after, retry_delay, within_deadline
 from ._transport import H11Transport
+
+if TYPE_CHECKING:
+    from ..schema import ExperimentSpec
 
 __all__ = ["HttpDriver", "DEFAULT_BASE_URL"]
 
@@ -318,8 +322,8 @@ class HttpDriver:
 
     async def create_experiment(
         self,
-        name: str,
-        parameters: Sequence[Parameter | Mapping[str, Any]],
+        name: str | None = None,
+        parameters: Sequence[Parameter | Mapping[str, Any]] | None = None,
         metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
@@ -330,21 +334,18 @@ class HttpDriver:
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
         description: str | None = None,
+        *,
+        spec: ExperimentSpec | Mapping[str, Any] | None = None,
     ) -> Experiment:
-        body = {
-            "name": name,
-            "parameters": [_as_dict(p) for p in parameters] if _is_sequence(parameters) else parameters,
-            "metric": None if metric is None else _as_dict(metric),
-            "metrics": [_as_dict(m) for m in metrics] if metrics is not None and _is_sequence(metrics) else metrics,
-            "parallel_bandwidth": parallel_bandwidth,
-            "suggestion_ttl_s": suggestion_ttl_s,
-            "observation_budget": observation_budget,
-            "strategy": strategy,
-            "strategy_options": _as_dict(strategy_options) if strategy_options is not None else None,
-            "early_stopping": dict(early_stopping) if isinstance(early_stopping, Mapping) else early_stopping,
-            "max_consecutive_failures": max_consecutive_failures,
-            "description": description,
-        }
+        body = spec_given(spec, dict(
+            name=name, parameters=parameters, metric=metric, metrics=metrics, parallel_bandwidth=parallel_bandwidth,
+            suggestion_ttl_s=suggestion_ttl_s, observation_budget=observation_budget, strategy=strategy,
+            strategy_options=strategy_options, early_stopping=early_stopping,
+            max_consecutive_failures=max_consecutive_failures, description=description,
+        ))  # fmt: skip
+        for key, as_json in _SPEC_JSON.items():
+            if body.get(key) is not None:
+                body[key] = as_json(body[key])
         return Experiment.from_dict(await self._request("POST", "/v1/experiments", body=body))
 
     async def experiment(self, experiment_id: str) -> Experiment:
@@ -547,6 +548,16 @@ def _as_dict(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {k: _as_dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
     return value
+
+
+# the spec's fields that may hold the engine's objects (Parameter, Metric, StrategyOptions), as JSON
+_SPEC_JSON: dict[str, Callable[[Any], Any]] = {
+    "parameters": lambda v: [_as_dict(p) for p in v] if _is_sequence(v) else v,
+    "metric": _as_dict,
+    "metrics": lambda v: [_as_dict(m) for m in v] if _is_sequence(v) else v,
+    "strategy_options": _as_dict,
+    "early_stopping": lambda v: dict(v) if isinstance(v, Mapping) else v,
+}
 
 
 def _ssl_context(verify: bool | str | ssl.SSLContext) -> ssl.SSLContext:

@@ -15,7 +15,7 @@ import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Coroutine, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Literal, Mapping, Sequence
 
 import anyio
 from anyio.abc import TaskGroup
@@ -24,7 +24,7 @@ from ..actors import ActorGone, ActorRef
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
 from ..operations import UNSET, ExperimentState, SuggestionState
-from ..schema import check_name, check_wait
+from ..schema import check_name, check_wait, spec_given
 from ..space import is_large_space
 from ..store import PutExperiment, PutRecord, Store, Write, open_store
 from ..store._base import Sharing, StoreError
@@ -40,6 +40,9 @@ from ._importance import ImportanceCache
 from ._shared import FrontCache
 from ._studies import StudyIndex
 from ._trials import STUDY_KEY, DeleteStudy, ReadStudy, Study, TrialChange, check_directions, study_of
+
+if TYPE_CHECKING:
+    from ..schema import ExperimentSpec
 
 __all__ = ["Engine", "DaemonStatus", "UNSET", "open_store"]
 
@@ -317,8 +320,8 @@ class Engine:
 
     async def create_experiment(
         self,
-        name: str,
-        parameters: Sequence[Parameter | Mapping[str, Any]],
+        name: str | None = None,
+        parameters: Sequence[Parameter | Mapping[str, Any]] | None = None,
         metric: Metric | Mapping[str, Any] | None = None,
         parallel_bandwidth: int = 1,
         suggestion_ttl_s: float | None = None,
@@ -329,6 +332,8 @@ class Engine:
         metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
         max_consecutive_failures: int | None = None,
         description: str | None = None,
+        *,
+        spec: ExperimentSpec | Mapping[str, Any] | None = None,
     ) -> Experiment:
         """Create an active experiment and return it (its id is chosen here).
 
@@ -341,45 +346,29 @@ class Engine:
         `max_consecutive_failures`: that many failed runs in a row stop the asks
         (`too_many_failures`) until update_experiment sets the cap again; None: no cap.
         `description`: free text for people, at most 4,096 characters (listed and shown
-        on the dashboard). Raises ApiError `invalid_request` saying which field to fix."""
-        exp = await self._new_experiment(
-            name, parameters, metric, parallel_bandwidth, suggestion_ttl_s, observation_budget, strategy,
-            strategy_options, early_stopping, metrics, max_consecutive_failures, description,
-        )  # fmt: skip
-        await self._commit([PutExperiment(exp, 0)])
-        return exp
-
-    async def _new_experiment(
-        self,
-        name: str,
-        parameters: Sequence[Parameter | Mapping[str, Any]],
-        metric: Metric | Mapping[str, Any] | None = None,
-        parallel_bandwidth: int = 1,
-        suggestion_ttl_s: float | None = None,
-        observation_budget: int | None = None,
-        strategy: str = AUTO,
-        strategy_options: StrategyOptions | Mapping[str, Any] | None = None,
-        early_stopping: Mapping[str, Any] | None = None,
-        metrics: Sequence[Metric | Mapping[str, Any]] | None = None,
-        max_consecutive_failures: int | None = None,
-        description: str | None = None,
-    ) -> Experiment:
-        """A new active experiment of this owner, every field checked, claimed but not yet
-        committed (create, import and the Optuna door's studies)."""
-        from ..schema import ExperimentSpec  # with pydantic: the first create pays its import, `import tauopt` does not
-
-        given = dict(
+        on the dashboard). `spec`: the whole spec at once (a `tauopt.schema.ExperimentSpec` or a
+        dict of its fields, every field of it, `metadata` too), the keywords given beside it
+        added (see `schema.spec_given`). Raises ApiError `invalid_request` saying which field to fix."""
+        exp = await self._new_experiment(spec_given(spec, dict(
             name=name, parameters=parameters, metric=metric, metrics=metrics, parallel_bandwidth=parallel_bandwidth,
             suggestion_ttl_s=suggestion_ttl_s, observation_budget=observation_budget, strategy=strategy,
             strategy_options=strategy_options, early_stopping=early_stopping,
             max_consecutive_failures=max_consecutive_failures, description=description,
-        )  # fmt: skip
-        if is_large_space(parameters):
+        )))  # fmt: skip
+        await self._commit([PutExperiment(exp, 0)])
+        return exp
+
+    async def _new_experiment(self, given: Mapping[str, Any]) -> Experiment:
+        """A new active experiment of this owner from its spec's fields, every field checked
+        (`ExperimentSpec`), claimed but not yet committed (create, import and the Optuna door's studies)."""
+        from ..schema import ExperimentSpec  # with pydantic: the first create pays its import, `import tauopt` does not
+
+        if is_large_space(given.get("parameters")):
             # up to 10,000 parameters take a good fraction of a second to check: a worker
             # thread keeps the loop (health, other experiments' asks) answering meanwhile
-            spec = await anyio.to_thread.run_sync(ExperimentSpec.model_validate, given)
+            spec = await anyio.to_thread.run_sync(ExperimentSpec.judge, given)
         else:
-            spec = ExperimentSpec.model_validate(given)
+            spec = ExperimentSpec.judge(given)
         if grids(spec.strategy):
             spec.parameters.grid(spec.strategy_options.grid_size)  # refuses continuous parameters without a grid size
         exp = Experiment(
@@ -399,6 +388,7 @@ class Engine:
             early_stopping=dict(spec.early_stopping),
             max_consecutive_failures=spec.max_consecutive_failures,
             description=spec.description,
+            metadata=spec.metadata,
         )
         try:
             await self.store.claim(exp.id, new=True)  # several daemons: this one owns what it creates
@@ -493,12 +483,11 @@ class Engine:
         The spec is checked as create_experiment checks it."""
         doc = check_document(data)
         e = doc["experiment"]
+        from ..schema import ExperimentSpec
+
         metrics = e.get("metrics") or None
-        fresh = await self._new_experiment(
-            e.get("name"), e.get("parameters"), None if metrics else e.get("metric"), e.get("parallel_bandwidth", 1),
-            e.get("suggestion_ttl_s"), e.get("observation_budget"), e.get("strategy", AUTO), e.get("strategy_options"),
-            e.get("early_stopping"), metrics, e.get("max_consecutive_failures"), e.get("description"),
-        )  # fmt: skip
+        given = {k: e[k] for k in ExperimentSpec.model_fields if k in e}
+        fresh = await self._new_experiment({**given, "metric": None if metrics else e.get("metric"), "metrics": metrics})
         exp = fresh.evolve(**check_imported_state(e))
         snapshot, writes = imported_writes(doc, exp)
         try:
@@ -684,10 +673,10 @@ class Engine:
             await index.load(fresh=self._shared)
             study_id = index.reserve(self._owner, name)
             try:
-                exp = await self._new_experiment(
-                    _experiment_name(name, study_id), [], metrics=_study_metrics(dirs), strategy=MODEL_FREE,
-                    parallel_bandwidth=_STUDY_BANDWIDTH,
-                )
+                exp = await self._new_experiment({
+                    "name": _experiment_name(name, study_id), "parameters": [], "metrics": _study_metrics(dirs),
+                    "strategy": MODEL_FREE, "parallel_bandwidth": _STUDY_BANDWIDTH,
+                })  # fmt: skip
                 study = Study(study_id, name, dirs)
                 await self._commit([PutExperiment(exp, 0), PutRecord(exp.id, STUDY_KEY, study.to_json())])
             except BaseException:

@@ -1,13 +1,15 @@
 """The shapes, each defined once: the experiment spec (`_spec`: parameters as a union
 discriminated by `type`, conditions, metrics, the early-stopping rule, the strategy
 options; `ExperimentSpec`, the spec create_experiment takes), each HTTP operation's
-request and answer (`_wire`), and the rules every value is judged by (`_rules`: one
-function per shape, with the messages users read).
+request and answer (`_wire`; the create request is `ExperimentSpec` itself), and the
+rules every value is judged by (`_rules`: one function per shape, with the messages
+users read; the simple limits they test are `tauopt.limits.Range`s the types document).
 
 The engine validates a new experiment through `ExperimentSpec`, whose fields run the
 rules and whose types /openapi.json states; the worker loop's calls (ask, observe,
 report) run the same rule functions directly, without a model in between. The REST
-door reads its bodies with the `_wire` models.
+door's create takes `ExperimentSpec` itself (the engine judges it); it reads its other
+bodies with the `_wire` models.
 
 pydantic is imported on first use of a model (module `__getattr__`), so `import tauopt`
 and the thin clients load none; the rules are plain Python.
@@ -24,6 +26,7 @@ from ._rules import (
     check_description,
     check_early_stopping,
     check_max_failures,
+    check_metadata,
     check_name,
     check_observation,
     check_report,
@@ -33,17 +36,20 @@ from ._rules import (
     check_update,
     check_value_and_metrics,
     check_wait,
+    invalid_fields,
     parse_condition,
     parse_constraint,
     parse_metric,
     parse_metrics,
     parse_parameter,
     parse_strategy_options,
+    spec_given,
 )
 
 if TYPE_CHECKING:
     from ._spec import (
         ExperimentSpec,
+        Metadata,
         AshaStopping,
         BooleanParameter,
         CategoricalParameter,
@@ -64,7 +70,6 @@ if TYPE_CHECKING:
     from ._wire import (
         COMMON_ERRORS,
         ClosedOut,
-        CreateExperimentBody,
         ErrorOut,
         ExperimentDocument,
         ExperimentOut,
@@ -84,7 +89,6 @@ if TYPE_CHECKING:
         TextQ,
         UpdateExperimentBody,
         error_responses,
-        integral_values,
     )
 
 
@@ -92,18 +96,19 @@ _SPEC = (
     "ParameterSpec", "DoubleParameter", "IntParameter", "CategoricalParameter", "BooleanParameter", "FixedParameter",
     "Condition", "MetricSpec", "MetricsSpec", "ObjectiveMetric", "ConstraintMetric", "EarlyStoppingSpec",
     "NoEarlyStopping", "MedianStopping", "AshaStopping", "StrategyOptionsSpec", "ExperimentSpec",
+    "Metadata",
 )
 _WIRE = (
-    "CreateExperimentBody", "UpdateExperimentBody", "SuggestBody", "ObserveBody", "ReportBody",
+    "UpdateExperimentBody", "SuggestBody", "ObserveBody", "ReportBody",
     "ExperimentOut", "SuggestionOut", "ObservationOut", "ReportOut", "ReportItemOut", "ClosedOut", "HealthOut",
     "ErrorOut", "ExperimentDocument", "ExperimentStateQ", "SuggestionStateQ", "NonNegative", "Positive", "IdQ", "TextQ",
-    "COMMON_ERRORS", "error_responses", "integral_values",
+    "COMMON_ERRORS", "error_responses",
 )
 _RULES = (
     "parse_parameter", "parse_condition", "parse_metric", "parse_constraint", "parse_metrics", "parse_strategy_options",
     "check_name", "check_description", "check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_max_failures",
     "check_strategy", "check_early_stopping", "check_update", "check_wait", "check_value_and_metrics", "check_observation",
-    "check_report", "UPDATABLE",
+    "check_report", "UPDATABLE", "check_metadata", "spec_given", "invalid_fields",
 )
 __all__ = [*_SPEC, *_WIRE, *_RULES]
 

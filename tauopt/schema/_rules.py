@@ -13,16 +13,23 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeGuard
 
-from .._numbers import PASS_FLOAT, plain_number
+from .._numbers import PASS_FLOAT, integral, plain_number
 from .._numbers import shown as _shown
-from ..errors import invalid
+from ..errors import ApiError, api_error, invalid
 from ..limits import (
+    COUNT,
     MAX_CATEGORICAL_VALUES,
     MAX_CONDITIONS,
     MAX_DESCRIPTION_CHARS,
+    MAX_METADATA_KEYS,
     MAX_METRICS,
     MAX_NAME_CHARS,
     MAX_TEXT_VALUE_CHARS,
+    METADATA_KEY_CHARS,
+    POSITIVE_SECONDS,
+    REPORT_STEP,
+    STRATEGY_OPTIONS,
+    TAG_CHARS,
     as_float,
     check_count,
     check_int64,
@@ -49,13 +56,12 @@ from ..models import (
 
 __all__ = [
     "parse_parameter", "parse_condition", "parse_metric", "parse_constraint", "parse_metrics", "parse_strategy_options",
-    "check_name", "check_description", "check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_max_failures",
+    "check_name", "check_description", "check_metadata", "check_tag", "check_bandwidth", "check_ttl", "check_budget", "check_max_failures",
     "check_strategy", "check_early_stopping", "check_update", "check_wait", "check_value_and_metrics", "check_observation",
-    "check_report", "UPDATABLE",
+    "check_report", "UPDATABLE", "spec_given", "invalid_fields",
 ]
 
 UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters", "early_stopping", "max_consecutive_failures")
-_MAX_STEP = 2**53  # an integer JSON carries exactly
 _PARAM_KEYS = ("name", "type", "bounds", "scale", "step", "values", "value", "conditions", "default")
 
 
@@ -309,12 +315,12 @@ def parse_strategy_options(raw: Any) -> StrategyOptions:
         raise invalid("strategy_options: give a dict with grid_size, initial_points or seed")
     _unknown_keys("strategy_options", raw, ("grid_size", "initial_points", "seed"))
     out = {}
-    for key, minimum in (("grid_size", 2), ("initial_points", 1), ("seed", 0)):
-        v = raw.get(key)
+    for key, limit in STRATEGY_OPTIONS.items():
+        v = integral(raw.get(key))
         if v is None:
             continue
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            raise invalid(f"strategy_options.{key}: give an integer >= {minimum}, got {v!r}")
+        if not isinstance(v, int) or v not in limit:
+            raise invalid(f"strategy_options.{key}: give an integer >= {limit.ge}, got {v!r}")
         out[key] = v
     return StrategyOptions(**out)
 
@@ -335,33 +341,58 @@ def check_description(description: Any) -> str | None:
     return check_text("description", description, MAX_DESCRIPTION_CHARS)
 
 
+def check_metadata(metadata: Any) -> dict[str, Value]:
+    """An experiment's metadata: at most MAX_METADATA_KEYS keys of 1-128 characters, each
+    naming a text (at most 1,024 characters), a signed 64-bit integer, a finite number or
+    a boolean; null is none (an empty dict)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise invalid(f"metadata: give an object of key to text, number or boolean, got {type(metadata).__name__}")
+    check_count("metadata", len(metadata), MAX_METADATA_KEYS, "keys")
+    out: dict[str, Value] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or len(key) not in METADATA_KEY_CHARS:
+            raise invalid(f"metadata: a key is {METADATA_KEY_CHARS.ge}-{METADATA_KEY_CHARS.le} characters, got {key!r}")
+        check_text("metadata key", key, int(METADATA_KEY_CHARS.le or 0))
+        out[key] = _check_value(f"metadata[{key!r}]", plain_number(value))
+    return out
+
+
+# the ends of the limits the worker loop's calls test, read once (a comparison, not a method call, per ask)
+_TAG_LEAST, _TAG_MOST = int(TAG_CHARS.ge or 0), int(TAG_CHARS.le or 0)
+_STEP_LEAST, _STEP_MOST = int(REPORT_STEP.ge or 0), int(REPORT_STEP.le or 0)
+
+
 def check_tag(tag: Any) -> str | None:
     if tag is None:
         return None
-    if not isinstance(tag, str) or not 1 <= len(tag) <= 128 or not tag.isprintable():
-        raise invalid(f"tag: give 1-128 printable characters, got {tag!r}")
-    return check_text("tag", tag, 128)
+    if not isinstance(tag, str) or not _TAG_LEAST <= len(tag) <= _TAG_MOST or not tag.isprintable():
+        raise invalid(f"tag: give {TAG_CHARS.ge}-{TAG_CHARS.le} printable characters, got {tag!r}")
+    return check_text("tag", tag, int(TAG_CHARS.le or 0))
 
 
 def check_bandwidth(n: Any) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise invalid(f"parallel_bandwidth: give an integer >= 1, got {n!r}")
+    n = integral(n)
+    if not isinstance(n, int) or n not in COUNT:
+        raise invalid(f"parallel_bandwidth: give an integer >= {COUNT.ge}, got {n!r}")
     return n
 
 
 def check_ttl(ttl: Any) -> float | None:
     if ttl is None:
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
-        raise invalid(f"suggestion_ttl_s: give a number of seconds > 0 (or null for none), got {ttl!r}")
+    if ttl not in POSITIVE_SECONDS or not math.isfinite(ttl):
+        raise invalid(f"suggestion_ttl_s: give a number of seconds > {POSITIVE_SECONDS.gt} (or null for none), got {ttl!r}")
     return float(ttl)
 
 
 def _count_or_none(field: str, n: Any, none_means: str) -> int | None:
     if n is None:
         return None
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise invalid(f"{field}: give an integer >= 1 (or null for {none_means}), got {n!r}")
+    n = integral(n)
+    if not isinstance(n, int) or n not in COUNT:
+        raise invalid(f"{field}: give an integer >= {COUNT.ge} (or null for {none_means}), got {n!r}")
     return n
 
 
@@ -488,8 +519,8 @@ def check_early_stopping(spec: Any) -> dict[str, Any]:
 
 def check_report(step: Any, value: Any) -> tuple[int, float]:
     """An intermediate report's (step, value)."""
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= _MAX_STEP:
-        raise invalid(f"step: give an integer from 0 to 2**53 (epochs, iterations), got {step!r}")
+    if isinstance(step, bool) or not isinstance(step, int) or not _STEP_LEAST <= step <= _STEP_MOST:
+        raise invalid(f"step: give an integer from {REPORT_STEP.ge} to 2**53 (epochs, iterations), got {step!r}")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise invalid(f"value: give the objective's intermediate value as a finite number, got {value!r}")
     return step, float(value)
@@ -508,3 +539,47 @@ _UPDATE_RULES: dict[str, Callable[[Any], Any]] = {
     "name": check_name, "parallel_bandwidth": check_bandwidth, "suggestion_ttl_s": check_ttl, "observation_budget": check_budget,
     "early_stopping": check_early_stopping, "max_consecutive_failures": check_max_failures,
 }  # fmt: skip
+
+
+# create_experiment's keywords at these values were not given (the spec's defaults)
+_KEYWORD_DEFAULTS: dict[str, Any] = {"parallel_bandwidth": 1, "strategy": "auto"}
+
+
+def spec_given(spec: Any, keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """create_experiment's spec as one dict of its fields (each judged later, by
+    `ExperimentSpec`). Without `spec`: the keywords, every one (the usual call). With it (an
+    `ExperimentSpec`, or a dict of its fields): the spec's fields and the keywords given
+    beside it, those left at their defaults (None, parallel_bandwidth 1, strategy "auto")
+    not counting as given; a field given both ways is refused."""
+    if spec is None:
+        return dict(keywords)
+    if not isinstance(spec, Mapping):
+        to_dict = getattr(spec, "to_dict", None)  # an ExperimentSpec (its module loads pydantic)
+        if not callable(to_dict):
+            raise invalid(f"spec: give an ExperimentSpec or a dict of its fields, got {type(spec).__name__}")
+        spec = to_dict()
+    given = dict(spec)
+    for key, value in keywords.items():
+        default = _KEYWORD_DEFAULTS.get(key)
+        if value is None or (type(value) is type(default) and value == default):
+            continue
+        if given.get(key) is not None:
+            raise invalid(f"{key}: given both in spec and as a keyword; give it once")
+        given[key] = value
+    return given
+
+
+def invalid_fields(errors: Iterable[Mapping[str, Any]], prefix: tuple[str, ...] = ()) -> ApiError:
+    """invalid_request from pydantic's error list: `field: problem` for the first five."""
+    problems = []
+    for err in errors:
+        loc = ".".join(str(p) for p in prefix + tuple(err.get("loc", ()))) or "body"
+        problems.append({"field": loc, "problem": str(err.get("msg", "invalid")) + _pass_float(loc, err)})
+    message = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5]) or "invalid request"
+    return api_error("invalid_request", message, errors=problems)
+
+
+def _pass_float(loc: str, err: Mapping[str, Any]) -> str:
+    """The local door's advice for a value that is not a number: the same words everywhere."""
+    measured = loc.split(".", 1)[0] in ("value", "metrics", "assignments")
+    return f"; {PASS_FLOAT}" if measured and str(err.get("type", "")).startswith(("float_", "int_")) else ""

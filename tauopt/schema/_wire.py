@@ -1,7 +1,9 @@
 """Each HTTP operation's request and answer, as models; /openapi.json is generated from them.
 
-A request body is read loosely here (strict JSON types, no unknown keys) and judged by
-the engine, which every door shares, so a bad value gets the same message in process
+The create request is `ExperimentSpec` itself (`_spec`): the route hands the JSON object
+to the engine, which judges it through that model (a huge space in a worker thread).
+The other bodies are read loosely here (strict JSON types, no unknown keys) and judged
+by the engine, which every door shares, so a bad value gets the same message in process
 and over HTTP; the document states the spec's rules through `described_as`: the field
 is documented as the spec type (`_spec`) it must be.
 """
@@ -10,32 +12,32 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, create_model
 from pydantic.config import JsonDict
 
+from .._numbers import integral as _integral
 from ..errors import CATALOGUE
-from ..limits import MAX_WAIT_S
-from ..strategies import names
+from ..limits import REPORT_STEP, WAIT_S
 from ._spec import (
+    EARLY_STOPPING_DOC,
+    FAILURE_CAP_DOC,
     Assignments,
     AtLeast1,
-    Description,
     EarlyStoppingSpec,
     Float64,
     MetricNumbers,
-    MetricSpec,
-    MetricsSpec,
     Name,
     ParameterSpec,
     Seconds,
-    StrategyOptionsSpec,
     Tag,
+    answered_as_given,
+    documented,
 )
 
 __all__ = [
-    "CreateExperimentBody", "UpdateExperimentBody", "SuggestBody", "ObserveBody", "ExperimentOut",
+    "UpdateExperimentBody", "SuggestBody", "ObserveBody", "ExperimentOut",
     "SuggestionOut", "ObservationOut", "ClosedOut", "HealthOut", "ErrorOut", "error_responses", "COMMON_ERRORS",
-    "ExperimentStateQ", "SuggestionStateQ", "NonNegative", "Positive", "IdQ", "TextQ", "integral_values", "ReportBody",
+    "ExperimentStateQ", "SuggestionStateQ", "NonNegative", "Positive", "IdQ", "TextQ", "ReportBody",
     "ReportOut", "ReportItemOut",
     "ExperimentDocument",
 ]
@@ -50,13 +52,6 @@ TextQ = Annotated[str, Field(min_length=1, max_length=256)]  # text to find
 _STRICT = ConfigDict(extra="forbid", strict=True)
 
 
-def _integral(value: Any) -> Any:
-    # JSON has one number type: 940.0 is the integer 940 (as JSON Schema's "integer" says); 1.5 stays refused.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def _as_given(value: Any) -> Any:
     return value
 
@@ -67,89 +62,10 @@ def described_as(spec: Any, *, integral: bool = False) -> Any:
     return BeforeValidator(_integral if integral else _as_given, json_schema_input_type=spec)
 
 
-def documented(spec: Any, *, or_null: bool = False) -> Any:
-    """`json_schema_extra` documenting a field as `spec` without adding to its validation:
-    for the worker loop's bodies, read on every ask and observe (flat specs only: no $refs).
-    `or_null`: the spec or null, its keywords at the top where clients read them."""
-    schema = {k: v for k, v in TypeAdapter(spec).json_schema().items() if k != "title"}
-    if or_null:
-        schema["type"] = [schema["type"], "null"]
-
-    def extra(field: dict[str, Any]) -> None:
-        field.pop("anyOf", None)
-        field.update(schema)
-
-    return extra
-
-
-def integral_values(options: Any) -> Any:
-    """A dict's integral floats as ints; anything else as it is (the engine refuses it, saying why)."""
-    return {k: _integral(v) for k, v in options.items()} if isinstance(options, dict) else options
-
-
-def _metrics_or_null(field: dict[str, Any]) -> None:
-    """metrics=: the list's keywords at the top, null allowed."""
-    listed = next(s for s in field.pop("anyOf") if s.get("type") == "array")
-    field.update({**listed, "type": ["array", "null"]})
-
-
-_EARLY_STOPPING_DOC = (
-    '{"rule": "none"} (default), {"rule": "median", "min_trials": 5, "grace_steps": 0} or '
-    '{"rule": "asha", "max_step": N, "min_step": 1, "reduction_factor": 3}'
-)
-_FAILURE_CAP_DOC = (
-    "stop handing out suggestions (409 too_many_failures) after this many failed runs in a row "
-    "(failed observations, suggestions out of lease attempts); null: no cap. Setting it with PATCH, even to "
-    "its value, lifts a stop and counts from zero"
-)
-# parse_metrics: metric= (one objective) or metrics=[...], not both (null is left out)
-_ONE_OF_METRIC_OR_METRICS: JsonDict = {
-    "oneOf": [
-        {"required": ["metric"], "properties": {"metric": {"type": "object"}, "metrics": {"type": "null"}}},
-        {"required": ["metrics"], "properties": {"metrics": {"type": "array"}, "metric": {"type": "null"}}},
-    ]
-}
-_PARAMETERS_DOC = (
-    "Parameters: {name, type: double|int|categorical|boolean|fixed, bounds, scale, step, values, value, conditions, "
-    "default}; bounds are [lo, hi] with lo < hi (log scales: lo > 0); names are unique within an experiment; "
-    "conditions, [{parent, values}], all must hold (the parent is another parameter)"
-)
-Parameters = Annotated[list[dict[str, Any]], described_as(Annotated[list[ParameterSpec], Field(min_length=1)])]
 EarlyStopping = Annotated[Any, described_as(EarlyStoppingSpec | None)]
 FailureCap = Annotated[int | None, described_as(AtLeast1 | None, integral=True)]
 Budget = Annotated[int | None, described_as(AtLeast1 | None, integral=True)]
 Ttl = Annotated[float | None, described_as(Seconds | None)]
-Strategy = Literal[names()]  # type: ignore[valid-type]  # the registry's names, auto first
-
-
-class CreateExperimentBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_ONE_OF_METRIC_OR_METRICS)
-    name: Annotated[str, described_as(Name)]
-    parameters: Parameters = Field(
-        description=_PARAMETERS_DOC, examples=[[{"name": "lr", "type": "double", "bounds": [1e-4, 1e-1], "scale": "log"}]]
-    )
-    metric: Annotated[dict[str, Any] | None, described_as(MetricSpec | None)] = Field(
-        default=None, description="one objective; or give metrics", examples=[{"name": "loss", "objective": "minimize"}],
-        json_schema_extra=documented(MetricSpec, or_null=True),
-    )
-    metrics: Annotated[list[dict[str, Any]] | None, described_as(MetricsSpec | None)] = Field(
-        default=None,
-        description="instead of metric: 1-4 objectives {name, objective} and constraint metrics {name, constraint: {'<=' or '>=': number}}",
-        examples=[[{"name": "acc", "objective": "maximize"}, {"name": "mem_mb", "constraint": {"<=": 512}}]],
-        json_schema_extra=_metrics_or_null,
-    )
-    parallel_bandwidth: Annotated[int, described_as(AtLeast1, integral=True)] = 1
-    suggestion_ttl_s: Ttl = None
-    observation_budget: Budget = None
-    strategy: Annotated[str, described_as(Strategy)] = "auto"
-    strategy_options: Annotated[dict[str, Any] | None, described_as(StrategyOptionsSpec | None)] = None
-    # Any: the engine checks it, so every door refuses a bad rule with the same message and example
-    early_stopping: EarlyStopping = Field(default=None, description=_EARLY_STOPPING_DOC, examples=[{"rule": "asha", "max_step": 81}])
-    max_consecutive_failures: FailureCap = Field(default=None, description=_FAILURE_CAP_DOC)
-    description: Annotated[str | None, described_as(Description | None)] = Field(
-        default=None, description="free text for people: what the search is for",
-        examples=["learning rate and depth of the ResNet-18 baseline"],
-    )
 
 
 class UpdateExperimentBody(BaseModel):
@@ -166,8 +82,8 @@ class UpdateExperimentBody(BaseModel):
     parameters: Annotated[list[dict[str, Any]] | None, described_as(Annotated[list[ParameterSpec], Field(min_length=1)])] = Field(
         default=None, description="the full list: the stored parameters unchanged, plus any new ones"
     )
-    early_stopping: EarlyStopping = Field(default=None, description=_EARLY_STOPPING_DOC, examples=[{"rule": "asha", "max_step": 81}])
-    max_consecutive_failures: FailureCap = Field(default=None, description=_FAILURE_CAP_DOC)
+    early_stopping: EarlyStopping = Field(default=None, description=EARLY_STOPPING_DOC, examples=[{"rule": "asha", "max_step": 81}])
+    max_consecutive_failures: FailureCap = Field(default=None, description=FAILURE_CAP_DOC)
 
 
 class SuggestBody(BaseModel):
@@ -176,7 +92,7 @@ class SuggestBody(BaseModel):
         default=None, description="1-128 printable characters, e.g. job-17-worker-3", json_schema_extra=documented(Tag | None)
     )
     wait_s: float | None = Field(
-        default=None, json_schema_extra=documented(Annotated[float, Field(ge=0, le=MAX_WAIT_S)] | None),
+        default=None, json_schema_extra=documented(Annotated[float, Field(**WAIT_S.keywords())] | None),
         description="when parallel_bandwidth suggestions are open, wait up to this many seconds for one to be "
         "observed or closed before answering 429 bandwidth_full (long-poll); null or 0: answer at once",
     )
@@ -230,7 +146,7 @@ class ObserveBody(BaseModel):
 
 class ReportBody(BaseModel):
     model_config = _STRICT
-    step: Annotated[int, described_as(Annotated[int, Field(ge=0, le=2**53)], integral=True)] = Field(
+    step: Annotated[int, described_as(Annotated[int, Field(**REPORT_STEP.keywords())], integral=True)] = Field(
         description="increases per suggestion (epoch, iteration)"
     )
     value: float = Field(description="the objective's intermediate value (finite)", json_schema_extra=documented(Float64))
@@ -259,10 +175,12 @@ class MetricsItemOut(BaseModel):
     constraint: dict[str, float] | None = None
 
 
-class ExperimentOut(BaseModel):
+class _ExperimentState(BaseModel):
+    """What an experiment's answer states itself: its id, the spec's fields in their stored
+    form, and its state; the spec's other fields follow as given (`ExperimentOut`)."""
+
     id: str
     name: str
-    description: str | None = Field(description="free text for people; null when none was given")
     parameters: list[dict[str, Any]]
     metric: MetricOut
     metrics: list[MetricsItemOut]
@@ -279,6 +197,11 @@ class ExperimentOut(BaseModel):
     max_consecutive_failures: int | None
     consecutive_failures: int = Field(description="failed runs in a row since the last success or since the cap was set")
     stopped_reason: str | None = Field(description="why asks answer 409 too_many_failures; null while they do not")
+
+
+ExperimentOut = create_model(  # type: ignore[call-overload]
+    "ExperimentOut", __base__=_ExperimentState, __doc__=None, **answered_as_given(set(_ExperimentState.model_fields))
+)
 
 
 class SuggestionOut(BaseModel):

@@ -30,7 +30,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Union
 
+from .._numbers import integral
 from ..errors import invalid
+from ..limits import STOPPING_OPTIONS
 
 __all__ = [
     "NoStopping",
@@ -57,8 +59,8 @@ class MedianRule:
     rule: Literal["median"] = "median"
 
     def __post_init__(self) -> None:
-        _check_int("early_stopping.min_trials", self.min_trials, 1)
-        _check_int("early_stopping.grace_steps", self.grace_steps, 0)
+        _check_int("min_trials", self.min_trials)
+        _check_int("grace_steps", self.grace_steps)
 
 
 @dataclass(frozen=True)
@@ -69,14 +71,14 @@ class AshaRule:
     rule: Literal["asha"] = "asha"
 
     def __post_init__(self) -> None:
-        _check_int("early_stopping.min_step", self.min_step, 1)
+        _check_int("min_step", self.min_step)
         if isinstance(self.max_step, int) and not isinstance(self.max_step, bool) and self.max_step <= self.min_step:
             raise invalid(
                 f"early_stopping.max_step: {self.max_step} must be above min_step ({self.min_step}); "
                 "max_step is the full budget in steps, min_step the first rung"
             )
-        _check_int("early_stopping.max_step", self.max_step, self.min_step + 1)
-        _check_int("early_stopping.reduction_factor", self.reduction_factor, 2)
+        _check_int("max_step", self.max_step, self.min_step + 1)
+        _check_int("reduction_factor", self.reduction_factor)
 
     def rungs(self) -> tuple[int, ...]:
         """The steps where trials are compared: min_step * rf**k < max_step."""
@@ -96,9 +98,13 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _check_int(name: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or value > 2**31:
-        raise invalid(f"{name}: give an integer >= {low} (and <= 2**31), got {value!r}")
+def _check_int(option: str, value: Any, low: int | None = None) -> None:
+    """`value` an integer within the option's declared range (`low`: a tighter least value)."""
+    limit = STOPPING_OPTIONS[option]
+    least = int(limit.ge or 0) if low is None else max(low, int(limit.ge or 0))
+    if not isinstance(value, int) or value not in limit or value < least:
+        most = int(limit.le or 0).bit_length() - 1  # the limit is a power of two
+        raise invalid(f"early_stopping.{option}: give an integer >= {least} (and <= 2**{most}), got {value!r}")
 
 
 def parse_rule(spec: Mapping[str, Any] | None) -> StoppingRule:
@@ -114,7 +120,7 @@ def parse_rule(spec: Mapping[str, Any] | None) -> StoppingRule:
     if unknown:
         allowed = ", ".join(_OPTIONS[name]) or "no options"
         raise invalid(f"early_stopping: {name} takes {allowed}; remove {', '.join(map(str, unknown))}")
-    options = {k: spec[k] for k in _OPTIONS[name] if k in spec}
+    options = {k: integral(spec[k]) for k in _OPTIONS[name] if k in spec}
     if name == "none":
         return NoStopping()
     if name == "median":

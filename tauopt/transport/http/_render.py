@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from ...errors import ApiError, api_error, error_type_for_status, kind_of
-from ..._numbers import PASS_FLOAT
+from ...schema import invalid_fields
 
 __all__ = [
     "render_error", "json_bytes", "render_json", "render_rows", "render_built", "encode_off_loop", "bad_json", "invalid_fields", "from_http_exception", "internal_error",
@@ -89,22 +89,6 @@ def bad_json(why: str) -> ApiError:
         f"the body is not valid JSON ({why}); send a JSON object (NaN and Infinity are not JSON)",
         errors=[{"field": "body", "problem": why}],
     )
-
-
-def invalid_fields(errors: Iterable[Mapping[str, Any]], prefix: tuple[str, ...] = ()) -> ApiError:
-    """invalid_request from pydantic's error list: `field: problem` for the first five."""
-    problems = []
-    for err in errors:
-        loc = ".".join(str(p) for p in prefix + tuple(err.get("loc", ()))) or "body"
-        problems.append({"field": loc, "problem": str(err.get("msg", "invalid")) + _pass_float(loc, err)})
-    message = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5]) or "invalid request"
-    return api_error("invalid_request", message, errors=problems)
-
-
-def _pass_float(loc: str, err: Mapping[str, Any]) -> str:
-    """The local door's advice for a value that is not a number: the same words everywhere."""
-    measured = loc.split(".", 1)[0] in ("value", "metrics", "assignments")
-    return f"; {PASS_FLOAT}" if measured and str(err.get("type", "")).startswith(("float_", "int_")) else ""
 
 
 def from_http_exception(exc: HTTPException, max_body_bytes: int = MAX_BODY_BYTES) -> ApiError:

@@ -494,6 +494,14 @@ function timed(name, draw) {
 
 // -- header and actions ------------------------------------------------------------------
 
+// an experiment's metadata, key: value each (as text: a key or value is never markup)
+function metadataList(metadata) {
+  const entries = Object.entries(metadata || {});
+  if (!entries.length) return null;
+  return el("dl", { id: "exp-metadata", class: "metadata small" },
+    entries.map(([k, v]) => el("div", {}, el("dt", {}, k), el("dd", {}, typeof v === "string" ? v : JSON.stringify(v)))));
+}
+
 function drawHeader(st) {
   const e = st.exp, s = st.summary, box = document.getElementById("exp-header");
   if (box.dataset.editing) return; // do not redraw under the user's typing
@@ -503,7 +511,8 @@ function drawHeader(st) {
       el("div", {}, el("h1", {}, e.name, " ", el("span", { class: `pill ${e.state}` }, e.state)),
         el("div", { class: "muted small" }, `${e.id} · ${e.strategy} · ${e.metric.objective} ${e.metric.name} · `,
           el("span", { id: "served-by", title: "the daemon that owns this experiment and serves its requests" }, `daemon ${s.served_by}`)),
-        e.description ? el("p", { id: "exp-description", class: "description" }, e.description) : null),
+        e.description ? el("p", { id: "exp-description", class: "description" }, e.description) : null,
+        metadataList(e.metadata)),
       el("span", { class: "spacer" }),
       el("button", { id: "edit", type: "button", onclick: () => editForm(st) }, "Edit"),
       el("button", { id: "close-all", type: "button", disabled: e.open_suggestions === 0, onclick: () => closeAll(st) }, "Close all open"),
