@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Generic, TypeVar
@@ -10,7 +11,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..errors import ApiError, api_error
 
-__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Request", "close_mailbox", "fail", "mailbox", "reply", "serve"]
+__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Reply", "Request", "close_mailbox", "fail", "mailbox", "reply", "serve"]
 
 log = logging.getLogger("tauopt.actors")
 M = TypeVar("M")
@@ -20,9 +21,70 @@ class ActorGone(Exception):
     """The actor's mailbox is closed (it stopped or passivated) before taking the message."""
 
 
-@dataclass(frozen=True)
-class _Ok:
-    value: Any
+_CLOSED: Any = object()  # what a reply closed without an answer holds
+
+
+class Reply:
+    """One request's answer: given once by the actor (`give`), awaited once by its caller
+    (`wait`). Giving never blocks: an answer to a caller that stopped waiting, or a
+    second answer, is dropped. Closed without an answer, the caller's `wait` raises
+    EndOfStream.
+
+    On asyncio it is a future of the running loop; on other anyio backends (trio) an
+    anyio Event with the answer beside it. Why not a one-slot memory object stream:
+    every ask made one, and building it (two stream objects on a generic state
+    class subscripted at run time) cost more than the rest of the round trip."""
+
+    __slots__ = ("_future", "_event", "_outcome", "_waiting_done")
+
+    def __init__(self) -> None:
+        try:
+            self._future: asyncio.Future[Any] | None = asyncio.get_running_loop().create_future()
+            self._event: anyio.Event | None = None
+        except RuntimeError:  # not on asyncio
+            self._future, self._event = None, anyio.Event()
+        self._outcome: Any = _CLOSED
+        self._waiting_done = False
+
+    @property
+    def abandoned(self) -> bool:
+        """Nobody will read an answer: the caller stopped waiting (cancelled, or answered)."""
+        return self._waiting_done
+
+    @property
+    def given(self) -> bool:
+        """Answered or closed already."""
+        if self._future is not None:
+            return self._future.done()
+        return self._event is not None and self._event.is_set()
+
+    def give(self, outcome: Any) -> None:
+        if self.given:
+            return
+        if self._future is not None:
+            self._future.set_result(outcome)
+        else:
+            assert self._event is not None
+            self._outcome = outcome
+            self._event.set()
+
+    def close(self) -> None:
+        """No answer will come (the caller's `wait` raises EndOfStream); no-op once given."""
+        self.give(_CLOSED)
+
+    async def wait(self) -> Any:
+        try:
+            if self._future is not None:
+                outcome = await self._future
+            else:
+                assert self._event is not None
+                await self._event.wait()
+                outcome = self._outcome
+        finally:
+            self._waiting_done = True
+        if outcome is _CLOSED:
+            raise anyio.EndOfStream
+        return outcome
 
 
 @dataclass(frozen=True)
@@ -33,24 +95,15 @@ class _Err:
 @dataclass(frozen=True)
 class Request(Generic[M]):
     message: M
-    reply_to: MemoryObjectSendStream[Any]
-
-
-def _answer(request: Request[Any], outcome: _Ok | _Err) -> None:
-    try:
-        request.reply_to.send_nowait(outcome)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass  # the caller went away, or was already answered
-    finally:
-        request.reply_to.close()
+    reply_to: Reply
 
 
 def reply(request: Request[Any], value: Any = None) -> None:
-    _answer(request, _Ok(value))
+    request.reply_to.give(value)
 
 
 def fail(request: Request[Any], error: BaseException) -> None:
-    _answer(request, _Err(error))
+    request.reply_to.give(_Err(error))
 
 
 def mailbox(size: int) -> tuple[MemoryObjectSendStream[Request[Any]], MemoryObjectReceiveStream[Request[Any]]]:
@@ -92,24 +145,22 @@ class ActorRef:
             found = self._peek(message)
             if found is not NOT_NOW:
                 return found
-        reply_send, reply_receive = anyio.create_memory_object_stream[Any](1)
-        with reply_receive:
-            request = Request(message, reply_send)
+        answer = Reply()
+        request = Request(message, answer)
+        try:
             try:
-                try:
-                    self._send.send_nowait(request)  # the usual case: no extra trip through the loop
-                except anyio.WouldBlock:
-                    await self._send.send(request)  # a full mailbox is backpressure
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                reply_send.close()
-                raise ActorGone() from None
-            try:
-                outcome = await reply_receive.receive()
-            except anyio.EndOfStream:
-                raise api_error("internal", "the experiment's actor stopped before answering; retry the request") from None
+                self._send.send_nowait(request)  # the usual case: no extra trip through the loop
+            except anyio.WouldBlock:
+                await self._send.send(request)  # a full mailbox is backpressure
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise ActorGone() from None
+        try:
+            outcome = await answer.wait()
+        except anyio.EndOfStream:
+            raise api_error("internal", "the experiment's actor stopped before answering; retry the request") from None
         if isinstance(outcome, _Err):
             raise outcome.error
-        return outcome.value
+        return outcome
 
     def close(self) -> None:
         self._send.close()
