@@ -233,11 +233,11 @@ def test_a_head_that_declares_its_length_goes_out_with_the_body_in_one_write() -
     assert cut.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n"] and cut.closed
 
 
-def test_a_connection_kept_busy_stays_open_past_the_keep_alive_and_closes_once_idle_that_long() -> None:
+def test_a_connection_kept_busy_stays_open_past_the_keep_alive_and_closes_once_idle_that_long(tmp_path: Path) -> None:
     """The keep-alive deadline is one lazy timer per connection: a connection asked
     again within the keep-alive is never closed, however long it lives; one left idle
     for the keep-alive is closed."""
-    app = create_app(engine_options={"pool": None}, auth=False)
+    app = create_app(db=str(tmp_path / "t.db"), engine_options={"pool": None}, auth=False)
     with ServerThread(app, http=guarded_protocol(ConnectionLimits()), timeout_keep_alive=1) as server:
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
             t0 = time.monotonic()
