@@ -85,3 +85,27 @@ def test_no_warm_pool_leaves_the_pool_to_the_first_gp_ask(tmp_path: Path) -> Non
     d = Daemon(tmp_path / "cold.db", "--pool", "process", "--log-level", "info", "--no-warm-pool")
     code, _, err = d.stop()
     assert code == 0 and "GP pool" not in err, err
+
+
+@pytest.mark.anyio
+async def test_the_start_scan_for_pooled_experiments_reads_small_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan runs on the store's reader while requests are served: each of its reads
+    must be short, or a cold ask's index row waits behind a page of 1,000 decoding."""
+    from tauopt import Engine
+    from tauopt.store._sqlite import SqliteStore
+
+    db = str(tmp_path / "t.db")
+    async with Engine(store=db, pool=None) as engine:
+        for i in range(250):
+            await engine.create_experiment(f"e{i}", GP["parameters"], GP["metric"], strategy="random")
+    limits: list[int | None] = []
+    listed = SqliteStore.list_experiments
+
+    async def recorded(self: SqliteStore, *args: object, **kw: object) -> object:
+        limits.append(kw.get("limit"))  # type: ignore[arg-type]
+        return await listed(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteStore, "list_experiments", recorded)
+    async with Engine(store=db, pool=None) as engine:
+        assert not await engine._an_active_experiment_is_pooled()  # every page read, none pooled
+    assert limits and all(n is not None and n <= 100 for n in limits) and len(limits) >= 3, limits
