@@ -291,3 +291,27 @@ def test_the_hot_call_is_parsed_once_per_request_and_again_for_a_rewritten_path(
     assert hot_call({**scope, "path": "/v1/experiments/e2/suggestions"}) == ("suggest", "e2")
     assert hot_call({**scope, "path": "/v1/experiments/e2"}) is None
     assert hot_call({"type": "lifespan"}) is None
+
+
+@pytest.mark.anyio
+async def test_the_hot_routes_request_reads_a_body_sent_in_parts_and_a_hang_up_as_a_disconnect() -> None:
+    from starlette.requests import ClientDisconnect
+
+    from tauopt.transport.http._hot import _HotRequest
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": []}
+    parts = [{"type": "http.request", "body": b'{"a"', "more_body": True}, {"type": "http.request", "body": b":1}"}]
+
+    async def receive() -> dict[str, Any]:
+        return parts.pop(0)
+
+    request = _HotRequest(scope, receive)
+    assert await request.body() == b'{"a":1}' and await request.body() == b'{"a":1}' and not parts
+
+    async def hang_up() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    gone = _HotRequest(scope, hang_up)
+    with pytest.raises(ClientDisconnect):
+        await gone.body()
+    assert gone._is_disconnected
