@@ -859,7 +859,7 @@ class _OwnerView(Engine):
         return self._engine.live_actors
 
 
-_PREWARM_PAGE = 100  # experiments per background read deciding whether to start the pool (~10 ms)
+_PREWARM_PAGE = 100  # active experiments per background read deciding whether to start the pool: each read short
 _MAX_STUDY_NAME = 2048
 # Every waiting or running trial of a study is an open suggestion of its experiment, and
 # Optuna caps none: the bandwidth only bounds asks made through the other doors.
