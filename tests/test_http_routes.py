@@ -315,3 +315,26 @@ async def test_the_hot_routes_request_reads_a_body_sent_in_parts_and_a_hang_up_a
     with pytest.raises(ClientDisconnect):
         await gone.body()
     assert gone._is_disconnected
+
+
+@pytest.mark.anyio
+async def test_a_hot_call_whose_client_hung_up_before_its_body_is_neither_answered_nor_an_error() -> None:
+    """An overloaded daemon's timed-out workers: nobody to answer, and no traceback per request."""
+    app = create_app(db=MemoryStore(), auth=False)
+    async with app.router.lifespan_context(app) as state:
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+            "path": "/v1/experiments/e1/observations", "raw_path": b"/v1/experiments/e1/observations", "root_path": "",
+            "query_string": b"", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1), "state": dict(state),
+            "headers": [(b"content-type", b"application/json"), (b"content-length", b"40")],
+        }  # fmt: skip
+        sent: list[Any] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.disconnect"}
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        await app(scope, receive, send)  # no exception
+        assert sent == []

@@ -146,6 +146,10 @@ class HotCalls:
             response = await self.endpoints[name](_HotRequest(scope, receive, send))
         except BodyTooLarge:
             raise
+        except ClientDisconnect:
+            # hung up before its body arrived (an overloaded daemon's timed-out workers):
+            # nobody to answer, and nothing to log; a traceback each would add to the load
+            return
         except Exception as exc:
             await render_error(internal_error(exc))(scope, receive, send)
             raise  # for the server's log, as the stack's catch-all does
