@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from tauopt import Engine
-from tauopt.actors import Request
+from tauopt.actors import Reply, Request
 from tauopt.engine._ahead import ComputeAhead
 from tauopt.engine._ledger import Ledger
 from tauopt.engine._replies import CommitThenReply
@@ -66,20 +66,17 @@ async def test_a_reply_waits_for_its_commit_and_for_earlier_ones() -> None:
     replies = CommitThenReply(store, "e", lambda writes: writes.append(PutCounters("e", 1, 0, 0)))
     store.held.append(([PutExperiment(_snapshot().experiment)], lambda exc: None))
     store.release()
-    w_send, w_receive = anyio.create_memory_object_stream[Any](1)
-    r_send, r_receive = anyio.create_memory_object_stream[Any](1)
-    with w_receive, r_receive:
-        replies.commit(Request("write", w_send), [PutSuggestion(_suggestion())], "written")
-        replies.commit(Request("read", r_send), [], "read")  # changes nothing, but must not overtake the write
-        assert replies.uncommitted == 2 and [len(b) for b, _ in store.held] == [2, 0]  # the read is a barrier
-        assert isinstance(store.held[0][0][-1], PutCounters)  # the counters ride along
-        for receive in (w_receive, r_receive):
-            with pytest.raises(anyio.WouldBlock):
-                receive.receive_nowait()
-        store.release()
-        assert w_receive.receive_nowait().value == "written"
-        assert r_receive.receive_nowait().value == "read"
-        assert replies.uncommitted == 0
+    w_reply, r_reply = Reply(), Reply()
+    replies.commit(Request("write", w_reply), [PutSuggestion(_suggestion())], "written")
+    replies.commit(Request("read", r_reply), [], "read")  # changes nothing, but must not overtake the write
+    assert replies.uncommitted == 2 and [len(b) for b, _ in store.held] == [2, 0]  # the read is a barrier
+    assert isinstance(store.held[0][0][-1], PutCounters)  # the counters ride along
+    for answer in (w_reply, r_reply):
+        assert not answer.given
+    store.release()
+    assert w_reply.given and await w_reply.wait() == "written"
+    assert r_reply.given and await r_reply.wait() == "read"
+    assert replies.uncommitted == 0
 
 
 def _suggestion() -> Any:

@@ -176,3 +176,51 @@ async def test_a_sobol_experiments_first_ask_waits_off_loop_for_the_warm_up_whil
         again = await engine.create_experiment(name="s2", parameters=X, metric=Y, strategy="sobol")
         await engine.suggest(again.id)
         assert calls == ["started"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_mailbox_is_bounded_ends_with_its_senders_and_refuses_once_closed(anyio_backend: str) -> None:
+    from tauopt.actors import Reply, Request
+
+    def req(n: int) -> Request[int]:
+        return Request(n, Reply())
+
+    send, receive = mailbox(2)
+    with anyio.fail_after(10):
+        assert await receive.receive(0.01) is None  # nothing came within the bound
+        send.send_nowait(req(1))
+        send.send_nowait(req(2))
+        with pytest.raises(anyio.WouldBlock):
+            send.send_nowait(req(3))  # full
+        assert receive.pending == 2
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send.send, req(3))  # waits for room
+            await anyio.wait_all_tasks_blocked()
+            assert receive.pending == 2
+            first = await receive.receive()
+        assert first is not None and first.message == 1
+        assert [receive.receive_nowait().message for _ in range(2)] == [2, 3]
+        other = send.clone()
+        send.close()
+        with pytest.raises(anyio.ClosedResourceError):
+            send.send_nowait(req(4))
+        with pytest.raises(anyio.WouldBlock):
+            receive.receive_nowait()  # a sender is still open
+        ended: list[bool] = []
+
+        async def wait_for_the_end() -> None:
+            with pytest.raises(anyio.EndOfStream):
+                await receive.receive()
+            ended.append(True)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait_for_the_end)  # woken by the last sender's close: the end
+            await anyio.wait_all_tasks_blocked()
+            assert not ended
+            other.close()
+        assert ended
+    send2, receive2 = mailbox(1)
+    receive2.close()
+    with pytest.raises(anyio.BrokenResourceError):
+        send2.send_nowait(req(5))

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from tauopt import ApiError
-from tauopt.actors import ActorRef, Request, mailbox
+from tauopt.actors import ActorRef, Reply, Request, mailbox
 from tauopt.engine._leases import release
 from tauopt.engine._ledger import Ledger
 from tauopt.engine._messages import SlotWaitOver, Suggest
@@ -30,9 +30,16 @@ def _ledger() -> Ledger:
     return Ledger(Snapshot(exp), space)
 
 
-def _request(tag: str, wait_s: float = 60.0) -> tuple[Request[Any], Any]:
-    send, receive = anyio.create_memory_object_stream[Any](1)
-    return Request(Suggest(tag=tag, wait_s=wait_s), send), receive
+def _request(tag: str, wait_s: float = 60.0) -> tuple[Request[Any], Reply]:
+    answer = Reply()
+    return Request(Suggest(tag=tag, wait_s=wait_s), answer), answer
+
+
+async def _leave(answer: Reply) -> None:
+    """The caller stops waiting for its answer (cancelled), as a client that hung up."""
+    with anyio.move_on_after(0):
+        await answer.wait()
+    assert answer.abandoned
 
 
 async def test_slot_waiters_are_retried_oldest_first_while_there_is_room() -> None:
@@ -43,7 +50,7 @@ async def test_slot_waiters_are_retried_oldest_first_while_there_is_room() -> No
         for r in (r1, r2, r3):
             waiters.park(r, r.message, tg, ActorRef(my_send))
         assert len(waiters) == 3
-        rx2.close()  # the caller of "b" went away: it must take no slot
+        await _leave(rx2)  # the caller of "b" went away: it must take no slot
         room = [True, True, True, False]  # checked before each: a, b (dropped), c, then full
         got = [msg.tag for _, msg in waiters.ready(lambda: room.pop(0))]
         assert got == ["a", "c"] and len(waiters) == 0
@@ -78,7 +85,7 @@ async def test_a_parked_asks_timer_tells_the_actor_and_timed_out_unparks_it_once
             waiters.park(r1, r1.message, tg, ActorRef(my_send))
             wake = await my_receive.receive()  # the timer's message arrives at the actor's mailbox
             assert isinstance(wake.message, SlotWaitOver) and wake.message.request is r1
-            wake.reply_to.send_nowait(None)
+            wake.reply_to.give(None)
             wake.reply_to.close()
     ask = waiters.timed_out(r1)
     assert ask is not None and ask.tag == "a" and len(waiters) == 0

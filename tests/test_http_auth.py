@@ -80,3 +80,25 @@ def test_token_bucket_allows_a_burst_then_the_rate() -> None:
     assert sum(bucket.take() is None for _ in range(30)) == 15  # refilled 15 in one second
     clock.now += 100.0
     assert sum(bucket.take() is None for _ in range(40)) == 30  # never more than the burst
+
+
+@pytest.mark.anyio
+async def test_an_ask_inside_the_gates_suggestion_takes_a_slot_and_a_failed_one_gives_it_back() -> None:
+    from tauopt.engine._auth import Gate, Limits, new_credential
+
+    class _NoHistory:
+        async def suggestion_times(self, owner: str, since: float) -> list[float]:
+            return []
+
+    cred, _ = new_credential("alice", suggestions_per_day=1)
+    gate = Gate(store=_NoHistory(), limits=Limits())  # type: ignore[arg-type]
+    with pytest.raises(ApiError) as failed:
+        async with gate.suggestion(cred):
+            raise ApiError(409, "bandwidth_full", "no slot")
+    assert failed.value.error_type == "bandwidth_full"  # the ask's own error, unchanged
+    async with gate.suggestion(cred):
+        pass  # the slot came back: this ask takes it
+    with pytest.raises(ApiError) as info:
+        async with gate.suggestion(cred):
+            pass
+    assert info.value.error_type == "quota_exceeded"

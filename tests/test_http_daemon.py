@@ -197,3 +197,14 @@ def test_experiments_command_lists_what_the_daemon_stored(daemon: Daemon) -> Non
     assert exp["id"] in [e["id"] for e in listed]
     shown = json.loads(tauopt("experiments", "show", exp["id"], "--db", str(daemon.db), "--json").stdout)
     assert shown["name"] == "listed" and shown["best"] is None
+
+
+def test_no_access_log_leaves_out_the_line_per_request(tmp_path: Path) -> None:
+    outs = []
+    for extra in ((), ("--no-access-log",)):
+        d = Daemon(tmp_path / f"a{len(outs)}.db", "--log-level", "info", *extra)
+        assert httpx.get(d.url + "/v1/health").status_code == 200
+        code, out, err = d.stop()
+        assert code == 0, err
+        outs.append(out)
+    assert '"GET /v1/health HTTP/1.1" 200' in outs[0] and "/v1/health" not in outs[1], outs

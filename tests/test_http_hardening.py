@@ -233,6 +233,30 @@ def test_a_head_that_declares_its_length_goes_out_with_the_body_in_one_write() -
     assert cut.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n"] and cut.closed
 
 
+def test_a_connection_kept_busy_stays_open_past_the_keep_alive_and_closes_once_idle_that_long(tmp_path: Path) -> None:
+    """The keep-alive deadline is one lazy timer per connection: a connection asked
+    again within the keep-alive is never closed, however long it lives; one left idle
+    for the keep-alive is closed."""
+    app = create_app(db=str(tmp_path / "t.db"), engine_options={"pool": None}, auth=False)
+    with ServerThread(app, http=guarded_protocol(ConnectionLimits()), timeout_keep_alive=1) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+            t0 = time.monotonic()
+            served = 0
+            while time.monotonic() - t0 < 2.5:  # over twice the keep-alive, never idle 1 s
+                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                answer = b""
+                while not answer.endswith(b"}"):
+                    chunk = s.recv(65536)
+                    assert chunk, (served, answer)  # closed while kept busy
+                    answer += chunk
+                assert answer.startswith(b"HTTP/1.1 200")
+                served += 1
+                time.sleep(0.3)
+            idle_from = time.monotonic()
+            assert _until_closed(s) == b""  # closed by the server, not by the 10 s socket timeout
+            assert 0.5 < time.monotonic() - idle_from < 5
+
+
 def test_expect_100_continue_is_answered_before_the_body_and_the_answer_follows(guarded: tuple[str, int, str, str]) -> None:
     _, port, token, eid = guarded
     body = b'{"tag": "w"}'

@@ -291,3 +291,50 @@ def test_the_hot_call_is_parsed_once_per_request_and_again_for_a_rewritten_path(
     assert hot_call({**scope, "path": "/v1/experiments/e2/suggestions"}) == ("suggest", "e2")
     assert hot_call({**scope, "path": "/v1/experiments/e2"}) is None
     assert hot_call({"type": "lifespan"}) is None
+
+
+@pytest.mark.anyio
+async def test_the_hot_routes_request_reads_a_body_sent_in_parts_and_a_hang_up_as_a_disconnect() -> None:
+    from starlette.requests import ClientDisconnect
+
+    from tauopt.transport.http._hot import _HotRequest
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": []}
+    parts = [{"type": "http.request", "body": b'{"a"', "more_body": True}, {"type": "http.request", "body": b":1}"}]
+
+    async def receive() -> dict[str, Any]:
+        return parts.pop(0)
+
+    request = _HotRequest(scope, receive)
+    assert await request.body() == b'{"a":1}' and await request.body() == b'{"a":1}' and not parts
+
+    async def hang_up() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    gone = _HotRequest(scope, hang_up)
+    with pytest.raises(ClientDisconnect):
+        await gone.body()
+    assert gone._is_disconnected
+
+
+@pytest.mark.anyio
+async def test_a_hot_call_whose_client_hung_up_before_its_body_is_neither_answered_nor_an_error() -> None:
+    """An overloaded daemon's timed-out workers: nobody to answer, and no traceback per request."""
+    app = create_app(db=MemoryStore(), auth=False)
+    async with app.router.lifespan_context(app) as state:
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+            "path": "/v1/experiments/e1/observations", "raw_path": b"/v1/experiments/e1/observations", "root_path": "",
+            "query_string": b"", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1), "state": dict(state),
+            "headers": [(b"content-type", b"application/json"), (b"content-length", b"40")],
+        }  # fmt: skip
+        sent: list[Any] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.disconnect"}
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        await app(scope, receive, send)  # no exception
+        assert sent == []

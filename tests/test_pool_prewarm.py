@@ -85,3 +85,38 @@ def test_no_warm_pool_leaves_the_pool_to_the_first_gp_ask(tmp_path: Path) -> Non
     d = Daemon(tmp_path / "cold.db", "--pool", "process", "--log-level", "info", "--no-warm-pool")
     code, _, err = d.stop()
     assert code == 0 and "GP pool" not in err, err
+
+
+@pytest.mark.anyio
+async def test_the_start_scan_for_pooled_experiments_reads_small_pages_of_strategies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan runs on the store's reader while requests are served: each of its reads
+    must be short, or a cold ask's index row waits behind a page of 1,000 decoding."""
+    from tauopt import Engine
+    from tauopt.store import MemoryStore
+    from tauopt.store._sqlite import SqliteStore
+
+    db = str(tmp_path / "t.db")
+    async with Engine(store=db, pool=None) as engine:
+        for i in range(250):
+            await engine.create_experiment(f"e{i}", GP["parameters"], GP["metric"], strategy="gp" if i == 230 else "random")
+        await engine.archive_experiment((await engine.experiments())[230].id)  # an archived GP one does not count
+        ids = [e.id for e in await engine.experiments("active")]
+    limits: list[int] = []
+    read = SqliteStore.active_strategies
+
+    async def recorded(self: SqliteStore, after: str | None = None, limit: int = 100) -> tuple[list[str], str | None]:
+        limits.append(limit)
+        return await read(self, after, limit)
+
+    monkeypatch.setattr(SqliteStore, "list_experiments", None)  # no experiment is decoded
+    monkeypatch.setattr(SqliteStore, "active_strategies", recorded)
+    async with Engine(store=db, pool=None) as engine:
+        assert not await engine._an_active_experiment_is_pooled()  # every page read, none pooled
+        assert await engine.store.active_strategies(ids[100], 3) == (["random"] * 3, ids[103])
+        assert await engine.store.active_strategies(ids[-1], 3) == ([], None)
+    assert limits and all(n <= 100 for n in limits) and len(limits) >= 3, limits
+    async with MemoryStore() as memory:  # the fallback: the same answers from a listing
+        async with Engine(store=memory, pool=None) as engine:
+            made = [await engine.create_experiment(f"m{i}", GP["parameters"], GP["metric"], strategy=s) for i, s in enumerate(("random", "gp", "sobol"))]
+            assert await memory.active_strategies(made[0].id, 5) == (["gp", "sobol"], made[2].id)
+            assert await engine._an_active_experiment_is_pooled()

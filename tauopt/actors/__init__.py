@@ -1,7 +1,7 @@
 """A small actor runtime on anyio.
 
     mailbox      a bounded memory object stream of Requests
-    Request      a frozen message plus a one-slot reply stream
+    Request      a frozen message plus its Reply (a one-shot answer slot)
     ActorRef     what callers hold: `await ref.ask(message)`; an actor may give its
                  ref a `peek` that answers some messages at once (reads of durable state)
     serve()      the loop: one message at a time, a failing handler answers
@@ -9,10 +9,10 @@
 
 The actor decides when to reply (`reply(request, value)` /
 `fail(request, error)`); a reply may be sent later than the handler returns
-(after a store commit, or when a background result lands). Replies are sent
-with `send_nowait` and never wait: a caller that has gone away is dropped.
+(after a store commit, or when a background result lands). Replies are given
+at once and never wait: a caller that has gone away is dropped.
 """
 
-from ._runtime import NOT_NOW, ActorGone, ActorRef, Request, close_mailbox, fail, mailbox, reply, serve
+from ._runtime import NOT_NOW, ActorGone, ActorRef, Reply, Request, close_mailbox, fail, mailbox, reply, serve
 
-__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Request", "close_mailbox", "fail", "mailbox", "reply", "serve"]
+__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Reply", "Request", "close_mailbox", "fail", "mailbox", "reply", "serve"]

@@ -192,7 +192,7 @@ class ExperimentActor:
         if self._busy():
             return False
         await self._replies.drain()
-        if self._receive.statistics().current_buffer_used or self._busy():
+        if self._receive.pending or self._busy():
             return False
         if self._registry.get(self.id) is not None:
             del self._registry[self.id]

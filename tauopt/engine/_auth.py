@@ -279,16 +279,9 @@ class Gate:
                 self._quotas[cred.id] = quota
         return quota
 
-    @asynccontextmanager
-    async def suggestion(self, cred: Credential) -> AsyncIterator[None]:
-        """Count one suggestion against the quota; given back if the ask fails."""
-        quota = await self._quota(cred)
-        at = quota.reserve()
-        try:
-            yield
-        except BaseException:
-            quota.release(at)
-            raise
+    def suggestion(self, cred: Credential) -> _Reservation:
+        """`async with`: count one suggestion against the quota; given back if the ask fails."""
+        return _Reservation(self, cred)
 
     @contextmanager
     def waiting_ask(self, cred: Credential) -> Iterator[bool]:
@@ -346,3 +339,23 @@ class Gate:
                     "before creating another",
                 )
             yield
+
+
+class _Reservation:
+    """One ask's place in its credential's suggestion quota (Gate.suggestion): taken on
+    entry (or 429 quota_exceeded), given back if the ask fails. A class rather than a
+    generator-based context manager: every ask enters one, and that kind makes and
+    closes an async generator each time."""
+
+    __slots__ = ("_gate", "_cred", "_quota", "_at")
+
+    def __init__(self, gate: Gate, cred: Credential) -> None:
+        self._gate, self._cred = gate, cred
+
+    async def __aenter__(self) -> None:
+        self._quota = await self._gate._quota(self._cred)
+        self._at = self._quota.reserve()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if kind is not None:
+            self._quota.release(self._at)

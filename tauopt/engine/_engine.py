@@ -214,13 +214,23 @@ class Engine:
 
     async def _an_active_experiment_is_pooled(self) -> bool:
         """Whether an active experiment's strategy uses the pool, read a page at a time (a
-        store may hold 100,000 experiments; none is loaded whole, and the first pooled one ends it)."""
-        after = None
-        while page := await self.store.list_experiments("active", after=after, limit=1000):
-            if await self._pooled({e.strategy for e in page}):
+        store may hold 100,000 experiments; none is loaded, and the first pooled one ends it).
+
+        Small pages of strategies only: this runs in the background while the daemon
+        serves, on the store's reader, where each request's short reads (an experiment's
+        index row, a credential) queue behind whatever read is under way; a page of 1,000
+        experiments decoded there for ~100 ms, and the first ask of an idle experiment
+        waited that long for its index row."""
+        after: str | None = None
+        seen: set[str] = set()
+        while True:
+            strategies, after = await self.store.active_strategies(after, limit=_PREWARM_PAGE)
+            if after is None:
+                return False
+            new = set(strategies) - seen
+            if new and await self._pooled(new):
                 return True
-            after = page[-1].id
-        return False
+            seen |= new
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -840,6 +850,7 @@ class _OwnerView(Engine):
         return self._engine.live_actors
 
 
+_PREWARM_PAGE = 100  # active experiments per background read deciding whether to start the pool: each read short
 _MAX_STUDY_NAME = 2048
 # Every waiting or running trial of a study is an open suggestion of its experiment, and
 # Optuna caps none: the bandwidth only bounds asks made through the other doors.

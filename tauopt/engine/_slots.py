@@ -44,8 +44,7 @@ class SlotWaiters:
         retry, since a retry takes the slot). Callers that went away are dropped, not served."""
         while self._parked and has_room():
             request, msg = self._parked.popleft()
-            if request.reply_to.statistics().open_receive_streams == 0:
-                request.reply_to.close()
+            if request.reply_to.abandoned:
                 continue  # the caller went away: hand it nothing
             yield request, msg
 

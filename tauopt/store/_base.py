@@ -359,6 +359,14 @@ class Store(abc.ABC):
         live = sorted((e for e in found if e.state != "archived"), key=lambda e: (-e.open_suggestions, -e.observations, e.id))
         return ExperimentGauges(states, tuple((e.id, e.open_suggestions, e.observations) for e in live[:top]))
 
+    async def active_strategies(self, after: str | None = None, limit: int = 100) -> tuple[list[str], str | None]:
+        """The strategies of up to `limit` active experiments, in store order after the
+        experiment whose id is `after`, and the id of the last one read (None past the
+        end). A database store reads that one field (no experiment decoded); this
+        fallback lists them."""
+        page = await self.list_experiments("active", after=after, limit=limit)
+        return [e.strategy for e in page], (page[-1].id if page else None)
+
     @abc.abstractmethod
     async def has_experiment(self, experiment_id: str) -> bool: ...
 

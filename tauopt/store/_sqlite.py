@@ -570,6 +570,17 @@ class SqliteStore(GroupWritten, Store):
 
         return await self._conn().call(read)
 
+    async def active_strategies(self, after: str | None = None, limit: int = 100) -> tuple[list[str], str | None]:
+        # the strategy read out of each body by SQLite (C, no Python object per experiment);
+        # "+state": by the primary key, not the (owner, state) index and a sort
+        cursor = " AND seq > (SELECT seq FROM experiments WHERE id = ?2)" if after is not None else ""
+        rows = await self._all(
+            "SELECT id, coalesce(json_extract(body, '$.strategy'), 'auto') FROM experiments "
+            f"WHERE +state = 'active'{cursor} ORDER BY seq LIMIT ?1",
+            (int(limit), after) if after is not None else (int(limit),),
+        )
+        return [str(r[1]) for r in rows], (rows[-1][0] if rows else None)
+
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int:
         rows = await self._all(
             "SELECT count(*) FROM experiments WHERE state IS NOT ?1 AND (?2 IS NULL OR owner = ?2)",

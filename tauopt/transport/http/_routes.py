@@ -126,8 +126,8 @@ class Operation:
         return Route(self.path, endpoint, methods=[self.method], name=self.name, include_in_schema=False)
 
     async def _answer(self, request: Request, queries: Mapping[str, TypeAdapter[Any]]) -> Any:
-        state = request.state
-        gate = getattr(state, "gate", None) if state.auth else None
+        state = request.scope["state"]  # the lifespan's (request.state wraps this dict in a new object per request)
+        gate = state.get("gate") if state["auth"] else None
         # the token first: a caller without one is answered 401 before its body is read
         cred = await gate.authenticate(request.headers.get("authorization")) if gate and self.auth else None
         data = await _json_body(request) if self.body is not None else None
@@ -146,7 +146,7 @@ class Operation:
                     body = self.body.model_validate(data)
                 except ValidationError as exc:
                     raise invalid_fields(exc.errors()) from None
-        engine = state.engine if cred is None else state.engine.as_owner(cred.id)
+        engine = state["engine"] if cred is None else state["engine"].as_owner(cred.id)
         call = Call(request, engine, gate, cred, request.path_params, query, body)
         return await self.handler(call)
 
