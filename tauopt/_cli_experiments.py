@@ -282,7 +282,7 @@ def _update(args: argparse.Namespace) -> int:
     if not changes:
         raise CliError(
             "nothing to update: pass --name, --parallel-bandwidth, --suggestion-ttl-s, --observation-budget, "
-            "--max-consecutive-failures, --early-stopping or --parameters", 2,
+            "--max-consecutive-failures, --early-stopping, --parameters, --description or --metadata", 2,
         )  # fmt: skip
     with _client(target_from(args, os.environ), writing=True) as c:
         exp = c.update_experiment(args.experiment_id, **changes)
@@ -292,7 +292,7 @@ def _update(args: argparse.Namespace) -> int:
 
 _UPDATABLE = (
     "name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "max_consecutive_failures",
-    "early_stopping", "parameters",
+    "early_stopping", "parameters", "description", "metadata",
 )  # fmt: skip
 
 
@@ -317,6 +317,7 @@ def _json_option(option: str) -> Callable[[str], Any]:
 _EXAMPLES = {
     "--early-stopping": '{"rule": "median", "min_trials": 5}',
     "--parameters": '[{"name": "lr", "type": "double", "bounds": [1e-4, 0.1]}]',
+    "--metadata": '{"team": "vision", "gpus": 8}',
 }
 
 _KEEP = object()  # an option not given: that field is left unchanged
@@ -444,7 +445,7 @@ def register(subparsers: Any) -> None:
     close_all.add_argument("experiment_id")
     close_all.set_defaults(func=_run(_close_all))
     update = target(esub.add_parser(
-        "update", help="change name, bandwidth, ttl, budget, failure cap ('none' unsets), early stopping or parameters",
+        "update", help="change name, bandwidth, ttl, budget, failure cap ('none' unsets), early stopping, parameters, description or metadata",
     ))  # fmt: skip
     update.add_argument("experiment_id")
     update.add_argument("--name", default=_KEEP)
@@ -462,6 +463,11 @@ def register(subparsers: Any) -> None:
     update.add_argument(
         "--parameters", type=_json_option("--parameters"), default=_KEEP, metavar="JSON",
         help="every parameter as JSON or @FILE: the existing ones unchanged, plus new ones (added, never removed)",
+    )  # fmt: skip
+    update.add_argument("--description", type=_none_or(str), default=_KEEP, help="free text for people ('none' unsets)")
+    update.add_argument(
+        "--metadata", type=_json_option("--metadata"), default=_KEEP, metavar="JSON",
+        help=f"every label as a JSON object or @FILE, replacing the old ones ({{}} clears), e.g. '{_EXAMPLES['--metadata']}'",
     )  # fmt: skip
     update.add_argument("--json", action="store_true", help="print the experiment, not just its id")
     update.set_defaults(func=_run(_update))

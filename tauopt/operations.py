@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
-from .models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
+from .models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion, Value
 
 if TYPE_CHECKING:
     from .schema import ExperimentSpec
@@ -109,10 +109,14 @@ class Operations(Protocol):
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
         max_consecutive_failures: int | None = UNSET,
+        description: str | None = UNSET,
+        metadata: Mapping[str, Value] | None = UNSET,
     ) -> Experiment:
-        """Change the given fields (UNSET leaves one as it is; None unsets ttl, budget or
-        the failure cap). Setting max_consecutive_failures, even to its value, clears a
-        `too_many_failures` stop and counts failures from zero."""
+        """Change the given fields (UNSET leaves one as it is; None unsets ttl, budget, the
+        failure cap or the description). Setting max_consecutive_failures, even to its
+        value, clears a `too_many_failures` stop and counts failures from zero. `metadata`
+        replaces the whole dict (give every key you keep; {} or None clears it), with the
+        rules and messages of create_experiment."""
         ...
 
     async def archive_experiment(self, experiment_id: str) -> Experiment:

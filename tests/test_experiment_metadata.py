@@ -1,7 +1,9 @@
-"""An experiment's `metadata` (key -> text, number or boolean), reachable only through
-create_experiment's `spec`: kept by the store, returned by every read and listing, carried
-by export/import, shown by `tauopt experiments show`, and refused with `invalid_request`
-naming the field when it is not — with the same message in process and over HTTP. Also
+"""An experiment's `metadata` (key -> text, number or boolean), given through
+create_experiment's `spec` and replaced whole by update_experiment (with `description`,
+in process, over HTTP and by `tauopt experiments update`): kept by the store across a
+restart, returned by every read and listing, carried by export/import, shown by
+`tauopt experiments show`, and refused with `invalid_request` naming the field when it
+is not — with the same message at create and update, in process and over HTTP. Also
 the rules of `spec=` itself: keywords beside it, integral floats, an `ExperimentSpec`."""
 
 from __future__ import annotations
@@ -130,3 +132,70 @@ def test_a_spec_file_carries_it_and_experiments_show_prints_it(tmp_path: Path, c
     assert main(["experiments", "show", made, "--db", str(db)]) == 0
     shown = capsys.readouterr().out
     assert shown.splitlines()[1] == '  metadata     {"team": "vision", "note": "two\\nlines"}', shown  # escaped: one row
+
+
+NEW = {"team": "speech", "gpus": 4}
+
+
+async def test_update_replaces_the_whole_dict_and_the_description_kept_after_a_restart(tmp_path: Path) -> None:
+    db = str(tmp_path / "d.db")
+    async with Engine(store=db, pool=None) as engine:
+        exp = await engine.create_experiment(spec={**SPEC, "description": "d"})
+        changed = await engine.update_experiment(exp.id, metadata=NEW, description="what it is for")
+        assert (changed.metadata, changed.description, changed.name) == (NEW, "what it is for", "e")
+        # a field left out stays as it is
+        assert (await engine.update_experiment(exp.id, parallel_bandwidth=2)).metadata == NEW
+        other = await engine.create_experiment(spec=SPEC)
+        cleared = await engine.update_experiment(other.id, metadata=None, description=None)
+        assert (cleared.metadata, cleared.description) == ({}, None)
+    async with Engine(store=db, pool=None) as engine:
+        again = await engine.experiment(exp.id)
+        assert (again.metadata, again.description, again.parallel_bandwidth) == (NEW, "what it is for", 2)
+        assert (await engine.experiment(other.id)).metadata == {}
+        assert (await engine.update_experiment(other.id, metadata={})).metadata == {}
+
+
+@pytest.mark.parametrize("bad,says", BAD)
+async def test_a_bad_update_is_refused_with_the_rule_s_message_and_nothing_changes(bad: object, says: str) -> None:
+    async with Engine(pool=None) as engine:
+        exp = await engine.create_experiment(spec=SPEC)
+        with pytest.raises(ApiError) as got:
+            await engine.update_experiment(exp.id, metadata=bad)  # type: ignore[arg-type]
+        assert got.value.error_type == "invalid_request" and got.value.message.startswith(says), got.value.message
+        assert (await engine.experiment(exp.id)).metadata == META
+        with pytest.raises(ApiError, match=r"description: give a string \(or null for none\), got int$"):
+            await engine.update_experiment(exp.id, description=3)  # type: ignore[arg-type]
+
+
+def test_update_over_http_through_the_client_and_a_raw_patch() -> None:
+    with served_with_token() as (url, token), Client(driver="http", base_url=url, token=token) as client:
+        exp = client.create_experiment(spec=SPEC)
+        changed = client.update_experiment(exp.id, metadata=NEW, description="d")
+        assert (changed.metadata, changed.description) == (NEW, "d")
+        assert client.experiment(exp.id).metadata == NEW
+        auth = {"authorization": f"Bearer {token}"}
+        raw = httpx.patch(url + f"/v1/experiments/{exp.id}", json={"metadata": {"a": 1.0}}, headers=auth, timeout=30)
+        assert raw.status_code == 200 and raw.json()["metadata"] == {"a": 1} and raw.json()["description"] == "d"
+        cleared = httpx.patch(url + f"/v1/experiments/{exp.id}", json={"metadata": None, "description": None}, headers=auth, timeout=30)
+        assert cleared.status_code == 200 and (cleared.json()["metadata"], cleared.json()["description"]) == ({}, None)
+        for bad, says in BAD:
+            with pytest.raises(ApiError) as got:
+                client.update_experiment(exp.id, metadata=bad)  # type: ignore[arg-type]
+            assert got.value.error_type == "invalid_request" and got.value.message.startswith(says), got.value.message
+        assert client.experiment(exp.id).metadata == {}
+        document = httpx.get(url + "/openapi.json", timeout=30).json()["components"]["schemas"]
+        answered = document["ExperimentOut"]["properties"]["metadata"]
+        assert answered["type"] == "object" and "anyOf" not in answered  # always an object, never null
+        assert document["UpdateExperimentBody"]["properties"]["metadata"]["anyOf"][0]["maxProperties"] == MAX_METADATA_KEYS
+
+
+def test_experiments_update_replaces_it_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "d.db")
+    with Client(driver="local", store=db) as client:
+        exp = client.create_experiment(spec=SPEC)
+    assert main(["experiments", "update", exp.id, "--metadata", json.dumps(NEW), "--description", "d", "--db", db]) == 0
+    with Client(driver="local", store=db) as client:
+        assert (client.experiment(exp.id).metadata, client.experiment(exp.id).description) == (NEW, "d")
+    capsys.readouterr()
+    assert main(["experiments", "update", exp.id, "--metadata", '"tags"', "--db", db]) != 0
+    assert "metadata: give an object of key to text, number or boolean, got str" in capsys.readouterr().err

@@ -67,9 +67,11 @@ async def test_the_engine_takes_a_postgresql_url_and_a_restart_finds_everything(
         s = await engine.suggest(exp.id)
         await engine.observe(exp.id, s.id, value=0.25)
         open_one = await engine.suggest(exp.id)
+        await engine.update_experiment(exp.id, metadata={"team": "vision", "gpus": 8}, description="d")
     async with Engine(store=pg_url) as engine:
         again = await engine.experiment(exp.id)
         assert (again.observations, again.open_suggestions) == (1, 1)
+        assert (again.metadata, again.description) == ({"team": "vision", "gpus": 8}, "d")  # an update is stored whole
         assert [o.value for o in await engine.observations(exp.id)] == [0.25]
         assert [x.id for x in await engine.suggestions(exp.id, state="open")] == [open_one.id]
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, ParamSpec, 
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
+from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion, Value
 from ..operations import UNSET, ExperimentState, Operations, SuggestionState
 from ._base import BaseClient, operation_docs
 
@@ -115,13 +115,15 @@ class AsyncClient(BaseClient):
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
         max_consecutive_failures: int | None = UNSET,
+        description: str | None = UNSET,
+        metadata: Mapping[str, Value] | None = UNSET,
         deadline_s: float | None = None,
     ) -> Experiment:
         return await self._call(
             deadline_s, self._require().update_experiment, experiment_id, name=name,
             parallel_bandwidth=parallel_bandwidth, suggestion_ttl_s=suggestion_ttl_s,
             observation_budget=observation_budget, parameters=parameters, early_stopping=early_stopping,
-            max_consecutive_failures=max_consecutive_failures,
+            max_consecutive_failures=max_consecutive_failures, description=description, metadata=metadata,
         )  # fmt: skip
 
     async def archive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:
@@ -364,13 +366,15 @@ class Client(BaseClient):
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
         max_consecutive_failures: int | None = UNSET,
+        description: str | None = UNSET,
+        metadata: Mapping[str, Value] | None = UNSET,
         deadline_s: float | None = None,
     ) -> Experiment:
         return self._run(
             deadline_s, self._require().update_experiment, experiment_id, name=name,
             parallel_bandwidth=parallel_bandwidth, suggestion_ttl_s=suggestion_ttl_s,
             observation_budget=observation_budget, parameters=parameters, early_stopping=early_stopping,
-            max_consecutive_failures=max_consecutive_failures,
+            max_consecutive_failures=max_consecutive_failures, description=description, metadata=metadata,
         )  # fmt: skip
 
     def archive_experiment(self, experiment_id: str, *, deadline_s: float | None = None) -> Experiment:

@@ -43,7 +43,7 @@ import httpx
 from .._numbers import plain_json
 from ..errors import ApiError, error_type_for_status, invalid
 from ..limits import MAX_EXPERIMENTS_PAGE, MAX_PAGE, check_deadline_s, check_wait
-from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
+from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion, Value
 from ..operations import UNSET, ExperimentState, SuggestionState
 from ..schema import spec_given
 from ._retry import parse_retry_after, retry_delay, within_deadline
@@ -377,6 +377,8 @@ class HttpDriver:
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
         max_consecutive_failures: int | None = UNSET,
+        description: str | None = UNSET,
+        metadata: Mapping[str, Value] | None = UNSET,
     ) -> Experiment:
         given = {
             "name": name,
@@ -386,6 +388,8 @@ class HttpDriver:
             "parameters": [_as_dict(p) for p in parameters] if _is_sequence(parameters) else parameters,
             "early_stopping": early_stopping,
             "max_consecutive_failures": max_consecutive_failures,
+            "description": description,
+            "metadata": dict(metadata) if isinstance(metadata, Mapping) else metadata,
         }
         body = {k: v for k, v in given.items() if v is not UNSET}
         return Experiment.from_dict(await self._request("PATCH", _exp(experiment_id), body=body))

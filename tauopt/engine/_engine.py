@@ -22,7 +22,7 @@ from anyio.abc import TaskGroup
 
 from ..actors import ActorGone, ActorRef
 from ..errors import ApiError, api_error, invalid
-from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion
+from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion, Value
 from ..operations import UNSET, ExperimentState, SuggestionState
 from ..schema import check_name, check_wait, spec_given
 from ..space import is_large_space
@@ -445,11 +445,15 @@ class Engine:
         parameters: Sequence[Parameter | Mapping[str, Any]] = UNSET,
         early_stopping: Mapping[str, Any] = UNSET,
         max_consecutive_failures: int | None = UNSET,
+        description: str | None = UNSET,
+        metadata: Mapping[str, Value] | None = UNSET,
     ) -> Experiment:
-        """Change the fields given (leave the others out; None unsets ttl, budget or the
-        failure cap) and return the experiment. Setting `max_consecutive_failures` (even
-        to its value) clears a `too_many_failures` stop and counts failures from zero.
-        Raises ApiError `invalid_request` for a bad value."""
+        """Change the fields given (leave the others out; None unsets ttl, budget, the
+        failure cap or the description) and return the experiment. Setting
+        `max_consecutive_failures` (even to its value) clears a `too_many_failures` stop and
+        counts failures from zero. `metadata` replaces the whole dict (give every key you
+        keep; {} or None clears it), judged as at create. Raises ApiError `invalid_request`
+        for a bad value."""
         changes = {
             k: v
             for k, v in (
@@ -460,6 +464,8 @@ class Engine:
                 ("parameters", parameters),
                 ("early_stopping", early_stopping),
                 ("max_consecutive_failures", max_consecutive_failures),
+                ("description", description),
+                ("metadata", metadata),
             )
             if v is not UNSET
         }

@@ -61,7 +61,10 @@ __all__ = [
     "check_report", "UPDATABLE", "spec_given", "invalid_fields",
 ]
 
-UPDATABLE = ("name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters", "early_stopping", "max_consecutive_failures")
+UPDATABLE = (
+    "name", "parallel_bandwidth", "suggestion_ttl_s", "observation_budget", "parameters", "early_stopping",
+    "max_consecutive_failures", "description", "metadata",
+)  # fmt: skip
 _PARAM_KEYS = ("name", "type", "bounds", "scale", "step", "values", "value", "conditions", "default")
 
 
@@ -538,6 +541,7 @@ def check_update(changes: Mapping[str, Any]) -> dict[str, Any]:
 _UPDATE_RULES: dict[str, Callable[[Any], Any]] = {
     "name": check_name, "parallel_bandwidth": check_bandwidth, "suggestion_ttl_s": check_ttl, "observation_budget": check_budget,
     "early_stopping": check_early_stopping, "max_consecutive_failures": check_max_failures,
+    "description": check_description, "metadata": check_metadata,
 }  # fmt: skip
 
 

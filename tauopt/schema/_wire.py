@@ -23,8 +23,10 @@ from ._spec import (
     FAILURE_CAP_DOC,
     Assignments,
     AtLeast1,
+    Description,
     EarlyStoppingSpec,
     Float64,
+    Metadata,
     MetricNumbers,
     Name,
     ParameterSpec,
@@ -69,9 +71,10 @@ Ttl = Annotated[float | None, described_as(Seconds | None)]
 
 
 class UpdateExperimentBody(BaseModel):
-    """Keys left out are unchanged; null unsets suggestion_ttl_s, observation_budget or
-    max_consecutive_failures (and early_stopping, to none); name, parallel_bandwidth and
-    parameters are never null."""
+    """Keys left out are unchanged; null unsets suggestion_ttl_s, observation_budget,
+    max_consecutive_failures or description (and early_stopping, to none; metadata, to {});
+    name, parallel_bandwidth and parameters are never null. metadata replaces the whole
+    object."""
 
     model_config = _STRICT
     # null is refused by the engine: documented as the value alone
@@ -84,6 +87,10 @@ class UpdateExperimentBody(BaseModel):
     )
     early_stopping: EarlyStopping = Field(default=None, description=EARLY_STOPPING_DOC, examples=[{"rule": "asha", "max_step": 81}])
     max_consecutive_failures: FailureCap = Field(default=None, description=FAILURE_CAP_DOC)
+    description: Annotated[Any, described_as(Description | None)] = Field(default=None, description="free text for people")
+    metadata: Annotated[Any, described_as(Metadata | None)] = Field(
+        default=None, description="the whole object: keys left out are removed", examples=[{"team": "vision", "gpus": 8}]
+    )
 
 
 class SuggestBody(BaseModel):
@@ -177,8 +184,10 @@ class MetricsItemOut(BaseModel):
 
 class _ExperimentState(BaseModel):
     """What an experiment's answer states itself: its id, the spec's fields in their stored
-    form, and its state; the spec's other fields follow as given (`ExperimentOut`)."""
+    form, and its state; the spec's other fields follow as given (`ExperimentOut`). Every
+    field is sent, those with a default too (so each is required in the document)."""
 
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
     id: str
     name: str
     parameters: list[dict[str, Any]]
@@ -197,6 +206,7 @@ class _ExperimentState(BaseModel):
     max_consecutive_failures: int | None
     consecutive_failures: int = Field(description="failed runs in a row since the last success or since the cap was set")
     stopped_reason: str | None = Field(description="why asks answer 409 too_many_failures; null while they do not")
+    metadata: Metadata = Field(default_factory=dict, description="labels for people and tools; {} when none were given")
 
 
 ExperimentOut = create_model(  # type: ignore[call-overload]
