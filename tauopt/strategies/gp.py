@@ -115,6 +115,10 @@ class GPConfig:
     # Chebyshev scalarization per suggestion, `_scalarize`). "auto": EHVI for two
     # objectives, ParEGO for three or four.
     multi_objective: str = "auto"
+    # With the trust region on and several points out (pending plus this call's), one
+    # pick is chosen by the acquisition over the whole cube whenever no pending point
+    # lies outside the region: one point of each batch keeps exploring. False: off.
+    global_pick: bool = False
 
     def __post_init__(self) -> None:
         if self.multi_objective not in ("auto", "ehvi", "parego"):
@@ -437,7 +441,17 @@ def _propose(
     z_cand = _initial_candidates(enc, points, raw, len(ys), rng, lo, hi)
     if mode == "single" or (mode == "parego" and request.n == 1):
         post, best = _posterior(x, ys[:, 0], feasible, hyper, believed)
-        out = _select(request, enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
+        out = []
+        if _wants_global(enc, request, lo, hi, length, config):
+            cube = np.zeros_like(lo), np.ones_like(hi)
+            z_all = _initial_candidates(enc, points, raw, len(ys), rng, *cube)
+            out = _select(replace(request, n=1), enc, post, best, used, z_all, rng, *cube, deadline, config, feas)
+            if out and request.n > 1:
+                mine = enc.features(enc.latent(out))
+                post, best = _posterior(x, ys[:, 0], feasible, hyper, mine if believed is None else np.vstack([believed, mine]))
+        if len(out) < request.n:
+            rest = replace(request, n=request.n - len(out), pending=tuple(request.pending) + tuple(out))
+            out += _select(rest, enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
     else:  # each pick of the batch gets its own model: ParEGO a fresh scalarization, EHVI the pick believed
         post, best, acq = model(believed)
         out = []
@@ -684,6 +698,21 @@ def _region(
     ls = hyper.lengthscale[[enc.dims[i].col for i in num]]
     lo[num], hi[num] = tr.box(center[num], ls, region.length)
     return lo, hi, region.length
+
+
+def _wants_global(
+    enc: Encoder, request: SuggestRequest, lo: np.ndarray, hi: np.ndarray, length: float | None, config: GPConfig
+) -> bool:
+    """GPConfig.global_pick: a trust region, several points out, none of the pending
+    outside the region (continuous coordinates)."""
+    if not config.global_pick or length is None or len(request.pending) + request.n < 2:
+        return False
+    if not request.pending:
+        return True
+    num = enc.numeric_latent
+    z = enc.latent(list(request.pending))[:, num]
+    outside = (z < lo[num] - 1e-9) | (z > hi[num] + 1e-9)
+    return not bool(outside.any())
 
 
 def _initial_candidates(
