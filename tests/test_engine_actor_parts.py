@@ -167,6 +167,8 @@ def test_with_short_evaluations_nothing_is_computed_ahead_and_a_job_waits_for_th
     slow.evaluated(1.0)  # evaluations longer than a job: computed ahead as before
     slow.waiters.append((None, None))  # type: ignore[arg-type]
     assert not slow.short_evaluations() and slow.round_wait([100.0], now=100.0) == 0.0
+    slow._job_s = 10.0  # a fit slower than four evaluations of 1 s (a loaded machine): still ahead
+    assert not slow.short_evaluations()
 
 
 async def test_asks_and_observes_write_counters_not_the_whole_header(tmp_path: Path) -> None:

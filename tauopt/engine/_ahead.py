@@ -50,12 +50,15 @@ STALENESS_BOUND = 2
 # out (each at most ROUND_WAIT evaluation times past its hand-out, at least
 # ROUND_MIN_S) and computes for the asks parked by then. The round costs the
 # evaluation time on top of the job's (at most ROUND_SHARE of it); 0 turns it off.
+# Only below ROUND_MAX_EVAL_S: asks then wait for a fit anyway, while with longer
+# evaluations a slow fit (a loaded machine) must not make every ask wait for one.
 MAX_AHEAD = 8
 ADAPT_AHEAD = True
 PARK_LEFTOVERS = False
 ROUND_SHARE = 0.25
 ROUND_WAIT = 3.0
 ROUND_MIN_S = 0.05
+ROUND_MAX_EVAL_S = 0.1
 
 Point = dict[str, Value]
 
@@ -96,10 +99,10 @@ class ComputeAhead:
         return min(cap, max(1, math.ceil(during_a_job)))
 
     def short_evaluations(self) -> bool:
-        """Evaluations come back within ROUND_SHARE of a job (both measured)."""
+        """Evaluations come back within ROUND_SHARE of a job and ROUND_MAX_EVAL_S (both measured)."""
         if not ADAPT_AHEAD or self._ahead_setting is not None or self._job_s is None or self._eval_s is None:
             return False
-        return self._eval_s < ROUND_SHARE * self._job_s
+        return self._eval_s < min(ROUND_SHARE * self._job_s, ROUND_MAX_EVAL_S)
 
     def round_wait(self, handed_out: Iterable[float], now: float) -> float:
         """Seconds the next job should wait for the observations of the suggestions
