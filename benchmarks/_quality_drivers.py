@@ -52,8 +52,8 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     # hyperparameters reused at any history size until it grows by a tenth (the posterior
     # still conditions on every point): a fit per batch or so instead of per ask
     "gp_reuse": {"large_history": 1, "design_share": 5},
-    # one pick per batch from the acquisition over the whole cube (GPConfig.global_pick)
-    "gp_global": {"global_pick": True},
+    # every pick of a batch in the trust region (GPConfig.global_pick off)
+    "gp_noglobal": {"global_pick": False},
 }
 
 

@@ -115,10 +115,12 @@ class GPConfig:
     # Chebyshev scalarization per suggestion, `_scalarize`). "auto": EHVI for two
     # objectives, ParEGO for three or four.
     multi_objective: str = "auto"
-    # With the trust region on and several points out (pending plus this call's), one
-    # pick is chosen by the acquisition over the whole cube whenever no pending point
-    # lies outside the region: one point of each batch keeps exploring. False: off.
-    global_pick: bool = False
+    # With the trust region on, one pick of each batch (a call for several points, as
+    # the engine's job for a round of workers) is chosen by the acquisition over the
+    # whole cube unless a pending point already lies outside the region: several
+    # workers all searching around one incumbent lost more than one exploring gives up.
+    # False: every pick in the region.
+    global_pick: bool = True
 
     def __post_init__(self) -> None:
         if self.multi_objective not in ("auto", "ehvi", "parego"):
@@ -703,9 +705,9 @@ def _region(
 def _wants_global(
     enc: Encoder, request: SuggestRequest, lo: np.ndarray, hi: np.ndarray, length: float | None, config: GPConfig
 ) -> bool:
-    """GPConfig.global_pick: a trust region, several points out, none of the pending
-    outside the region (continuous coordinates)."""
-    if not config.global_pick or length is None or len(request.pending) + request.n < 2:
+    """GPConfig.global_pick: a trust region, a batch (several points asked), none of
+    the pending outside the region (continuous coordinates)."""
+    if not config.global_pick or length is None or request.n < 2:
         return False
     if not request.pending:
         return True
