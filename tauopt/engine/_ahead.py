@@ -48,7 +48,7 @@ STALENESS_BOUND = 2
 # land, so every point it computed would be served a round behind their values. Then
 # nothing is computed ahead: a job waits for the observations of the suggestions still
 # out (each at most ROUND_WAIT evaluation times past its hand-out, at least
-# ROUND_MIN_S) and computes for the asks parked by then. The round costs the
+# ROUND_MIN_S) and computes for every slot (asks in flight included). The round costs the
 # evaluation time on top of the job's (at most ROUND_SHARE of it); 0 turns it off.
 # Only below ROUND_MAX_EVAL_S: asks then wait for a fit anyway, while with longer
 # evaluations a slow fit (a loaded machine) must not make every ask wait for one.
