@@ -43,7 +43,8 @@ Choices (see the README `gp` section):
 - Trust region (`_gp_trust_region`, on by default; GPConfig(trust_region=False)) when
   there are >= 10 continuous coordinates: candidates and the optimizer stay in
   a TuRBO box around the incumbent that grows and shrinks with success,
-  replayed from the history.
+  replayed from the history; one pick of each batch is chosen over the whole
+  cube (GPConfig.global_pick, `_wants_global`).
 - Bounded cost: hyperparameters come from at most COLD_ITERS L-BFGS-B iterations
   of the marginal likelihood (WARM_ITERS when warm-started), on at most SUBSET_FIT points; the posterior
   conditions on at most SUBSET_POSTERIOR points, so cost stops growing
