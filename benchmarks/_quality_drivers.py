@@ -52,6 +52,8 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
     # hyperparameters reused at any history size until it grows by a tenth (the posterior
     # still conditions on every point): a fit per batch or so instead of per ask
     "gp_reuse": {"large_history": 1, "design_share": 5},
+    # every pick of a batch in the trust region (GPConfig.global_pick off)
+    "gp_noglobal": {"global_pick": False},
 }
 
 
@@ -61,9 +63,10 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
 # (stale_bound; past it an ask waits for the fit in flight, bounded by the fit
 # deadline), and whether an ask a landing job had no point for waits for the next
 # job (PARK_LEFTOVERS).
-#   adaptive the engine's default (issue 17's measurement): as many ahead as asks are
-#           expected during one job, W x job s / evaluation s (1 to min(W, 8)),
-#           leftovers from Sobol
+#   adaptive the engine's default: as many ahead as asks are expected during one
+#           job, W x job s / evaluation s (1 to min(W, 8)), leftovers from Sobol; with
+#           evaluations under a quarter of a job none ahead, a job waits for the
+#           round's observations (_ahead.ROUND_SHARE)
 #   adaptive_park  the same, leftovers wait for the next job (as demand)
 #   ahead8  the default before: up to min(W, 8) ahead, served while <= max(2, W)
 #           behind, leftover asks answered from Sobol
@@ -73,13 +76,16 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
 #   demand  one point ahead, and an ask the landing job had no point for waits for
 #           the next job (sized for every parked ask) instead of taking a Sobol point
 #           (_ahead.PARK_LEFTOVERS): the batch follows the asks that are waiting
-POLICIES: dict[str, tuple[int, int | None, bool, bool]] = {  # MAX_AHEAD, stale bound, PARK_LEFTOVERS, ADAPT_AHEAD
-    "adaptive": (8, None, False, True),
-    "adaptive_park": (8, None, True, True),
-    "ahead8": (8, None, False, False),
-    "ahead1": (1, None, False, False),
-    "fresh": (1, 0, False, False),
-    "demand": (1, None, True, False),
+#   adaptive_ahead  adaptive without the round (ROUND_SHARE = 0): with short
+#           evaluations up to min(W, 8) ahead, served a round behind their values
+POLICIES: dict[str, tuple[int, int | None, bool, bool, float]] = {  # MAX_AHEAD, stale bound, PARK_LEFTOVERS, ADAPT_AHEAD, ROUND_SHARE
+    "adaptive": (8, None, False, True, 0.25),
+    "adaptive_ahead": (8, None, False, True, 0.0),
+    "adaptive_park": (8, None, True, True, 0.25),
+    "ahead8": (8, None, False, False, 0.0),
+    "ahead1": (1, None, False, False, 0.0),
+    "fresh": (1, 0, False, False, 0.0),
+    "demand": (1, None, True, False, 0.0),
 }
 DEFAULT_POLICY = "adaptive"  # quality.py names its rows engine@Es, the others engine@Es/<policy>
 
@@ -88,15 +94,15 @@ DEFAULT_POLICY = "adaptive"  # quality.py names its rows engine@Es, the others e
 def ahead_policy(name: str) -> Iterator[None]:
     from tauopt.engine import _ahead
 
-    ahead, stale, park, adapt = POLICIES[name]
-    saved = _ahead.MAX_AHEAD, _ahead.ComputeAhead.__dict__["stale_bound"], _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD
-    _ahead.MAX_AHEAD, _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD = ahead, park, adapt
+    ahead, stale, park, adapt, round_share = POLICIES[name]
+    saved = _ahead.MAX_AHEAD, _ahead.ComputeAhead.__dict__["stale_bound"], _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD, _ahead.ROUND_SHARE
+    _ahead.MAX_AHEAD, _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD, _ahead.ROUND_SHARE = ahead, park, adapt, round_share
     if stale is not None:
         _ahead.ComputeAhead.stale_bound = staticmethod(lambda bandwidth: stale)  # type: ignore[method-assign]
     try:
         yield
     finally:
-        _ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound, _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD = saved  # type: ignore[method-assign]
+        _ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound, _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD, _ahead.ROUND_SHARE = saved  # type: ignore[method-assign]
 
 
 @dataclass

@@ -4,6 +4,8 @@ CommitThenReply (a reply leaves after its writes commit), ComputeAhead
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -131,6 +133,39 @@ def test_compute_ahead_computes_as_many_as_asks_are_expected_during_one_job() ->
     assert mid.target(bandwidth=8) == 1
     fixed = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=2)  # an explicit setting wins
     assert fixed.target(bandwidth=8) == 2
+
+
+def test_with_short_evaluations_nothing_is_computed_ahead_and_a_job_waits_for_the_round() -> None:
+    """ROUND_SHARE: evaluations under a quarter of a job; a job only for parked asks,
+    sized for every slot, after the suggestions out are observed (a bounded wait)."""
+    import time
+
+    from tauopt.engine import _ahead
+    from tauopt.engine._messages import ProposalReady
+
+    ahead = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
+    ahead.job_running, ahead._job_t0 = True, time.monotonic() - 0.5  # a job of 0.5 s
+    ahead.land(ProposalReady(version=0))
+    ahead.evaluated(0.01)  # 0 s evaluations
+    assert ahead.short_evaluations()
+    assert ahead.want(bandwidth=4, out=3) == (0, ())  # no ask parked: nothing ahead
+    assert ahead.round_wait([100.0], now=100.0) == 0.0
+    ahead.waiters.append((None, None))  # type: ignore[arg-type]
+    assert ahead.want(bandwidth=4, out=3)[0] == 4 and ahead.want(bandwidth=16, out=1)[0] == _ahead.MAX_AHEAD
+    # one suggestion out, handed out 10 ms ago: wait until ROUND_MIN_S past its hand-out
+    assert math.isclose(ahead.round_wait([99.99], now=100.0), _ahead.ROUND_MIN_S - 0.01)
+    assert ahead.round_wait([90.0], now=100.0) == 0.0  # long overdue: start now
+    ahead.keep(ahead.version, [{"x": 0.1}])
+    ahead.observed(bandwidth=4)
+    assert ahead.take(bandwidth=4, is_used=lambda p: False) is None  # one observation behind: not served
+    slow = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
+    slow.job_running, slow._job_t0 = True, time.monotonic() - 0.5
+    slow.land(ProposalReady(version=0))
+    slow.evaluated(1.0)  # evaluations longer than a job: computed ahead as before
+    slow.waiters.append((None, None))  # type: ignore[arg-type]
+    assert not slow.short_evaluations() and slow.round_wait([100.0], now=100.0) == 0.0
+    slow._job_s = 10.0  # a fit slower than four evaluations of 1 s (a loaded machine): still ahead
+    assert not slow.short_evaluations()
 
 
 async def test_asks_and_observes_write_counters_not_the_whole_header(tmp_path: Path) -> None:

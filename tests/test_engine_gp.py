@@ -116,6 +116,7 @@ async def test_computed_ahead_points_answer_asks_without_waiting_for_a_fit():
         exp = await gp_experiment(engine, "gp", 1)
         with anyio.fail_after(30):
             s = await engine.suggest(exp.id)  # waits for the first fit, which also computes ahead
+            await anyio.sleep(0.05)  # an evaluation longer than the fit (0 s ones wait for the round)
             await engine.observe(exp.id, suggestion_id=s.id, value=1.0)
             s2 = await engine.suggest(exp.id)  # answered from the buffer while later fits are held
         assert pool.finished == 1
@@ -302,3 +303,58 @@ async def test_the_observation_budget_sizes_the_design_and_reaches_the_strategy(
                 assert pool.jobs == jobs  # the design is Sobol, asked inline
                 await engine.suggest(exp.id)
                 assert pool.jobs > jobs and seen[-1] == budget
+
+
+class SlowPool(GatedPool):
+    """Every job takes `seconds` (a fit), then answers with random points."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(kind="random")
+        self.gate.set()
+        self.seconds = seconds
+
+    async def propose(self, key, strategy, request, deadline_s=None):
+        await anyio.sleep(self.seconds)
+        return await super().propose(key, strategy, request, deadline_s)
+
+
+async def _workers(engine: Engine, exp_id: str, workers: int, asks: int, holder: bool = False) -> None:
+    """`workers` tasks ask and observe at once (0 s evaluations), `asks` in all; with
+    `holder`, one more ask is taken first and never observed (a worker that died)."""
+    left = [asks]
+    if holder:
+        await engine.suggest(exp_id, tag="holder")
+
+    async def worker(i: int) -> None:
+        while left[0] > 0:
+            left[0] -= 1
+            s = await engine.suggest(exp_id, tag=f"w{i}")
+            await engine.observe(exp_id, suggestion_id=s.id, value=s.assignments["x"])
+
+    async with anyio.create_task_group() as tg:
+        for i in range(workers):
+            tg.start_soon(worker, i)
+
+
+async def test_with_evaluations_short_next_to_a_fit_each_job_waits_for_the_rounds_observations():
+    """0 s evaluations and 0.1 s jobs: points computed ahead would land after the
+    observations of the points out, a round behind them; each job waits for those
+    observations instead, so the served points are computed on every observation."""
+    async with Engine(pool=SlowPool(0.1)) as engine:
+        exp = await gp_experiment(engine, "gp", 4)
+        with anyio.fail_after(30):
+            await _workers(engine, exp.id, 4, 24)
+        stats = await engine.inspect(exp.id)
+    assert stats["served_pooled"] >= 20
+    # the first round is computed before any time is measured; after it, none is stale
+    assert stats["served_stale"] <= 4, stats
+    assert stats["served_fallback"] <= 4, stats
+
+
+async def test_a_suggestion_never_observed_delays_the_round_only_by_a_bounded_wait():
+    async with Engine(pool=SlowPool(0.05)) as engine:
+        exp = await gp_experiment(engine, "gp", 4)
+        with anyio.fail_after(30):
+            await _workers(engine, exp.id, 3, 18, holder=True)
+        open_ = await engine.suggestions(exp.id, state="open")
+    assert [s.tag for s in open_] == ["holder"]

@@ -180,6 +180,7 @@ async def test_the_pool_gets_every_metric_and_the_ahead_buffer_answers_without_w
         await engine.observe(exp.id, assignments={"x": 0.5, "y": 0.5}, values={"f1": 1.0, "f2": 2.0, "c": 0.0})
         with anyio.fail_after(30):
             s = await engine.suggest(exp.id)  # the first fit runs and computes ahead
+            await anyio.sleep(0.05)  # an evaluation longer than the fit (0 s ones wait for the round)
             await engine.observe(exp.id, suggestion_id=s.id, values={"f1": 0.5, "f2": 2.5, "c": 1.0})
             s2 = await engine.suggest(exp.id)  # from the buffer, while the next fit is held
         pool.gate.set()

@@ -134,6 +134,26 @@ def test_gp_searches_inside_the_trust_region_box_in_twelve_dimensions() -> None:
     assert len(r.candidates) == 2 and r.candidates[0] != r.candidates[1]
 
 
+def _inside_box(req: SuggestRequest, r) -> list[bool]:  # type: ignore[no-untyped-def]
+    enc = Encoder(req.space)
+    best = min(req.history, key=lambda o: o.value)  # type: ignore[arg-type,return-value]
+    lo, hi = tr.box(enc.latent([best.assignments])[0], r.state.hyper.lengthscale, r.info.tr_length)
+    return [bool(np.all((z >= lo - 1e-9) & (z <= hi + 1e-9))) for z in enc.latent(list(r.candidates))]
+
+
+def test_one_pick_of_a_batch_comes_from_the_whole_cube_in_the_trust_region_regime() -> None:
+    """GPConfig.global_pick: a batch of four with nothing pending has one pick chosen
+    over the whole cube (here outside the box), the others in the box; off, all four in it."""
+    req = replace(_sphere_request(12, 40), n=4)
+    on = propose_gp(req, np.random.default_rng(0))
+    off = propose_gp(req, np.random.default_rng(0), config=GPConfig(global_pick=False))
+    assert on.info.fallback_reason is None and len(on.candidates) == 4
+    assert _inside_box(req, on).count(False) == 1
+    assert _inside_box(req, off) == [True] * 4
+    one = propose_gp(replace(req, n=1), np.random.default_rng(0))  # a single pick: in the box
+    assert _inside_box(req, one) == [True]
+
+
 def test_gp_uses_no_trust_region_below_ten_dimensions_or_when_switched_off() -> None:
     on = GPConfig(trust_region=True)
     assert propose_gp(_sphere_request(6, 20), np.random.default_rng(0), config=on).info.tr_length is None

@@ -112,7 +112,7 @@ def test_compute_ahead_policy_patches_the_engine_knobs_and_restores_them() -> No
 
     from tauopt.engine import _ahead
 
-    before = (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD)
+    before = (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD, _ahead.ROUND_SHARE)
     with ahead_policy("fresh"):
         assert _ahead.MAX_AHEAD == 1 and _ahead.ComputeAhead.stale_bound(8) == 0
     with ahead_policy("ahead1"):
@@ -121,7 +121,9 @@ def test_compute_ahead_policy_patches_the_engine_knobs_and_restores_them() -> No
         assert _ahead.MAX_AHEAD == 1 and _ahead.PARK_LEFTOVERS is True and _ahead.ADAPT_AHEAD is False
     with ahead_policy("ahead8"):
         assert _ahead.MAX_AHEAD == 8 and _ahead.PARK_LEFTOVERS is False and _ahead.ADAPT_AHEAD is False
-    assert (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD) == before
+    with ahead_policy("adaptive_ahead"):
+        assert _ahead.ADAPT_AHEAD is True and _ahead.ROUND_SHARE == 0
+    assert (_ahead.MAX_AHEAD, _ahead.ComputeAhead.stale_bound(8), _ahead.PARK_LEFTOVERS, _ahead.ADAPT_AHEAD, _ahead.ROUND_SHARE) == before
 
 
 def test_the_simulated_clock_skips_evaluation_time_the_engine_does_not_use() -> None:

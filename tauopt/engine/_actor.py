@@ -68,6 +68,7 @@ from ._messages import (
     ProposalReady,
     ReleaseSuggestion,
     Report,
+    RoundWaitOver,
     SlotWaitOver,
     Suggest,
     Summary,
@@ -80,7 +81,7 @@ from ._messages import (
 from ._export import export_document
 from ._leases import not_open_error, release
 from ._replies import CommitThenReply
-from ._slots import SlotWaiters, wait_over_error
+from ._slots import SlotWaiters, wait_over_error, wake_after
 from ._served import SERVE_KEY, check_serve_attr, refreshed_attrs, served_strategy, served_trial, to_serve
 from ._trials import (
     SHOULD_STOP_KEY, STOPPING_KEY, NewTrial, ReadStudy, ReadTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr,
@@ -229,7 +230,7 @@ class ExperimentActor:
             close_mailbox(self._receive, reloading)  # with the requests that came meanwhile
             return
         msg = request.message
-        if isinstance(msg, (ProposalReady, SlotWaitOver)):  # the actor's own messages
+        if isinstance(msg, (ProposalReady, SlotWaitOver, RoundWaitOver)):  # the actor's own messages
             reply(request, None)
             if self._deleted:
                 return  # a fit or a timer that outlived the experiment: nothing to do
@@ -307,6 +308,9 @@ class ExperimentActor:
                 self._on_proposal(msg)
             case SlotWaitOver():
                 self._on_slot_wait_over(msg)
+            case RoundWaitOver():
+                self._ahead.wake_set = False
+                self._ensure_job()
             case _:
                 raise invalid(f"unknown message {type(msg).__name__}")
 
@@ -532,7 +536,15 @@ class ExperimentActor:
         """Keep points computed ahead for `bandwidth` workers (default: the experiment's)."""
         if self._ahead.job_running or self._tg is None:
             return
-        want, fresh = self._ahead.want(bandwidth or self._exp.parallel_bandwidth)
+        out = [s.created_at for s in self._ledger.open.values() if not s.released]
+        wait = self._ahead.round_wait(out, self._clock())
+        if wait > 0:
+            if not self._ahead.wake_set:
+                assert self._self_ref is not None
+                self._ahead.wake_set = True
+                self._tg.start_soon(wake_after, wait, self._self_ref, RoundWaitOver())
+            return
+        want, fresh = self._ahead.want(bandwidth or self._exp.parallel_bandwidth, len(out))
         if want <= 0:
             return
         assert self._self_ref is not None
@@ -636,8 +648,8 @@ class ExperimentActor:
         self._commit(request, writes, obs)
         if stops:
             self._refuse_waiters()
-        if self._ahead.observed(self._exp.parallel_bandwidth):
-            self._ensure_job()
+        if self._ahead.observed(self._exp.parallel_bandwidth) or self._ahead.waiters:
+            self._ensure_job()  # a refill, or the job the parked asks wait for (round_wait)
         if sid is not None:
             self._retry_slot_waiters()
 

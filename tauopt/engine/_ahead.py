@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from anyio.abc import TaskGroup
 
@@ -22,7 +22,7 @@ from ..models import Value
 from ..strategies import SuggestRequest
 from ._messages import ProposalReady, Suggest
 
-__all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD", "ADAPT_AHEAD", "PARK_LEFTOVERS"]
+__all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD", "ADAPT_AHEAD", "PARK_LEFTOVERS", "ROUND_SHARE"]
 
 # A point computed ahead against history version v is served while at most
 # max(STALENESS_BOUND, parallel_bandwidth) observations arrived since; past that it
@@ -43,9 +43,22 @@ STALENESS_BOUND = 2
 # at once, sized for every ask still parked) instead of taking a Sobol point. Only a
 # job that answered someone with the strategy's points can leave an ask waiting, so
 # a wait is at most two jobs, each within the fit deadline.
+# ROUND_SHARE (with ADAPT_AHEAD): evaluations shorter than this share of a job (0 s
+# evaluations next to a fit of a second) come back before a job started now would
+# land, so every point it computed would be served a round behind their values. Then
+# nothing is computed ahead: a job waits for the observations of the suggestions still
+# out (each at most ROUND_WAIT evaluation times past its hand-out, at least
+# ROUND_MIN_S) and computes for every slot (asks in flight included). The round costs the
+# evaluation time on top of the job's (at most ROUND_SHARE of it); 0 turns it off.
+# Only below ROUND_MAX_EVAL_S: asks then wait for a fit anyway, while with longer
+# evaluations a slow fit (a loaded machine) must not make every ask wait for one.
 MAX_AHEAD = 8
 ADAPT_AHEAD = True
 PARK_LEFTOVERS = False
+ROUND_SHARE = 0.25
+ROUND_WAIT = 3.0
+ROUND_MIN_S = 0.05
+ROUND_MAX_EVAL_S = 0.1
 
 Point = dict[str, Value]
 
@@ -60,6 +73,7 @@ class ComputeAhead:
         self.points: list[tuple[int, Point]] = []  # (version computed at, point)
         self.waiters: deque[tuple[Request[Any], Suggest]] = deque()
         self.job_running = False
+        self.wake_set = False  # a timer will retry a job that waits for the round (round_wait)
         # running means (ADAPT_AHEAD): seconds a job takes, seconds a suggestion is evaluated
         self._job_s: float | None = None
         self._eval_s: float | None = None
@@ -84,6 +98,22 @@ class ComputeAhead:
         during_a_job = bandwidth * self._job_s / max(self._eval_s, 1e-6)
         return min(cap, max(1, math.ceil(during_a_job)))
 
+    def short_evaluations(self) -> bool:
+        """Evaluations come back within ROUND_SHARE of a job and ROUND_MAX_EVAL_S (both measured)."""
+        if not ADAPT_AHEAD or self._ahead_setting is not None or self._job_s is None or self._eval_s is None:
+            return False
+        return self._eval_s < min(ROUND_SHARE * self._job_s, ROUND_MAX_EVAL_S)
+
+    def round_wait(self, handed_out: Iterable[float], now: float) -> float:
+        """Seconds the next job should wait for the observations of the suggestions
+        still out (handed out at the given times), 0 to start it now: only with asks
+        parked and short evaluations, and at most ROUND_WAIT evaluations per suggestion."""
+        if not self.waiters or not self.short_evaluations():
+            return 0.0
+        assert self._eval_s is not None
+        horizon = max(ROUND_MIN_S, ROUND_WAIT * self._eval_s)
+        return max(0.0, max((t + horizon - now for t in handed_out), default=0.0))
+
     @staticmethod
     def parks_leftovers() -> bool:
         return PARK_LEFTOVERS
@@ -96,11 +126,16 @@ class ComputeAhead:
     def stale_bound(bandwidth: int) -> int:
         return max(STALENESS_BOUND, bandwidth)
 
+    def _bound(self, bandwidth: int) -> int:
+        """Observations a point may be behind when served: none with short evaluations
+        (the job that computed it saw every observation its round had)."""
+        return 0 if self.short_evaluations() else self.stale_bound(bandwidth)
+
     def take(self, bandwidth: int, is_used: Callable[[Point], bool]) -> Point | None:
         """The oldest fresh, unused point computed ahead, or None."""
         while self.points:
             version, point = self.points.pop(0)
-            if self.version - version <= self.stale_bound(bandwidth) and not is_used(point):
+            if self.version - version <= self._bound(bandwidth) and not is_used(point):
                 self.count_served(version, point)
                 return point
         return None
@@ -109,17 +144,22 @@ class ComputeAhead:
         """An observation arrived: bump the version; True if stale points were dropped
         (so a job should refill)."""
         self.version += 1
-        bound = self.stale_bound(bandwidth)
+        bound = self._bound(bandwidth)
         if self.points and self.version - self.points[0][0] > bound:
             self.points = [(v, p) for v, p in self.points if self.version - v <= bound]
             return True
         return False
 
-    def want(self, bandwidth: int) -> tuple[int, tuple[Point, ...]]:
+    def want(self, bandwidth: int, out: int = 0) -> tuple[int, tuple[Point, ...]]:
         """How many points the next job should compute (the waiters, plus a few ahead
         for the asks to come, also when the bandwidth is full), and the fresh points
-        it must treat as pending."""
-        fresh = tuple(p for v, p in self.points if self.version - v <= self.stale_bound(bandwidth))
+        it must treat as pending. With short evaluations none ahead: a job only for
+        parked asks, and then for every slot (`out`: suggestions still out)."""
+        fresh = tuple(p for v, p in self.points if self.version - v <= self._bound(bandwidth))
+        if self.short_evaluations():
+            # every slot: asks may be in flight behind their observations, already in
+            every = max(len(self.waiters) + out, min(bandwidth, MAX_AHEAD))
+            return (every if self.waiters else 0) - len(fresh), fresh
         return len(self.waiters) + self.target(bandwidth) - len(fresh), fresh
 
     def start(self, tg: TaskGroup, request: SuggestRequest, reply_to: ActorRef) -> None:

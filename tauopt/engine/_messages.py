@@ -165,6 +165,11 @@ class SlotWaitOver(Msg):
 
 
 @dataclass(slots=True)
+class RoundWaitOver(Msg):
+    """A job that waited for the round's observations may start; sent by the actor's own timer task."""
+
+
+@dataclass(slots=True)
 class TrialOp(Msg):
     """A change or read of the experiment's study and trials (`_trials.TrialChange`)."""
 

@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup
 
 from ..actors import ActorRef, Request
 from ..errors import ApiError, api_error
-from ._messages import SlotWaitOver, Suggest
+from ._messages import Msg, SlotWaitOver, Suggest
 
 __all__ = ["SlotWaiters", "wait_over_error"]
 
@@ -37,7 +37,7 @@ class SlotWaiters:
         """Queue the ask and start its timer: after msg.wait_s the actor gets SlotWaitOver."""
         assert msg.wait_s is not None, "only an ask that waits is parked for a slot"
         self._parked.append((request, msg))
-        tg.start_soon(_wake_after, msg.wait_s, self_ref, SlotWaitOver(request=request))
+        tg.start_soon(wake_after, msg.wait_s, self_ref, SlotWaitOver(request=request))
 
     def ready(self, has_room: Callable[[], bool]) -> Iterator[tuple[Request[Any], Suggest]]:
         """Parked asks to retry now, oldest first, while `has_room()` (re-read after each
@@ -65,7 +65,8 @@ def wait_over_error(n_open: int, bandwidth: int, wait_s: float) -> ApiError:
     )
 
 
-async def _wake_after(delay: float, ref: ActorRef, msg: SlotWaitOver) -> None:
+async def wake_after(delay: float, ref: ActorRef, msg: Msg) -> None:
+    """Send the actor `msg` after `delay` seconds (its own timers)."""
     await anyio.sleep(delay)
     try:
         await ref.ask(msg)

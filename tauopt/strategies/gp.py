@@ -43,7 +43,8 @@ Choices (see the README `gp` section):
 - Trust region (`_gp_trust_region`, on by default; GPConfig(trust_region=False)) when
   there are >= 10 continuous coordinates: candidates and the optimizer stay in
   a TuRBO box around the incumbent that grows and shrinks with success,
-  replayed from the history.
+  replayed from the history; one pick of each batch is chosen over the whole
+  cube (GPConfig.global_pick, `_wants_global`).
 - Bounded cost: hyperparameters come from at most COLD_ITERS L-BFGS-B iterations
   of the marginal likelihood (WARM_ITERS when warm-started), on at most SUBSET_FIT points; the posterior
   conditions on at most SUBSET_POSTERIOR points, so cost stops growing
@@ -115,6 +116,12 @@ class GPConfig:
     # Chebyshev scalarization per suggestion, `_scalarize`). "auto": EHVI for two
     # objectives, ParEGO for three or four.
     multi_objective: str = "auto"
+    # With the trust region on, one pick of each batch (a call for several points, as
+    # the engine's job for a round of workers) is chosen by the acquisition over the
+    # whole cube unless a pending point already lies outside the region: several
+    # workers all searching around one incumbent lost more than one exploring gives up.
+    # False: every pick in the region.
+    global_pick: bool = True
 
     def __post_init__(self) -> None:
         if self.multi_objective not in ("auto", "ehvi", "parego"):
@@ -440,7 +447,17 @@ def _propose(
     z_cand = _initial_candidates(enc, points, raw, len(ys), rng, lo, hi)
     if mode == "single" or (mode == "parego" and request.n == 1):
         post, best = _posterior(x, ys[:, 0], feasible, hyper, believed)
-        out = _select(request, enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
+        out = []
+        if _wants_global(enc, request, lo, hi, length, config):
+            cube = np.zeros_like(lo), np.ones_like(hi)
+            z_all = _initial_candidates(enc, points, raw, len(ys), rng, *cube)
+            out = _select(replace(request, n=1), enc, post, best, used, z_all, rng, *cube, deadline, config, feas)
+            if out and request.n > 1:
+                mine = enc.features(enc.latent(out))
+                post, best = _posterior(x, ys[:, 0], feasible, hyper, mine if believed is None else np.vstack([believed, mine]))
+        if len(out) < request.n:
+            rest = replace(request, n=request.n - len(out), pending=tuple(request.pending) + tuple(out))
+            out += _select(rest, enc, post, best, used, z_cand, rng, lo, hi, deadline, config, feas)
     else:  # each pick of the batch gets its own model: ParEGO a fresh scalarization, EHVI the pick believed
         post, best, acq = model(believed)
         out = []
@@ -687,6 +704,21 @@ def _region(
     ls = hyper.lengthscale[[enc.dims[i].col for i in num]]
     lo[num], hi[num] = tr.box(center[num], ls, region.length)
     return lo, hi, region.length
+
+
+def _wants_global(
+    enc: Encoder, request: SuggestRequest, lo: np.ndarray, hi: np.ndarray, length: float | None, config: GPConfig
+) -> bool:
+    """GPConfig.global_pick: a trust region, a batch (several points asked), none of
+    the pending outside the region (continuous coordinates)."""
+    if not config.global_pick or length is None or request.n < 2:
+        return False
+    if not request.pending:
+        return True
+    num = enc.numeric_latent
+    z = enc.latent(list(request.pending))[:, num]
+    outside = (z < lo[num] - 1e-9) | (z > hi[num] + 1e-9)
+    return not bool(outside.any())
 
 
 def _initial_candidates(
