@@ -146,7 +146,10 @@ def test_with_short_evaluations_nothing_is_computed_ahead_and_a_job_waits_for_th
     ahead = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
     ahead.job_running, ahead._job_t0 = True, time.monotonic() - 0.5  # a job of 0.5 s
     ahead.land(ProposalReady(version=0))
-    ahead.evaluated(0.01)  # 0 s evaluations
+    ahead.evaluated(0.01)  # one quick first evaluation (a warm-up, a crash): not judged yet
+    assert not ahead.short_evaluations()
+    for _ in range(_ahead.ROUND_MIN_EVALUATIONS - 1):
+        ahead.evaluated(0.01)  # 0 s evaluations
     assert ahead.short_evaluations()
     assert ahead.want(bandwidth=4, out=3) == (0, ())  # no ask parked: nothing ahead
     assert ahead.round_wait([100.0], now=100.0) == 0.0
@@ -161,7 +164,8 @@ def test_with_short_evaluations_nothing_is_computed_ahead_and_a_job_waits_for_th
     slow = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
     slow.job_running, slow._job_t0 = True, time.monotonic() - 0.5
     slow.land(ProposalReady(version=0))
-    slow.evaluated(1.0)  # evaluations longer than a job: computed ahead as before
+    for _ in range(_ahead.ROUND_MIN_EVALUATIONS):
+        slow.evaluated(1.0)  # evaluations longer than a job: computed ahead as before
     slow.waiters.append((None, None))  # type: ignore[arg-type]
     assert not slow.short_evaluations() and slow.round_wait([100.0], now=100.0) == 0.0
     slow._job_s = 10.0  # a fit slower than four evaluations of 1 s (a loaded machine): still ahead

@@ -52,6 +52,7 @@ STALENESS_BOUND = 2
 # evaluation time on top of the job's (at most ROUND_SHARE of it); 0 turns it off.
 # Only below ROUND_MAX_EVAL_S: asks then wait for a fit anyway, while with longer
 # evaluations a slow fit (a loaded machine) must not make every ask wait for one.
+# Judged from ROUND_MIN_EVALUATIONS evaluations on.
 MAX_AHEAD = 8
 ADAPT_AHEAD = True
 PARK_LEFTOVERS = False
@@ -59,6 +60,7 @@ ROUND_SHARE = 0.25
 ROUND_WAIT = 3.0
 ROUND_MIN_S = 0.05
 ROUND_MAX_EVAL_S = 0.1
+ROUND_MIN_EVALUATIONS = 3
 
 Point = dict[str, Value]
 
@@ -77,6 +79,7 @@ class ComputeAhead:
         # running means (ADAPT_AHEAD): seconds a job takes, seconds a suggestion is evaluated
         self._job_s: float | None = None
         self._eval_s: float | None = None
+        self._evaluations = 0
         self._job_t0 = 0.0
         self.strategy: str | None = None  # the pooled strategy the last ask resolved to
         # Points served (for inspect and benchmarks/quality.py): how many, how many were
@@ -102,6 +105,8 @@ class ComputeAhead:
         """Evaluations come back within ROUND_SHARE of a job and ROUND_MAX_EVAL_S (both measured)."""
         if not ADAPT_AHEAD or self._ahead_setting is not None or self._job_s is None or self._eval_s is None:
             return False
+        if self._evaluations < ROUND_MIN_EVALUATIONS:
+            return False  # one quick first observation (a warm-up, a crash) says little
         return self._eval_s < min(ROUND_SHARE * self._job_s, ROUND_MAX_EVAL_S)
 
     def round_wait(self, handed_out: Iterable[float], now: float) -> float:
@@ -121,6 +126,7 @@ class ComputeAhead:
     def evaluated(self, seconds: float) -> None:
         """A suggestion was observed `seconds` after it was handed out."""
         self._eval_s = _mean(self._eval_s, max(seconds, 0.0))
+        self._evaluations += 1
 
     @staticmethod
     def stale_bound(bandwidth: int) -> int:
