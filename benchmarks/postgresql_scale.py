@@ -6,8 +6,10 @@ Fills a schema of its own with `--experiments` experiments and `--observations`
 observations and as many suggestions (spread evenly; rows made by SQL on the
 server, from one real experiment's header), then times what the store does on
 the hot paths, each the median of `--repeat` calls: `load` (an actor's rebuild),
-`list_experiments`, `credential_by_hash`, `suggestion_times` (the daily quota)
-and one group commit of an ask's writes; and the scan nodes of each query's plan
+`list_experiments`, `credential_by_hash`, `suggestion_times` (the daily quota),
+one group commit of an ask's writes, and the start-up scan of every active
+experiment's strategy (`active_strategies`, beside the generic fallback that
+decodes each page of a listing); and the scan nodes of each query's plan
 (EXPLAIN). The schema is dropped at the end.
 """
 
@@ -23,7 +25,7 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from tauopt.models import Experiment, Metric, Parameter, Suggestion
-from tauopt.store import CredentialRecord, PutCounters, PutExperiment, PutSuggestion
+from tauopt.store import CredentialRecord, PutCounters, PutExperiment, PutSuggestion, Store
 from tauopt.store._postgresql import PostgresStore
 from tauopt.schema import parse_parameter
 
@@ -43,6 +45,15 @@ async def _scans(conn: Any, sql: str, *args: Any) -> list[str]:
     return [line.strip(" ->").split("  (")[0] for line in lines if "Scan" in line]
 
 
+async def _scan(store: Store, read: Callable[[Store, str | None, int], Awaitable[tuple[list[str], str | None]]]) -> None:
+    """Every active experiment's strategy, 100 at a time (the daemon's start-up scan)."""
+    after: str | None = None
+    while True:
+        _, after = await read(store, after, 100)
+        if after is None:
+            return
+
+
 async def run(url: str, experiments: int, observations: int, repeat: int) -> dict[str, Any]:
     import asyncpg
 
@@ -60,9 +71,10 @@ async def run(url: str, experiments: int, observations: int, repeat: int) -> dic
             t0 = time.perf_counter()
             conn = await asyncpg.connect(store_url)
             try:
-                await conn.execute(
+                await conn.execute(  # each body with its own id: a listing's cursor is the last one's
                     "INSERT INTO experiments (id, owner, state, name, created_at, open_suggestions, observations, drawn, body) "
-                    "SELECT 'e' || i, 'c0', 'active', 'scale', i, 0, $1, $1, body FROM experiments, "
+                    "SELECT 'e' || i, 'c0', 'active', 'scale', i, 0, $1, $1, jsonb_set(body::jsonb, '{id}', to_jsonb('e' || i))::text "
+                    "FROM experiments, "
                     "generate_series(1, $2 - 1) AS i WHERE id = 'e0'",
                     per, experiments,
                 )  # fmt: skip
@@ -106,6 +118,10 @@ async def run(url: str, experiments: int, observations: int, repeat: int) -> dic
                 "suggestion_times_last_100_ms": await _median_ms(
                     lambda: store.suggestion_times("c0", float(observations - 100)), repeat),
                 "commit_one_ask_ms": await _median_ms(commit, repeat),
+                # the start-up scan for pooled experiments: the store's JSON read, and the
+                # generic fallback (each page decoded from a listing) it replaces
+                "active_strategies_scan_ms": await _median_ms(lambda: _scan(store, PostgresStore.active_strategies), repeat),
+                "active_strategies_scan_by_listing_ms": await _median_ms(lambda: _scan(store, Store.active_strategies), repeat),
             }  # fmt: skip
     finally:
         await admin.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -1,8 +1,9 @@
 """`tauopt serve` holds thousands of workers' connections: its open-files limit is
 raised by itself, a worker's connection outlives an evaluation longer than uvicorn's
 default 5 s keep-alive, and more workers than the old per-address cap (250) from one
-address are all served (the capacity benchmark's small size, run for real); and the
-experiments-per-store benchmark's small size runs and draws its curves."""
+address are all served (the capacity benchmark's small size, run for real); the
+experiments-per-store benchmark's small size runs and draws its curves; and the
+cold-ask tail benchmark's small size reports its worst asks."""
 
 from __future__ import annotations
 
@@ -102,6 +103,26 @@ def test_experiments_scale_benchmark_measures_a_small_store_and_draws_its_curves
     assert run["start_s"] > 0 and run["cold_ask_ms"]["p99"] > 0 and run["rss_idle_mb"] > 0, run
     assert run["metrics_scrape_ms"]["p50"] > 0 and run["kerastuner_project_resume_ms"]["p50"] > 0, run
     assert png.stat().st_size > 0
+
+
+def test_cold_ask_tail_benchmark_reports_the_worst_asks_with_what_overlapped_them(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "cold_ask_tail.py"), "--experiments", "300", "--cold", "20", "--worst", "2",
+         "--workdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    run = json.loads(out.stdout)
+    assert (run["experiments"], run["cold_asks"]) == (300, 20), run
+    ms = run["cold_ask_ms"]
+    assert 0 < ms["p50"] <= ms["p99"] <= ms["max"], run
+    assert run["cpu_ms_per_ask"] > 0 and len(run["load_average"]) == 2, run
+    assert len(run["worst"]) == 2 and run["worst"][0]["ms"] >= run["worst"][1]["ms"], run
+    for ask in run["worst"]:
+        assert ask["gc_ms"] >= 0, ask
+        # a cold ask reads its experiment from the store: at least that job overlaps it,
+        # named by its connection and job
+        assert ask["store_jobs"] and all(":" in name and took >= 0 for name, took in ask["store_jobs"]), ask
 
 
 @pytest.mark.anyio

@@ -225,6 +225,25 @@ async def test_listing_pages_by_cursor_with_filters_in_store_order(store: Store)
     assert ids(await store.list_experiments(state="active", named="vit", owner="alice")) == []
 
 
+async def test_active_strategies_page_in_store_order_reading_no_experiment(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    await store.write([
+        PutExperiment(experiment("a", strategy="random")), PutExperiment(experiment("b", strategy="gp", state="archived")),
+        PutExperiment(experiment("c", strategy="gp")), PutExperiment(experiment("d")),
+        PutExperiment(experiment("e", owner=None, strategy="sobol")), PutExperiment(experiment("f", state="completed")),
+    ])  # fmt: skip
+    if not isinstance(store, MemoryStore):  # a database store reads the one field, decoding no experiment
+
+        async def decoded(*args: object, **kw: object) -> list[Experiment]:
+            raise AssertionError("active_strategies decoded whole experiments")
+
+        monkeypatch.setattr(store, "list_experiments", decoded)
+    assert await store.active_strategies(limit=2) == (["random", "gp"], "c")  # b is archived
+    assert await store.active_strategies("c", 2) == (["auto", "sobol"], "e")  # d: the default strategy
+    assert await store.active_strategies("e", 2) == ([], None)  # f is completed
+    assert await store.active_strategies() == (["random", "gp", "auto", "sobol"], "e")
+    assert await store.active_strategies("absent") == ([], None)
+
+
 async def test_experiment_gauges_count_by_state_and_rank_the_busiest_not_archived(store: Store) -> None:
     await store.write([
         PutExperiment(experiment("a")), PutExperiment(experiment("b", state="completed")),

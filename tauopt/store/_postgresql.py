@@ -585,6 +585,18 @@ class PostgresStore(GroupWritten, Store):
         sql, params = experiments_query(lambda n: f"${n}::text", state, owner, after, limit, name, named=named)
         return [experiment_of(body, o, n_open, n_obs) for o, body, n_open, n_obs in await self._fetch(sql, *params)]
 
+    async def active_strategies(self, after: str | None = None, limit: int = 100) -> tuple[list[str], str | None]:
+        # the strategy read out of each body by the server (::json only checks the text,
+        # no jsonb tree is built); by the primary key in seq order, the cursor found by
+        # the id's unique index
+        cursor = " AND seq > (SELECT seq FROM experiments WHERE id = $2::text)" if after is not None else ""
+        rows = await self._fetch(
+            "SELECT id, coalesce(body::json ->> 'strategy', 'auto') FROM experiments "
+            f"WHERE state = 'active'{cursor} ORDER BY seq LIMIT $1",
+            *((int(limit), after) if after is not None else (int(limit),)),
+        )
+        return [str(r[1]) for r in rows], (rows[-1][0] if rows else None)
+
     async def count_experiments(self, owner: str | None, exclude_state: str = "archived") -> int:
         rows = await self._fetch(
             "SELECT count(*) FROM experiments WHERE state IS DISTINCT FROM $1 AND ($2::text IS NULL OR owner = $2)",
