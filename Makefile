@@ -22,10 +22,12 @@ $(STAMP): pyproject.toml Makefile
 serve: $(STAMP)
 	$(VENV)/bin/tauopt serve
 
-# The suite on up to 4 cores (pytest-xdist): each group of tests runs whole on one worker, a
-# group being a file (so a module's shared daemon, pool or cluster is started once) or a part
-# of a long file; the longest groups go first (tests/conftest.py). TEST_WORKERS=1 for one process.
-TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
+# The suite on one worker more than the cores, up to 4 (pytest-xdist): many tests wait on the
+# processes and servers they start, and the extra worker runs meanwhile. Each group of tests
+# runs whole on one worker, a group being a file (so a module's shared daemon, pool or cluster
+# is started once) or a part of a long file; the longest groups go first (tests/conftest.py).
+# TEST_WORKERS=1 for one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); n=$$((n + 1)); [ "$$n" -gt 4 ] && n=4; echo $$n)
 # Python's own bytecode cache (__pycache__, git-ignored) stays on even where the environment
 # turns it off (PYTHONDONTWRITEBYTECODE, set in many containers): the suite starts hundreds of
 # Python processes from this tree (daemons, CLI commands, chiefs, workers), and without it each
