@@ -35,7 +35,7 @@ from ._actor import ExperimentActor
 from ._admin import Admin, list_experiments
 from ._downsample import Downsample, downsample
 from ._export import check_document, check_imported_state, imported_writes
-from ._history import RowsLater
+from ._history import INLINE_ROWS, RowsLater
 from ._importance import ImportanceCache
 from ._shared import FrontCache
 from ._studies import StudyIndex
@@ -70,9 +70,6 @@ def _not_owner(experiment_id: str, owner: str) -> ApiError:
         "not_owner", f"experiment {experiment_id!r} is served by the daemon at {owner}; send the request there",
         owner_url=owner,
     )
-
-
-_INLINE_LOAD_ROWS = 2000  # rows of history an actor is rebuilt from on the event loop at most
 
 
 class Engine:
@@ -294,7 +291,7 @@ class Engine:
             # a long history's indexes take a good part of a second to build: on a
             # worker thread, so the loop keeps answering every other experiment meanwhile
             rows = len(snapshot.observations) + len(snapshot.suggestions) + len(snapshot.reports)
-            actor = build() if rows < _INLINE_LOAD_ROWS else await anyio.to_thread.run_sync(build)
+            actor = build() if rows < INLINE_ROWS else await anyio.to_thread.run_sync(build)
             return await self._tg.start(actor.run, self._actors)
         finally:
             del self._starting[experiment_id]

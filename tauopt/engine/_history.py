@@ -88,7 +88,7 @@ class _Column:
         return code
 
 
-INLINE_ROWS = 2000  # rows a listing makes into objects on the actor's turn; more are made in a thread (~4 us each)
+INLINE_ROWS = 2000  # rows of history made into objects on the event loop at most (a listing, an actor's rebuild); more in a thread
 
 
 class _Rows(Sequence[Observation]):
