@@ -120,3 +120,25 @@ async def test_the_start_scan_for_pooled_experiments_reads_small_pages_of_strate
             made = [await engine.create_experiment(f"m{i}", GP["parameters"], GP["metric"], strategy=s) for i, s in enumerate(("random", "gp", "sobol"))]
             assert await memory.active_strategies(made[0].id, 5) == (["gp", "sobol"], made[2].id)
             assert await engine._an_active_experiment_is_pooled()
+
+
+@pytest.mark.anyio
+async def test_warm_pool_runs_the_initial_designs_imports_before_any_experiment() -> None:
+    """Every new experiment's first ask needs the initial design's imports (scipy for
+    sobol); with `warm_pool` they run at start, so that ask does not wait for them."""
+    import anyio
+
+    from tauopt import Engine
+    from tauopt.strategies import AUTO, warm_up_for
+
+    design_warm_up = warm_up_for(AUTO)
+    assert design_warm_up is not None
+    async with Engine(pool="thread", warm_pool=True) as engine:
+        with anyio.fail_after(60):
+            while design_warm_up not in engine._warmed:
+                await anyio.sleep(0.01)
+            await engine._warmed[design_warm_up].wait()
+        assert not await engine.experiments()
+    async with Engine(pool="thread") as engine:  # without it: nothing runs before an experiment starts
+        await anyio.sleep(0.2)
+        assert design_warm_up not in engine._warmed

@@ -195,7 +195,14 @@ class Engine:
     async def _prewarm_pool(self) -> None:
         """With `warm_pool`, or active experiments that use the pool (a restarted
         daemon), start the pool's workers in the background now, so the first GP ask
-        does not wait for torch's imports."""
+        does not wait for torch's imports. With `warm_pool`, the initial design's
+        imports (scipy for sobol) come first: every new experiment's first ask needs
+        them, and the pool's processes starting meanwhile would slow them."""
+        if self._warm_pool:
+            try:
+                await self._warm_up(AUTO)
+            except Exception as exc:  # noqa: BLE001 - the first experiment's start warms it instead
+                log.warning("strategies: pre-warming the initial design failed (%s)", exc)
         warm = getattr(self.pool, "warm", None)
         if warm is None:
             return
