@@ -53,6 +53,7 @@ from ..models import (
     Value,
     same_value,
 )
+from ._stopping import parse_rule, rule_to_json
 
 __all__ = [
     "parse_parameter", "parse_condition", "parse_metric", "parse_constraint", "parse_metrics", "parse_strategy_options",
@@ -514,8 +515,7 @@ def check_observation(
 
 def check_early_stopping(spec: Any) -> dict[str, Any]:
     """The stopping rule's normal JSON form ({"rule": ...} with every option); the rule's
-    own parser (`tauopt.strategies.stopping`) judges it."""
-    from ..strategies.stopping import parse_rule, rule_to_json  # deferred: the strategies package imports the space
+    own parser (`_stopping.parse_rule`) judges it."""
 
     return rule_to_json(parse_rule(spec))
 
