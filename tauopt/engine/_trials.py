@@ -207,6 +207,12 @@ class Distribution:
 
 
 _parse_distribution = _by_text(Distribution._parse)
+# a trial's record is written at each change: no spaces (and one encoder, not one per call)
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _as_dict(m: Mapping[str, Any]) -> Mapping[str, Any]:
+    return m if type(m) is dict else dict(m)
 
 
 @dataclass(frozen=True)
@@ -269,8 +275,10 @@ class Trial:
         return f"trial/{self.number}"
 
     def to_json(self) -> str:
-        # json writes NaN and +-Infinity as Python's own json reads them back
-        return json.dumps(
+        # json writes NaN and +-Infinity as Python's own json reads them back. The maps are
+        # dicts (made here, by from_json or by a change): encoded as they are, not copied.
+        d = _as_dict
+        return _compact(
             {
                 "trial_id": self.trial_id,
                 "number": self.number,
@@ -278,10 +286,10 @@ class Trial:
                 "values": None if self.values is None else list(self.values),
                 "datetime_start": self.datetime_start,
                 "datetime_complete": self.datetime_complete,
-                "params": dict(self.params),
-                "distributions": dict(self.distributions),
-                "user_attrs": dict(self.user_attrs),
-                "system_attrs": dict(self.system_attrs),
+                "params": d(self.params),
+                "distributions": d(self.distributions),
+                "user_attrs": d(self.user_attrs),
+                "system_attrs": d(self.system_attrs),
                 "intermediate": [[s, v] for s, v in self.intermediate.items()],
                 "suggestion_id": self.suggestion_id,
             }
@@ -578,10 +586,10 @@ class TrialBook:
             self.records.requeue(r)
         else:
             self.records.finish(r, state)
-        stamps = {"datetime_start": _stamp(now)} if change.state == "RUNNING" else {}
-        if change.state in FINISHED:
-            stamps["datetime_complete"] = _stamp(now)
-        t = replace(t, state=change.state, values=t.values if change.values is None else change.values, **stamps)
+        start = _stamp(now) if change.state == "RUNNING" else t.datetime_start
+        complete = _stamp(now) if change.state in FINISHED else t.datetime_complete
+        values = t.values if change.values is None else change.values
+        t = replace(t, state=change.state, values=values, datetime_start=start, datetime_complete=complete)
         return True, self._put(t)
 
 
