@@ -16,16 +16,17 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import anyio
 import pytest
 
 from tauopt.engine import Engine
-from tauopt.store._sqlite import SqliteStore
 from tauopt.errors import ApiError
+from tauopt.store._sqlite import SqliteStore
 
 CHILD = Path(__file__).with_name("crash_child.py")
 BANDWIDTH = 8

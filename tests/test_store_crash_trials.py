@@ -17,10 +17,9 @@ from typing import Any
 
 import anyio
 import pytest
+from test_store_crash import run_and_kill
 
 from tauopt.engine import Engine, ReadTrials
-
-from test_store_crash import run_and_kill
 
 CHILD = Path(__file__).with_name("crash_trials_child.py")
 KILL_AFTER = [25, 120, 400]  # acknowledged calls
