@@ -250,3 +250,48 @@ async def test_requests_queued_behind_a_failed_commit_are_answered_not_dropped()
         assert len(outcomes) == 5 and "internal" in outcomes  # the actor that saw the failure answered
         assert all(o == "internal" or isinstance(o, Suggestion) for o in outcomes), outcomes
         assert isinstance(await engine.suggest(exp.id), Suggestion)  # rebuilt and serving
+
+
+async def test_a_trials_parameters_write_no_counters_and_the_stored_counters_stay_right(tmp_path: Path) -> None:
+    """A write that leaves the counters as they were (a trial's parameter, an attribute)
+    carries none; those that move them do, and after a restart the listing's counters are
+    the actor's, including after a finished trial added its parameters to the space (a
+    header built before the trial's observation, followed by the counters it lacks)."""
+    from tauopt.engine import NewTrial, SetParam, SetState, SetTrialAttr
+
+    dist = '{"name": "FloatDistribution", "attributes": {"low": 0.0, "high": 1.0, "log": false, "step": null}}'
+
+    class Recording(MemoryStore):
+        batches: list[list[str]] = []
+
+        def submit(self, writes: Sequence[Write], done: Done) -> None:
+            self.batches.append([type(w).__name__ for w in writes])
+            super().submit(writes, done)
+
+    store = Recording()
+    async with Engine(store=store) as engine:
+        study = await engine.create_study("s", ["MINIMIZE"])
+        for i in range(2):
+            store.batches.clear()
+            trial = await engine.study_call(study, NewTrial())
+            await engine.trial_call(trial, SetParam(trial, "x", 0.5, dist))
+            await engine.trial_call(trial, SetTrialAttr(trial, True, "k", "1"))
+            await engine.trial_call(trial, SetState(trial, "COMPLETE", (float(i),)))
+            new, param, attr, end = store.batches
+            assert "PutCounters" in new and "PutCounters" not in param and "PutCounters" not in attr
+            assert "PutCounters" in end or "PutExperiment" in end
+        running = await engine.study_call(study, NewTrial())
+        await engine.trial_call(running, SetParam(running, "x", 0.25, dist))
+    db = tmp_path / "c.db"
+    async with Engine(store=db) as engine:
+        study = await engine.create_study("s", ["MINIMIZE"])
+        await engine.study_call(study, NewTrial())  # stays running
+        trial = await engine.study_call(study, NewTrial())
+        await engine.trial_call(trial, SetParam(trial, "x", 0.5, dist))
+        await engine.trial_call(trial, SetState(trial, "COMPLETE", (1.0,)))  # the last write; adds x to the space
+    async with Engine(store=db) as engine:
+        (listed,) = await engine.experiments()
+        got = await engine.experiment(listed.id)
+    assert (listed.open_suggestions, listed.observations) == (1, 1)
+    assert (got.open_suggestions, got.observations) == (1, 1)
+    assert [p.name for p in got.parameters] == ["x"]

@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,8 @@ import anyio
 import pytest
 
 from tauopt.engine import Engine
-from tauopt.store._sqlite import SqliteStore
 from tauopt.errors import ApiError
+from tauopt.store._sqlite import SqliteStore
 
 CHILD = Path(__file__).with_name("crash_child.py")
 BANDWIDTH = 8
@@ -58,6 +59,13 @@ class Acked:
 
 def run_child_and_kill(db: Path, acked: Acked, moment: float | int, log: Path) -> int:
     args = [sys.executable, str(CHILD), str(db)] + ([acked.experiment_id] if acked.experiment_id else [])
+    return run_and_kill(args, acked.take, moment, log)
+
+
+def run_and_kill(args: list[str], take: Callable[[str], int], moment: float | int, log: Path) -> int:
+    """Run a child that reports each acknowledged reply on a line, `take` each (it answers
+    how many replies the line counts for), SIGKILL it at `moment` (float: seconds after
+    spawn; int: acknowledged replies), take what was still in the pipe; the replies counted."""
     with log.open("ab") as err:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err, text=True)
     assert proc.stdout is not None
@@ -70,12 +78,12 @@ def run_child_and_kill(db: Path, acked: Acked, moment: float | int, log: Path) -
                 line = proc.stdout.readline()
                 if not line:
                     pytest.fail(f"the child ended before {moment} replies (exit {proc.wait()}): {log.read_text()[-3000:]}")
-                replies += acked.take(line)
+                replies += take(line)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     for line in proc.stdout:  # acknowledged before the kill, still in the pipe
-        replies += acked.take(line)
+        replies += take(line)
     proc.stdout.close()
     assert proc.returncode == -signal.SIGKILL
     return replies

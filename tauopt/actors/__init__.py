@@ -6,6 +6,7 @@
                  ref a `peek` that answers some messages at once (reads of durable state)
     serve()      the loop: one message at a time, a failing handler answers
                  its caller with an internal error and the actor goes on
+    checkpoint() one turn of the event loop for the others (anyio's, cheaper on asyncio)
 
 The actor decides when to reply (`reply(request, value)` /
 `fail(request, error)`); a reply may be sent later than the handler returns
@@ -13,6 +14,6 @@ The actor decides when to reply (`reply(request, value)` /
 at once and never wait: a caller that has gone away is dropped.
 """
 
-from ._runtime import NOT_NOW, ActorGone, ActorRef, Reply, Request, close_mailbox, fail, mailbox, reply, serve
+from ._runtime import NOT_NOW, ActorGone, ActorRef, Reply, Request, checkpoint, close_mailbox, fail, mailbox, reply, serve
 
-__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Reply", "Request", "close_mailbox", "fail", "mailbox", "reply", "serve"]
+__all__ = ["ActorGone", "ActorRef", "NOT_NOW", "Reply", "Request", "checkpoint", "close_mailbox", "fail", "mailbox", "reply", "serve"]

@@ -12,7 +12,10 @@ import anyio.lowlevel
 
 from ..errors import ApiError, api_error
 
-__all__ = ["ActorGone", "ActorRef", "Mailbox", "MailboxSender", "NOT_NOW", "Reply", "Request", "close_mailbox", "fail", "mailbox", "reply", "serve"]
+__all__ = [
+    "ActorGone", "ActorRef", "Mailbox", "MailboxSender", "NOT_NOW", "Reply", "Request", "checkpoint", "close_mailbox", "fail",
+    "mailbox", "reply", "serve",
+]  # fmt: skip
 
 log = logging.getLogger("tauopt.actors")
 M = TypeVar("M")
@@ -331,6 +334,20 @@ class ActorRef:
         self._send.close()
 
 
+async def checkpoint() -> None:
+    """One turn of the event loop for the other ready tasks: anyio.lowlevel.checkpoint,
+    which on asyncio is `await asyncio.sleep(0)` after a lookup of the running backend
+    (sniffio) that costs several times the turn. A hot path (a busy actor, once a
+    message; the store's group commit, once a turn) takes the turn directly when on
+    asyncio; a cancelled task still meets its cancellation there, as in anyio's."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # not on asyncio (trio)
+        await anyio.lowlevel.checkpoint()
+        return
+    await asyncio.sleep(0)
+
+
 async def serve(
     receive: Mailbox,
     handle: Callable[[Request[Any]], Awaitable[None]],
@@ -343,7 +360,7 @@ async def serve(
         request: Request[Any] | None
         try:
             request = receive.receive_nowait()  # busy mailbox: no wait, one turn of the loop for the others
-            await anyio.lowlevel.checkpoint()
+            await checkpoint()
         except anyio.WouldBlock:
             try:
                 request = await receive.receive(idle_s)

@@ -135,6 +135,8 @@ class ExperimentActor:
         self._curves = Curves(snapshot)
         self._trials = TrialBook(snapshot.records)
         self._door_state = {k[len(_DOOR_PREFIX):]: b for k, b in snapshot.records if k.startswith(_DOOR_PREFIX)}
+        # the counters and `drawn` of this actor's last queued write (None: none yet), see _add_header
+        self._counters_written: tuple[int, int, int] | None = None
         self._replies = CommitThenReply(store, self.id, self._add_header)
         # commit(request, writes, outcome): the replies' own method, no frame of the actor's around it
         self._commit = self._replies.commit
@@ -202,13 +204,25 @@ class ExperimentActor:
     # -- commits -------------------------------------------------------------
 
     def _add_header(self, writes: list[Write]) -> None:
-        """Every mutation carries the experiment's counters and `drawn`: just those
-        (PutCounters), unless it rewrites the header anyway."""
-        types = set(map(type, writes))  # by exact type (no write type is subclassed)
-        if PutExperiment in types or DeleteWrite in types:
-            return
+        """A mutation that changed the experiment's counters or `drawn` carries them: just
+        those (PutCounters), after whatever header it rewrites. One that left them as this
+        actor last queued them (a trial's parameter, an attribute) writes no counters: this
+        actor's writes commit in order, and a failed one poisons it, so the stored counters
+        are those last queued. A header built before the counters moved (a parameter added
+        as a trial is observed) is followed by the counters it lacks."""
+        written = self._counters_written
+        for w in writes:
+            t = type(w)  # by exact type (no write type is subclassed)
+            if t is PutExperiment:
+                e = w.experiment  # type: ignore[union-attr]
+                written = (e.open_suggestions, e.observations, w.drawn)  # type: ignore[union-attr]
+            elif t is DeleteWrite:
+                return
         ledger = self._ledger
-        writes.append(PutCounters(self.id, len(ledger.open), len(ledger.observations), self._drawn))
+        now = (len(ledger.open), len(ledger.observations), self._drawn)
+        if now != written:
+            writes.append(PutCounters(self.id, *now))
+        self._counters_written = now
 
     def _header(self) -> Experiment:
         return self._exp.evolve(open_suggestions=len(self._ledger.open), observations=len(self._ledger.observations))

@@ -24,11 +24,12 @@ study of a trial is read off its id.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from ..errors import api_error, invalid
 from ._lifecycle import LifeState, TrialRecord, TrialSet
@@ -62,6 +63,8 @@ __all__ = [
     "STOPPING_KEY",
     "SHOULD_STOP_KEY",
 ]
+
+T = TypeVar("T")
 
 TRIAL_STATES = ("RUNNING", "COMPLETE", "PRUNED", "FAIL", "WAITING")
 FINISHED = frozenset({"COMPLETE", "PRUNED", "FAIL"})
@@ -139,6 +142,18 @@ def check_attr(where: str, text: str) -> str:
     return text
 
 
+def _by_text(fn: Callable[[str], T]) -> Callable[[str], T]:
+    """fn(text), computed once per text a study repeats (each parameter's distribution
+    comes again with every trial): up to 512 texts of at most 4,096 characters are kept,
+    longer ones computed each time. fn's result must not be mutated; an error is not kept."""
+    kept = functools.lru_cache(maxsize=512)(fn)
+
+    def by_text(text: str) -> T:
+        return kept(text) if len(text) <= 4096 else fn(text)
+
+    return by_text
+
+
 @dataclass(frozen=True)
 class Distribution:
     """What compatibility compares: the class, its log scale, a categorical's choices."""
@@ -149,6 +164,10 @@ class Distribution:
 
     @classmethod
     def parse(cls, text: str) -> "Distribution":
+        return _parse_distribution(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> "Distribution":
         if len(text) > MAX_ATTR_CHARS:
             raise invalid(f"distribution: {len(text)} characters; at most {MAX_ATTR_CHARS}")
         try:
@@ -185,6 +204,15 @@ class Distribution:
     def check_value(self, value: float, param: str) -> None:
         if self.choices is not None and not (value == int(value) and 0 <= value < len(self.choices)):
             raise invalid(f"parameter {param!r}: {value!r} is not a choice index of its CategoricalDistribution")
+
+
+_parse_distribution = _by_text(Distribution._parse)
+# a trial's record is written at each change: no spaces (and one encoder, not one per call)
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _as_dict(m: Mapping[str, Any]) -> Mapping[str, Any]:
+    return m if type(m) is dict else dict(m)
 
 
 @dataclass(frozen=True)
@@ -247,8 +275,10 @@ class Trial:
         return f"trial/{self.number}"
 
     def to_json(self) -> str:
-        # json writes NaN and +-Infinity as Python's own json reads them back
-        return json.dumps(
+        # json writes NaN and +-Infinity as Python's own json reads them back. The maps are
+        # dicts (made here, by from_json or by a change): encoded as they are, not copied.
+        d = _as_dict
+        return _compact(
             {
                 "trial_id": self.trial_id,
                 "number": self.number,
@@ -256,10 +286,10 @@ class Trial:
                 "values": None if self.values is None else list(self.values),
                 "datetime_start": self.datetime_start,
                 "datetime_complete": self.datetime_complete,
-                "params": dict(self.params),
-                "distributions": dict(self.distributions),
-                "user_attrs": dict(self.user_attrs),
-                "system_attrs": dict(self.system_attrs),
+                "params": d(self.params),
+                "distributions": d(self.distributions),
+                "user_attrs": d(self.user_attrs),
+                "system_attrs": d(self.system_attrs),
                 "intermediate": [[s, v] for s, v in self.intermediate.items()],
                 "suggestion_id": self.suggestion_id,
             }
@@ -556,16 +586,16 @@ class TrialBook:
             self.records.requeue(r)
         else:
             self.records.finish(r, state)
-        t = replace(t, state=change.state, values=t.values if change.values is None else change.values)
-        if change.state == "RUNNING":
-            t = replace(t, datetime_start=_stamp(now))
-        if change.state in FINISHED:
-            t = replace(t, datetime_complete=_stamp(now))
+        start = _stamp(now) if change.state == "RUNNING" else t.datetime_start
+        complete = _stamp(now) if change.state in FINISHED else t.datetime_complete
+        values = t.values if change.values is None else change.values
+        t = replace(t, state=change.state, values=values, datetime_start=start, datetime_complete=complete)
         return True, self._put(t)
 
 
 def _stamp(now: float) -> str:
-    return datetime.fromtimestamp(now).strftime(DATETIME_FORMAT)
+    # DATETIME_FORMAT, written by isoformat (a fraction of strftime's cost)
+    return datetime.fromtimestamp(now).isoformat(" ", "microseconds")
 
 
 def check_directions(directions: Sequence[str]) -> tuple[str, ...]:
@@ -593,13 +623,20 @@ class Mirrored:
 
 def external_value(distribution: str, internal: float) -> Any:
     """A parameter's value as the user wrote it: a categorical's choice, an int, or the float."""
-    raw = json.loads(distribution)
-    kind, _ = _DISTRIBUTIONS[raw["name"]]
-    if kind == "categorical":
-        return raw["attributes"]["choices"][int(internal)]
+    kind, choices = _kind_of(distribution)
+    if choices is not None:
+        return choices[int(internal)]
     if kind == "int":
         return int(internal)
     return internal
+
+
+@_by_text
+def _kind_of(distribution: str) -> tuple[str, tuple[Any, ...] | None]:
+    """A stored distribution's kind, and a categorical's choices."""
+    raw = json.loads(distribution)
+    kind, _ = _DISTRIBUTIONS[raw["name"]]
+    return kind, tuple(raw["attributes"]["choices"]) if kind == "categorical" else None
 
 
 def assignments_of(t: Trial) -> dict[str, Any]:

@@ -15,7 +15,6 @@ since SQLite would create it with the process umask (usually 0644).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ApiError, api_error
@@ -30,12 +29,6 @@ class StoreUnavailable(StoreError):
     """The database file was deleted, replaced or truncated under a running store."""
 
 
-@dataclass(frozen=True)
-class _Identity:
-    dev: int
-    ino: int
-
-
 class FileWatch:
     """Holds a read-only descriptor on the database file, so the inode it names
     can be compared with what the path names now."""
@@ -44,7 +37,7 @@ class FileWatch:
         self.path = path
         self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         st = os.fstat(self._fd)
-        self._identity = _Identity(st.st_dev, st.st_ino)
+        self._identity = (st.st_dev, st.st_ino)  # compared before every transaction
 
     def problem(self) -> str | None:
         """None while the path still names the open file, else what happened."""
@@ -57,7 +50,7 @@ class FileWatch:
             return f"{self.path} was moved away while the store was open"
         except OSError as exc:
             return f"{self.path} cannot be checked ({exc.strerror})"
-        if _Identity(now.st_dev, now.st_ino) != self._identity:
+        if (now.st_dev, now.st_ino) != self._identity:
             return f"{self.path} was replaced by another file while the store was open"
         if os.pread(self._fd, len(_SQLITE_MAGIC), 0) != _SQLITE_MAGIC:
             return f"{self.path} was truncated or overwritten while the store was open"

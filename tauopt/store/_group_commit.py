@@ -25,9 +25,9 @@ import time
 from typing import Any, Awaitable, Callable, Generic, Literal, Sequence, TypeVar
 
 import anyio
-import anyio.lowlevel
 from anyio.abc import TaskStatus
 
+from ..actors import checkpoint
 from ._base import Done, StoreError, Write
 
 __all__ = ["GroupCommitWriter", "Prepare", "Apply"]
@@ -103,7 +103,7 @@ class GroupCommitWriter(Generic[P]):
         transactions; when idle, one extra turn of the loop."""
         for _ in range(self.gather_turns):
             queued = len(self._queue)
-            await anyio.lowlevel.checkpoint()
+            await checkpoint()
             if len(self._queue) == queued:
                 break
 

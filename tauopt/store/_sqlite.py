@@ -259,19 +259,28 @@ _UPDATE_COUNTERS: "_Upsert | str" = (
 def _statements(rows: GroupRows) -> Plan:
     """The SQL and its rows; raises if an object cannot be turned into a row.
     Deletes first: the writes of the group before a delete were forgotten, the later ones stay."""
-    deletes = [(text(i),) for i in rows.deletes]
-    plan: Plan = [(sql, deletes) for sql in _DELETE_EXPERIMENT]
-    plan += [
-        (_UPSERT_EXPERIMENT, [experiment_row(w) for w in rows.experiments.values()]),
-        (_UPDATE_COUNTERS, [_counters_row(c) for c in rows.counters.values()]),
-        (_UPSERT_SUGGESTION, [suggestion_row(x) for x in rows.suggestions.values()]),
-        (_UPSERT_OBSERVATION, [observation_row(x) for x in rows.observations.values()]),
-        (_UPSERT_CREDENTIAL, [credential_row(x) for x in rows.credentials.values()]),
-        (_REVOKE_CREDENTIAL, [(float(r.revoked_at), text(r.credential_id)) for r in rows.revokes]),
-        (_INSERT_REPORT, [report_row(r) for r in rows.reports]),
-        (_UPSERT_RECORD, [record_row(key, body) for key, body in rows.records.items()]),
-    ]
-    return [(sql, r) for sql, r in plan if r]
+    plan: Plan = []
+    if rows.deletes:
+        deletes = [(text(i),) for i in rows.deletes]
+        plan += [(sql, deletes) for sql in _DELETE_EXPERIMENT]
+    # only the tables the group writes (a trial's change: a record and a suggestion)
+    if rows.experiments:
+        plan.append((_UPSERT_EXPERIMENT, [experiment_row(w) for w in rows.experiments.values()]))
+    if rows.counters:
+        plan.append((_UPDATE_COUNTERS, [_counters_row(c) for c in rows.counters.values()]))
+    if rows.suggestions:
+        plan.append((_UPSERT_SUGGESTION, [suggestion_row(x) for x in rows.suggestions.values()]))
+    if rows.observations:
+        plan.append((_UPSERT_OBSERVATION, [observation_row(x) for x in rows.observations.values()]))
+    if rows.credentials:
+        plan.append((_UPSERT_CREDENTIAL, [credential_row(x) for x in rows.credentials.values()]))
+    if rows.revokes:
+        plan.append((_REVOKE_CREDENTIAL, [(float(r.revoked_at), text(r.credential_id)) for r in rows.revokes]))
+    if rows.reports:
+        plan.append((_INSERT_REPORT, [report_row(r) for r in rows.reports]))
+    if rows.records:
+        plan.append((_UPSERT_RECORD, [record_row(key, body) for key, body in rows.records.items()]))
+    return plan
 
 
 def _counters_row(c: PutCounters) -> tuple[Any, ...]:

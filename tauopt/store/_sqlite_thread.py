@@ -326,4 +326,7 @@ def _passive_checkpoint(conn: sqlite3.Connection, path: Path, *, look_first: boo
 def _open_connection(path: Path) -> sqlite3.Connection:
     # Transactions are ours (BEGIN IMMEDIATE ... COMMIT). One thread at a time uses a connection,
     # though not always the one that made it (the writer's `commit`).
-    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # A group of n rows a table is a statement of its own text (`_Upsert`): with dozens of
+    # workers, 8 tables x up to dozens of row counts, more than the 128 texts kept by default
+    # (each miss compiles the statement again).
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False, cached_statements=1024)
