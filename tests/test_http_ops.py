@@ -45,10 +45,12 @@ def test_deleting_the_database_under_the_daemon_answers_503_and_a_restart_refuse
     token_file = Path(str(d.db) + ".token")
     token = token_file.read_text()
     try:
-        exp = httpx.post(d.url + "/v1/experiments", headers=auth(d), json={"name": "a", **SPACE}).json()
+        # the first ask starts the experiment's actor, which may wait for the initial
+        # design's imports when it comes right after start: more than httpx's 5 s on a busy machine
+        exp = httpx.post(d.url + "/v1/experiments", headers=auth(d), json={"name": "a", **SPACE}, timeout=60).json()
         d.db.unlink()
-        created = httpx.post(d.url + "/v1/experiments", headers=auth(d), json={"name": "b", **SPACE})
-        asked = httpx.post(d.url + f"/v1/experiments/{exp['id']}/suggestions", headers=auth(d), json={})
+        created = httpx.post(d.url + "/v1/experiments", headers=auth(d), json={"name": "b", **SPACE}, timeout=60)
+        asked = httpx.post(d.url + f"/v1/experiments/{exp['id']}/suggestions", headers=auth(d), json={}, timeout=60)
         health = httpx.get(d.url + "/v1/health")
     finally:
         code, _, err = d.stop()

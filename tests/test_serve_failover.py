@@ -126,7 +126,7 @@ def test_a_sigkilled_daemon_loses_no_acknowledged_write_and_its_experiments_move
             after[e["e"]] = e["t"] - killed_at
     assert set(after) == set(experiments)
     print(f"\nfailover: each experiment served again after the kill within {json.dumps({k[:6]: round(v, 2) for k, v in after.items()})} s")
-    assert max(after.values()) < LEASE_S + 10
+    assert max(after.values()) < LEASE_S + 30  # bounded: a lapsed owner's experiments do not stay stuck
 
 
 def test_a_frozen_daemon_loses_its_experiments_and_exits_when_it_wakes(pg_url: str, tmp_path: Path) -> None:

@@ -17,25 +17,31 @@ pytestmark = pytest.mark.anyio
 SPACE = [{"name": "x", "type": "double", "bounds": (0, 1)}]
 
 
-def daemon(pg_url: str, name: str, lease_s: float = 0.6) -> Engine:
-    return Engine(store=PostgresStore(pg_url, shared=Leases(f"http://{name}", lease_s=lease_s, renew_s=0.2)))
+def daemon(pg_url: str, name: str, lease_s: float = 0.6, renew_s: float = 0.2) -> Engine:
+    return Engine(store=PostgresStore(pg_url, shared=Leases(f"http://{name}", lease_s=lease_s, renew_s=renew_s)))
+
+
+# Both engines share this process's loop: on a loaded machine a renewal every 0.2 s of a
+# 0.6 s lease can come late and lapse a lease the test means to keep (b's, then a's).
+TAKEOVER_LEASE_S, TAKEOVER_RENEW_S = 2.0, 0.4
 
 
 async def test_one_owner_per_experiment_and_a_lapsed_owner_is_taken_over_and_fenced(pg_url: str) -> None:
-    async with daemon(pg_url, "a") as a, daemon(pg_url, "b") as b:
+    lease = dict(lease_s=TAKEOVER_LEASE_S, renew_s=TAKEOVER_RENEW_S)
+    async with daemon(pg_url, "a", **lease) as a, daemon(pg_url, "b", **lease) as b:
         exp = await a.create_experiment("shared", SPACE, {"name": "y"}, parallel_bandwidth=8)
         first = await a.suggest(exp.id)
         with pytest.raises(ApiError) as err:
             await b.suggest(exp.id)
         assert (err.value.error_type, err.value.status_code, err.value.details["owner_url"]) == ("not_owner", 421, "http://a")
-        await anyio.sleep(0.7)  # a renews: still a's
+        await anyio.sleep(TAKEOVER_LEASE_S + 0.1)  # a renews: still a's
         with pytest.raises(ApiError, match="served by the daemon at http://a"):
             await b.experiment(exp.id)
 
         a_store = a.store
         assert isinstance(a_store, PostgresStore) and a_store._renewing is not None
         a_store._renewing.cancel()  # a freezes: its lease is no longer renewed
-        await anyio.sleep(0.9)
+        await anyio.sleep(TAKEOVER_LEASE_S + 0.3)
         assert not (await a.status()).ready  # its lease lapsed: not ready, before anyone takes over
         second = await b.suggest(exp.id)  # b takes it, rebuilt from the database
         assert second.id != first.id
