@@ -20,6 +20,7 @@ METHOD = "/t.Echo/Say"
 class _Handlers(grpc.GenericRpcHandler):  # type: ignore[misc]
     def __init__(self, loop_threads: list[int]) -> None:
         self.loop_threads = loop_threads
+        self.cancelled = anyio.Event()
 
     def service(self, details: Any) -> Any:
         if details.method != METHOD:
@@ -29,6 +30,12 @@ class _Handlers(grpc.GenericRpcHandler):  # type: ignore[misc]
             self.loop_threads.append(threading.get_ident())
             if request == b"bad":
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad")
+            if request == b"slow":
+                try:
+                    await anyio.sleep(30)
+                except anyio.get_cancelled_exc_class():
+                    self.cancelled.set()
+                    raise
             return b"loop:" + request
 
         return grpc.unary_unary_rpc_method_handler(say)  # bytes in, bytes out
@@ -45,10 +52,11 @@ class _Relay:
         return handler
 
 
-async def _calls(relay: Any, requests: list[bytes]) -> tuple[list[Any], list[int]]:
-    loop_threads: list[int] = []
+async def _calls(relay: Any, requests: list[bytes], handlers: _Handlers | None = None) -> tuple[list[Any], list[int]]:
+    handlers = handlers or _Handlers([])
+    loop_threads = handlers.loop_threads
     server = threaded_server(2, [], relay, {METHOD: _inline})
-    server.add_generic_rpc_handlers((_Handlers(loop_threads),))
+    server.add_generic_rpc_handlers((handlers,))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
@@ -59,7 +67,7 @@ async def _calls(relay: Any, requests: list[bytes]) -> tuple[list[Any], list[int
                 out: list[Any] = []
                 for r in requests:
                     try:
-                        out.append(say(r, timeout=10))
+                        out.append(say(r, timeout=1 if r == b"slow" else 10))
                     except grpc.RpcError as exc:
                         out.append(exc.code())
                 return out
@@ -81,3 +89,12 @@ async def test_behind_a_relay_every_call_runs_on_the_loop() -> None:
     answers, loop_threads = await _calls(_Relay(), [b"read 1", b"write"])
     assert answers == [b"loop:read 1", b"loop:write"]
     assert len(loop_threads) == 2
+
+
+@pytest.mark.anyio
+async def test_a_call_whose_caller_went_away_is_cancelled_on_the_loop() -> None:
+    handlers = _Handlers([])
+    answers, _ = await _calls(None, [b"slow", b"write"], handlers)
+    assert answers == [grpc.StatusCode.DEADLINE_EXCEEDED, b"loop:write"]
+    with anyio.fail_after(10):
+        await handlers.cancelled.wait()  # the slow call's coroutine was cancelled, not left to run 30 s
