@@ -13,7 +13,9 @@ claim (RUNNING asked of a WAITING trial) the set's `claim`, won once: the actor
 takes one message at a time, so of two workers claiming one trial one hears True
 and the other False. A finished trial never changes again (`trial_finished`,
 checked before anything else). Each record's `door` is the trial as Optuna sees it
-(`Trial`, frozen), made again on each change; it is what is stored and answered.
+(`Trial`, frozen), made again on each change; it is what is stored. Reads are answered
+from `CommittedTrials`, the study and trials as of the actor's last commit, which the
+actor publishes as each commit lands: on any thread, never behind a commit in flight.
 
 Attributes are kept as the JSON text they arrived as and returned unchanged; a
 distribution is Optuna's JSON form ({"name": ..., "attributes": {...}}); a parameter's
