@@ -134,6 +134,9 @@ def test_a_committed_read_overlapping_a_publish_is_made_again_or_left_to_the_act
     committed._version += 1
     assert committed.read(ReadTrial(base)).state == "COMPLETE"
 
+    committed.publish(study, [Trial(base + 3, 3, "RUNNING")])  # trial 2 never published: a hole
+    assert committed.read(ReadTrial(base)) is NOT_NOW  # every read goes to the actor from now on
+
 
 def test_get_trials_reads_the_ids_above_the_last_finished_one_and_the_included_ones_by_number() -> None:
     study = Study(3, "s", ("MINIMIZE",))

@@ -438,15 +438,18 @@ class CommittedTrials:
     references only, under the GIL, and a read that overlapped a publish (the version
     moved) is made again, so it answers one committed state, never a mix of two."""
 
-    __slots__ = ("_study", "_trials", "_version")
+    __slots__ = ("_study", "_trials", "_version", "_gap")
 
     def __init__(self, study: Study | None, trials: Sequence[Trial]) -> None:
         self._study = study
         self._trials = list(trials)
         self._version = 0  # odd while a publish runs
+        self._gap = False  # a trial was published before one made earlier: reads go to the actor
 
     def publish(self, study: Study | None, changed: Sequence[Trial]) -> None:
-        """The state after a commit: the study, and the trials it made or changed (by number)."""
+        """The state after a commit: the study, and the trials it made or changed (by number).
+        Commits land in the order they were made; were one to land before an earlier one,
+        this state would have a hole, and every later read is left to the actor."""
         self._version += 1
         try:
             self._study = study
@@ -454,9 +457,10 @@ class CommittedTrials:
             for t in changed:
                 if t.number < len(trials):
                     trials[t.number] = t
-                else:
-                    assert t.number == len(trials), "trials are published in the order they were made"
+                elif t.number == len(trials):
                     trials.append(t)
+                else:
+                    self._gap = True
         finally:
             self._version += 1
 
@@ -469,6 +473,8 @@ class CommittedTrials:
         kept overlapping it (the caller asks the actor instead)."""
         for _ in range(_READ_TRIES):
             version = self._version
+            if self._gap:
+                break
             if not version & 1:
                 answer = _read(_open_study(self._study), self._trials, change)
                 if self._version == version:
