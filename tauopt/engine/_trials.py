@@ -438,7 +438,7 @@ class CommittedTrials:
     references only, under the GIL, and a read that overlapped a publish (the version
     moved) is made again, so it answers one committed state, never a mix of two."""
 
-    __slots__ = ("_study", "_trials", "_version", "_gap")
+    __slots__ = ("_gap", "_study", "_trials", "_version")
 
     def __init__(self, study: Study | None, trials: Sequence[Trial]) -> None:
         self._study = study
