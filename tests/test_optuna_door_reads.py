@@ -1,21 +1,25 @@
-"""The Optuna door's reads: a study's reads are answered outside the actor's mailbox
-only when the mailbox would answer the same at once (never a write still waiting for
-its commit), GetTrials' incremental read by id, and the trials' wire bytes encoded once
+"""The Optuna door's reads: a study's reads are answered from the state as of the
+actor's last commit, on any thread (a gRPC handler thread answers them without crossing
+to the engine's loop): every acknowledged write shows, a write whose commit is pending
+never does. GetTrials' incremental read by id, and the trials' wire bytes encoded once
 per version and joined into replies that are exactly what protobuf would write."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.lowlevel
 import pytest
 
-from tauopt.actors import NOT_NOW
-from tauopt.engine import Engine, NewTrial, ReadTrial, ReadTrials, SetParam, SetState, Study, Trial
-from tauopt.engine._trials import TRIAL_ID_BITS, TrialBook
+from tauopt.actors import NOT_NOW, Reply, Request
+from tauopt.engine import Engine, NewTrial, ReadStudy, ReadTrial, ReadTrials, SetParam, SetState, SetStudyAttr, Study, Trial
+from tauopt.engine._messages import TrialOp
+from tauopt.engine._trials import TRIAL_ID_BITS, CommittedTrials, TrialBook, TrialIdOf
 
 pytest.importorskip("grpc")
 
@@ -26,41 +30,112 @@ from tauopt.transport.optuna._servicer import EncodedTrials, trial_to_proto  # n
 FLOAT = json.dumps({"name": "FloatDistribution", "attributes": {"low": 0.0, "high": 1.0, "log": False, "step": None}})
 
 
+def _on_other_thread(fn: Any) -> Any:
+    """fn() run on a thread that is not the loop's (as a gRPC handler thread calls the engine)."""
+    out: list[Any] = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join()
+    return out[0]
+
+
 @pytest.mark.anyio
-async def test_a_read_waits_behind_a_write_whose_commit_is_pending_and_is_answered_at_once_otherwise(tmp_path: Path) -> None:
+async def test_a_read_shows_the_last_committed_state_while_a_write_waits_for_its_commit(tmp_path: Path) -> None:
     path = tmp_path / "tauopt.db"
     async with Engine(str(path), pool=None) as engine:
         sid = await engine.create_study("reads", ["MINIMIZE"])
         tid = await engine.study_call(sid, NewTrial())
         ref = engine._actors[engine._studies.experiment_of(None, sid)]
+        actor = ref._peek.__self__  # type: ignore[attr-defined]
         read = ReadTrial(tid)
-        from tauopt.engine._messages import TrialOp
 
-        idle = ref._peek(TrialOp(None, read))  # nothing waits for a commit: answered without the mailbox
+        idle = ref.peek(TrialOp(None, read))  # answered without the mailbox
         assert isinstance(idle, Trial) and idle.trial_id == tid and idle.params == {}
-        assert ref._peek(TrialOp(None, SetParam(tid, "x", 0.5, FLOAT))) is NOT_NOW  # a write never is
+        assert ref.peek(TrialOp(None, SetParam(tid, "x", 0.5, FLOAT))) is NOT_NOW  # a write never is
 
         other = sqlite3.connect(path, isolation_level=None, timeout=0)  # another writer holds the file
         other.execute("BEGIN IMMEDIATE")
         try:
-            results: dict[str, object] = {}
+            written: list[object] = []
 
-            async def call(name: str, change: object) -> None:
-                results[name] = await engine.trial_call(tid, change)  # type: ignore[arg-type]
+            async def write() -> None:
+                written.append(await engine.trial_call(tid, SetParam(tid, "x", 0.5, FLOAT)))
 
             async with anyio.create_task_group() as tg:
-                tg.start_soon(call, "write", SetParam(tid, "x", 0.5, FLOAT))
-                while ref._peek(TrialOp(None, read)) is not NOT_NOW:  # until the actor applied the write
+                tg.start_soon(write)
+                while "x" not in actor._trials._trial(tid).params:  # until the actor applied the write
                     await anyio.lowlevel.checkpoint()
-                tg.start_soon(call, "read", read)
-                await anyio.wait_all_tasks_blocked()
-                assert results == {}  # the read did not show the value a crash could still undo
+                assert actor._replies.uncommitted  # its commit is pending
+                # read meanwhile, on the loop and on another thread: the state before the write
+                on_loop = await engine.trial_call(tid, read)
+                elsewhere = _on_other_thread(lambda: engine.trial_read_now(tid, read))
+                trials = _on_other_thread(lambda: engine.study_read_now(sid, ReadTrials()))
+                assert on_loop.params == {} and elsewhere.params == {} and [t.params for t in trials] == [{}]
+                assert written == []  # the write is not acknowledged either
                 other.execute("ROLLBACK")
         finally:
             other.close()
-        trial = results["read"]
-        assert isinstance(trial, Trial) and trial.params == {"x": 0.5}
-        assert ref._peek(TrialOp(None, read)).params == {"x": 0.5}  # type: ignore[union-attr]
+        assert written == [None]
+        assert (await engine.trial_call(tid, read)).params == {"x": 0.5}
+        assert _on_other_thread(lambda: engine.trial_read_now(tid, read)).params == {"x": 0.5}
+
+
+@pytest.mark.anyio
+async def test_a_write_is_readable_from_any_thread_by_the_time_it_is_acknowledged(tmp_path: Path) -> None:
+    async with Engine(str(tmp_path / "tauopt.db"), pool=None) as engine:
+        sid = await engine.create_study("acks", ["MINIMIZE"])
+        assert engine.study_read_now(sid, ReadStudy()) is NOT_NOW  # its actor is not running yet: the loop starts it
+        await engine.study_call(sid, ReadStudy())
+        ref = engine._actors[engine._studies.experiment_of(None, sid)]
+        seen: dict[str, Any] = {}
+
+        class Noting(Reply):
+            """A caller's answer that reads the study, from another thread, the moment it is given."""
+
+            def give(self, outcome: Any) -> None:
+                if "at_ack" not in seen:
+                    seen["at_ack"] = _on_other_thread(lambda: engine.study_read_now(sid, ReadTrials()))
+                    seen["id"] = _on_other_thread(lambda: engine.study_read_now(sid, TrialIdOf(0)))
+                super().give(outcome)
+
+        answer = Noting()
+        ref._send.send_nowait(Request(TrialOp(None, NewTrial()), answer))
+        tid = await answer.wait()
+        assert [t.trial_id for t in seen["at_ack"]] == [tid] and seen["id"] == tid
+
+        await engine.study_call(sid, SetStudyAttr(False, "k", json.dumps("v")))  # the study's reads too
+        study = _on_other_thread(lambda: engine.study_read_now(sid, ReadStudy()))
+        assert study.user_attrs == {"k": json.dumps("v")}
+        # what only the loop's path can answer: no live study, an unknown trial
+        assert engine.study_read_now(sid + 1, ReadStudy()) is NOT_NOW
+        assert engine.trial_read_now(tid + 1, ReadTrial(tid + 1)) is NOT_NOW
+
+
+def test_a_committed_read_overlapping_a_publish_is_made_again_or_left_to_the_actor() -> None:
+    study = Study(1, "s", ("MINIMIZE",))
+    base = 1 << TRIAL_ID_BITS
+    committed = CommittedTrials(study, [Trial(base, 0, "RUNNING")])
+    assert [t.number for t in committed.read(ReadTrials())] == [0]
+    committed.publish(study, [Trial(base, 0, "COMPLETE", values=(1.0,)), Trial(base + 1, 1, "RUNNING")])
+    assert [(t.number, t.state) for t in committed.read(ReadTrials())] == [(0, "COMPLETE"), (1, "RUNNING")]
+
+    class Moving(list):  # type: ignore[type-arg]
+        """Trials that a publish changes under every read (as the loop's thread may, between two reads)."""
+
+        def __getitem__(self, i: Any) -> Any:
+            committed._version += 2
+            return super().__getitem__(i)
+
+    committed._trials = Moving(committed._trials)
+    assert committed.read(ReadTrials()) is NOT_NOW
+    committed._version += 1  # a publish under way
+    committed._trials = list(committed._trials)
+    assert committed.read(ReadTrial(base)) is NOT_NOW
+    committed._version += 1
+    assert committed.read(ReadTrial(base)).state == "COMPLETE"
+
+    committed.publish(study, [Trial(base + 3, 3, "RUNNING")])  # trial 2 never published: a hole
+    assert committed.read(ReadTrial(base)) is NOT_NOW  # every read goes to the actor from now on
 
 
 def test_get_trials_reads_the_ids_above_the_last_finished_one_and_the_included_ones_by_number() -> None:

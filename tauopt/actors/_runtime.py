@@ -298,15 +298,20 @@ class ActorRef:
     """A handle to an actor's mailbox. Safe to share between tasks of one event loop.
 
     `peek(message)`, if the actor gives one: the answer to a message the actor can answer
-    at once, outside its mailbox, exactly as it would from it (a read of state that is
-    already durable); NOT_NOW for every other message. It runs on the loop's thread, so
-    it sees the actor between two of its messages."""
+    at once, outside its mailbox, as it would from it (a read of state that is already
+    durable); NOT_NOW for every other message. `ask` tries it first. The actor's peek
+    must be safe on any thread (it reads state the actor publishes, never state its
+    messages are changing), so `peek` may be called from other threads than the loop's."""
 
     __slots__ = ("_send", "_peek")
 
     def __init__(self, send: MailboxSender, peek: Callable[[Any], Any] | None = None) -> None:
         self._send = send
         self._peek = peek
+
+    def peek(self, message: Any) -> Any:
+        """The answer to `message` outside the mailbox, or NOT_NOW (then `ask`). Any thread."""
+        return NOT_NOW if self._peek is None else self._peek(message)
 
     async def ask(self, message: Any) -> Any:
         if self._peek is not None:

@@ -84,8 +84,8 @@ from ._replies import CommitThenReply
 from ._slots import SlotWaiters, wait_over_error, wake_after
 from ._served import SERVE_KEY, check_serve_attr, refreshed_attrs, served_strategy, served_trial, to_serve
 from ._trials import (
-    SHOULD_STOP_KEY, STOPPING_KEY, NewTrial, ReadStudy, ReadTrial, ReadTrials, SetIntermediate, SetParam, SetState, SetStudyAttr,
-    Trial, TrialBook, TrialIdOf, assignments_of, check_attr, mirrored, parameter_of,
+    READS, SHOULD_STOP_KEY, STOPPING_KEY, CommittedTrials, NewTrial, ReadTrials, SetIntermediate, SetParam, SetState,
+    SetStudyAttr, Trial, TrialBook, assignments_of, check_attr, mirrored, parameter_of,
 )  # fmt: skip
 
 __all__ = ["ExperimentActor", "ActorStats", "STALENESS_BOUND", "MAX_AHEAD"]
@@ -134,6 +134,7 @@ class ExperimentActor:
         self._ledger = Ledger(snapshot, self._space)
         self._curves = Curves(snapshot)
         self._trials = TrialBook(snapshot.records)
+        self._committed = CommittedTrials(self._trials.study, self._trials.doors())  # what reads show
         self._door_state = {k[len(_DOOR_PREFIX):]: b for k, b in snapshot.records if k.startswith(_DOOR_PREFIX)}
         # the counters and `drawn` of this actor's last queued write (None: none yet), see _add_header
         self._counters_written: tuple[int, int, int] | None = None
@@ -751,7 +752,11 @@ class ExperimentActor:
             writes += self._follow(trial, change, now)
         if isinstance(change, SetState):  # a claim or an end: the number of workers may have changed
             writes += self._serve(now)
-        self._commit(request, writes, result)
+        study, changed = self._trials.study, self._trials.take_changes()
+        if changed or study is not self._committed.study:
+            self._commit(request, writes, result, lambda: self._committed.publish(study, changed))
+        else:
+            self._commit(request, writes, result)
 
     def _on_door_state(self, request: Request[Any], msg: DoorState) -> None:
         if msg.body is None:
@@ -761,21 +766,23 @@ class ExperimentActor:
         self._commit(request, [PutRecord(self.id, _DOOR_PREFIX + msg.key, msg.body)], None)
 
     def _peek(self, msg: Any) -> Any:
-        """A study's read answered outside the mailbox (`ActorRef.peek`) when the mailbox
-        would answer it the same at once: nothing of this actor is waiting to be committed
-        (a read never shows what a crash could undo), and the read changes nothing (a read
-        of the trials refills the WAITING trials of a study served suggestions)."""
-        if type(msg) is not TrialOp or not isinstance(msg.change, _PEEKABLE):
+        """A study's read answered outside the mailbox (`ActorRef.peek`), from the state
+        as of the last commit (`CommittedTrials`): it shows every acknowledged write and
+        none a crash could undo, whatever is in flight. Not for a read that changes
+        something (a read of the trials refills the WAITING trials of a study served
+        suggestions), nor once a commit failed (the actor is rebuilt from the store).
+        Safe on any thread: it reads references only, which the loop's thread replaces."""
+        if type(msg) is not TrialOp or not isinstance(msg.change, READS):
             return NOT_NOW
-        replies = self._replies
-        if replies.uncommitted or replies.poisoned is not None or self._deleted:
+        if self._replies.poisoned is not None or self._deleted:
             return NOT_NOW
         if msg.owner is not None and self._exp.owner is not None and msg.owner != self._exp.owner:
             return NOT_NOW  # the mailbox answers it as not found
-        study = self._trials.study
+        committed = self._committed
+        study = committed.study
         if isinstance(msg.change, ReadTrials) and study is not None and served_strategy(study.user_attrs) is not None:
             return NOT_NOW
-        return self._trials.apply(msg.change, self._clock())[0]
+        return committed.read(msg.change)
 
     def _serve(self, now: float) -> list[Write]:
         """Keep the study's served WAITING trials (`_served.py`) filled and fresh."""
@@ -898,9 +905,6 @@ class ExperimentActor:
         exp = self._exp
         best = False if exp.metrics != (exp.metric,) or exp.metric.constraint is not None else self._ledger.observations.best(exp.metric.sign)
         self._commit(request, [], best_observation(exp, self._ledger.observations) if best is False else best)
-
-
-_PEEKABLE = (ReadStudy, ReadTrial, ReadTrials, TrialIdOf)
 
 
 def _extended_space(space: Space, raw: Any) -> Space:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, Literal, Mapping, Se
 import anyio
 from anyio.abc import TaskGroup
 
-from ..actors import ActorGone, ActorRef
+from ..actors import NOT_NOW, ActorGone, ActorRef
 from ..errors import ApiError, api_error, invalid
 from ..models import Experiment, Metric, Observation, Parameter, Report, ReportDecision, StrategyOptions, Suggestion, Value
 from ..operations import UNSET, ExperimentState, SuggestionState
@@ -773,6 +773,26 @@ class Engine:
                 raise api_error("not_found", f"trial {trial_id} not found") from None
             raise
 
+    def study_read_now(self, study_id: int, change: TrialChange) -> Any:
+        """A study's read (`ReadStudy`, `ReadTrial`, `ReadTrials`, `TrialIdOf`) answered at
+        once on the calling thread, which may be any thread, from what the study's live
+        actor has committed (`ActorRef.peek`): the answer `study_call` would give, without
+        crossing to the engine's loop. NOT_NOW when only `study_call` can answer it: the
+        study is not in this engine's index or its actor is not running, the read changes
+        something, or it fails (`study_call` words the error)."""
+        experiment_id = self._studies.find(self._owner, study_id)
+        ref = self._actors.get(experiment_id) if experiment_id is not None else None
+        if ref is None:
+            return NOT_NOW
+        try:
+            return ref.peek(m.TrialOp(self._owner, change))
+        except ApiError:
+            return NOT_NOW
+
+    def trial_read_now(self, trial_id: int, change: TrialChange) -> Any:
+        """`study_read_now` on the study the trial id belongs to."""
+        return self.study_read_now(study_of(trial_id), change)
+
     async def advertise_door(self, door: str, host: str, port: int) -> None:
         """A gRPC door (`door`: "optuna", "kerastuner") says where it listens, so daemons
         sharing the store relay its calls for experiments this daemon owns here."""
@@ -839,6 +859,7 @@ class _OwnerView(Engine):
         self._importance = engine._importance
         self._fronts = engine._fronts
         self._studies = engine._studies
+        self._actors = engine._actors
 
     def _ask(self, experiment_id: str, message: m.Msg) -> Coroutine[Any, Any, Any]:
         return self._engine._ask(experiment_id, message)  # the engine's coroutine itself: no extra frame per call

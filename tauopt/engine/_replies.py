@@ -31,12 +31,18 @@ class CommitThenReply:
         self.uncommitted = 0
         self.poisoned: BaseException | None = None
 
-    def commit(self, request: Request[Any] | None, writes: list[Write], outcome: Any) -> None:
+    def commit(
+        self, request: Request[Any] | None, writes: list[Write], outcome: Any, then: Callable[[], None] | None = None
+    ) -> None:
         """Queue writes and answer `request` once they, and every earlier write of this
-        actor, are committed. `outcome` is a value or an ApiError."""
+        actor, are committed. `outcome` is a value or an ApiError. `then`: called once
+        they are committed, before the answer, unless a commit of this actor failed
+        (memory is then ahead of the store: nothing more is published from it)."""
         if writes:
             self._header(writes)
         elif not self.uncommitted:
+            if then is not None and self.poisoned is None:
+                then()
             if request is not None:
                 answer(request, outcome)
             return
@@ -49,7 +55,10 @@ class CommitThenReply:
                 log.error("store commit failed for experiment %s: %r", self._id, exc)
                 if request is not None:
                     fail(request, commit_error(exc, "nothing of this request was kept, retry it"))
-            elif request is not None:  # answer(), written out: this runs for every ask and observe
+                return
+            if then is not None and self.poisoned is None:
+                then()
+            if request is not None:  # answer(), written out: this runs for every ask and observe
                 if isinstance(outcome, BaseException):
                     fail(request, outcome)
                 else:

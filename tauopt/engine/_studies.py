@@ -90,9 +90,18 @@ class StudyIndex:
             self._by_name.pop((entry.owner, entry.name), None)
 
     def experiment_of(self, owner: str | None, study_id: int) -> str:
+        found = self.find(owner, study_id)
+        if found is None:
+            raise api_error("not_found", f"study {study_id} not found")
+        return found
+
+    def find(self, owner: str | None, study_id: int) -> str | None:
+        """The experiment of the study `owner` sees as `study_id`; None if none (or the
+        index is not loaded yet). Safe on any thread: it reads, and `load` replaces the
+        maps whole."""
         entry = self._by_id.get(study_id)
         if entry is None or entry.experiment_id is None or (owner is not None and entry.owner not in (owner, None)):
-            raise api_error("not_found", f"study {study_id} not found")
+            return None
         return entry.experiment_id
 
     def id_of(self, owner: str | None, name: str) -> int:

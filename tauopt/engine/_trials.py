@@ -13,7 +13,9 @@ claim (RUNNING asked of a WAITING trial) the set's `claim`, won once: the actor
 takes one message at a time, so of two workers claiming one trial one hears True
 and the other False. A finished trial never changes again (`trial_finished`,
 checked before anything else). Each record's `door` is the trial as Optuna sees it
-(`Trial`, frozen), made again on each change; it is what is stored and answered.
+(`Trial`, frozen), made again on each change; it is what is stored. Reads are answered
+from `CommittedTrials`, the study and trials as of the actor's last commit, which the
+actor publishes as each commit lands: on any thread, never behind a commit in flight.
 
 Attributes are kept as the JSON text they arrived as and returned unchanged; a
 distribution is Optuna's JSON form ({"name": ..., "attributes": {...}}); a parameter's
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
+from ..actors import NOT_NOW
 from ..errors import api_error, invalid
 from ._lifecycle import LifeState, TrialRecord, TrialSet
 
@@ -42,7 +45,9 @@ __all__ = [
     "Study",
     "Trial",
     "TrialBook",
+    "CommittedTrials",
     "TrialChange",
+    "READS",
     "NewTrial",
     "SetParam",
     "SetState",
@@ -397,6 +402,117 @@ TrialChange = (
     NewTrial | SetParam | SetState | SetIntermediate | SetTrialAttr | SetStudyAttr | DeleteStudy
     | ReadStudy | ReadTrial | ReadTrials | TrialIdOf
 )  # fmt: skip
+READS = (ReadStudy, ReadTrial, ReadTrials, TrialIdOf)  # the changes that change nothing
+
+
+def _open_study(study: Study | None) -> Study:
+    if study is None or study.deleted:
+        raise api_error("not_found", "no study in this experiment (it was deleted, or made by another door)")
+    return study
+
+
+def _number(study: Study, count: int, trial_id: int) -> int:
+    """The number of the trial `trial_id` among the study's `count`; not_found if none."""
+    number = trial_id - (study.study_id << TRIAL_ID_BITS)
+    if study_of(trial_id) != study.study_id or not 0 <= number < count:
+        raise _trial_not_found(trial_id)
+    return number
+
+
+def _read(study: Study, trials: Sequence[Trial], change: TrialChange) -> Any:
+    """A read's answer (`READS`) from a study and its trials by number."""
+    match change:
+        case ReadStudy():
+            return study
+        case ReadTrial():
+            return trials[_number(study, len(trials), change.trial_id)]
+        case ReadTrials():
+            # ids are base + number: those above greater_than are a tail of the numbers,
+            # so a read costs the trials it answers, not the study's whole history
+            base = study.study_id << TRIAL_ID_BITS
+            start = min(max(0, change.greater_than - base + 1), len(trials))
+            below = sorted(i - base for i in change.included if base <= i < base + start)
+            return [trials[n] for n in below] + list(trials[start:])
+        case TrialIdOf():
+            if not 0 <= change.number < len(trials):
+                raise api_error("not_found", f"no trial number {change.number} in study {study.study_id}")
+            return trials[change.number].trial_id
+    raise invalid(f"not a read: {type(change).__name__}")
+
+
+class _Doors(Sequence[Trial]):
+    """The live trials by number, as `_read` takes them (each record's `door`)."""
+
+    __slots__ = ("_numbered",)
+
+    def __init__(self, numbered: list[TrialRecord]) -> None:
+        self._numbered = numbered
+
+    def __len__(self) -> int:
+        return len(self._numbered)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [r.door for r in self._numbered[i]]
+        return self._numbered[i].door
+
+
+class CommittedTrials:
+    """A study and its trials as of the actor's last committed write: what a read shows.
+    A write is acknowledged only once committed, so a read answered from here shows
+    every acknowledged write and never one a crash could undo, whatever is in flight.
+
+    The actor publishes each commit's study and changed trials once it is committed
+    (`publish`, on the loop's thread, in commit order). `read` may run on any thread
+    (a gRPC handler thread answers reads without crossing to the loop): it reads
+    references only, under the GIL, and a read that overlapped a publish (the version
+    moved) is made again, so it answers one committed state, never a mix of two."""
+
+    __slots__ = ("_gap", "_study", "_trials", "_version")
+
+    def __init__(self, study: Study | None, trials: Sequence[Trial]) -> None:
+        self._study = study
+        self._trials = list(trials)
+        self._version = 0  # odd while a publish runs
+        self._gap = False  # a trial was published before one made earlier: reads go to the actor
+
+    def publish(self, study: Study | None, changed: Sequence[Trial]) -> None:
+        """The state after a commit: the study, and the trials it made or changed (by number).
+        Commits land in the order they were made; were one to land before an earlier one,
+        this state would have a hole, and every later read is left to the actor."""
+        self._version += 1
+        try:
+            self._study = study
+            trials = self._trials
+            for t in changed:
+                if t.number < len(trials):
+                    trials[t.number] = t
+                elif t.number == len(trials):
+                    trials.append(t)
+                else:
+                    self._gap = True
+        finally:
+            self._version += 1
+
+    @property
+    def study(self) -> Study | None:
+        return self._study
+
+    def read(self, change: TrialChange) -> Any:
+        """The answer to a read (`READS`) from the committed state; NOT_NOW if publishes
+        kept overlapping it (the caller asks the actor instead)."""
+        for _ in range(_READ_TRIES):
+            version = self._version
+            if self._gap:
+                break
+            if not version & 1:
+                answer = _read(_open_study(self._study), self._trials, change)
+                if self._version == version:
+                    return answer
+        return NOT_NOW
+
+
+_READ_TRIES = 3
 
 
 class TrialBook:
@@ -405,6 +521,7 @@ class TrialBook:
     def __init__(self, records: Sequence[tuple[str, str]]) -> None:
         self.study: Study | None = None
         self.records = TrialSet()
+        self._changed: set[int] = set()  # numbers of the trials made or changed since `take_changes`
         trials: list[Trial] = []
         for key, body in records:
             if key == STUDY_KEY:
@@ -414,31 +531,30 @@ class TrialBook:
         trials.sort(key=lambda t: t.number)
         for t in trials:
             self._add(t)
+        self._changed.clear()
+
+    def doors(self) -> list[Trial]:
+        """Every trial, by number."""
+        return [r.door for r in self.records.numbered]
+
+    def take_changes(self) -> list[Trial]:
+        """The trials made or changed since the last call, by number (what a commit publishes)."""
+        if not self._changed:
+            return []
+        numbered = self.records.numbered
+        changed = [numbered[n].door for n in sorted(self._changed)]
+        self._changed.clear()
+        return changed
 
     def live(self) -> list[Trial]:
         """The trials waiting or running, by number."""
         return [r.door for r in self.records.live()]
 
     def apply(self, change: TrialChange, now: float) -> tuple[Any, list[tuple[str, str]]]:
-        study = self.study
-        if study is None or study.deleted:
-            raise api_error("not_found", "no study in this experiment (it was deleted, or made by another door)")
+        study = _open_study(self.study)
         match change:
-            case ReadStudy():
-                return study, []
-            case ReadTrial():
-                return self._trial(change.trial_id), []
-            case ReadTrials():
-                # ids are base + number: those above greater_than are a tail of the numbers,
-                # so a read costs the trials it answers, not the study's whole history
-                numbered, base = self.records.numbered, study.study_id << TRIAL_ID_BITS
-                start = min(max(0, change.greater_than - base + 1), len(numbered))
-                below = sorted(i - base for i in change.included if base <= i < base + start)
-                return [numbered[n].door for n in below] + [r.door for r in numbered[start:]], []
-            case TrialIdOf():
-                if not 0 <= change.number < len(self.records.numbered):
-                    raise api_error("not_found", f"no trial number {change.number} in study {study.study_id}")
-                return self.records.numbered[change.number].door.trial_id, []
+            case ReadStudy() | ReadTrial() | ReadTrials() | TrialIdOf():
+                return _read(study, _Doors(self.records.numbered), change), []
             case NewTrial():
                 return self._new_trial(study, change.template, now)
             case SetParam():
@@ -504,15 +620,9 @@ class TrialBook:
         if key not in user and key not in system and len(user) + len(system) >= MAX_ATTRS:
             raise invalid(f"attributes: at most {MAX_ATTRS} per study or trial")
 
-    def _record(self, trial_id: int) -> TrialRecord:
-        assert self.study is not None
-        number = trial_id - (self.study.study_id << TRIAL_ID_BITS)
-        if study_of(trial_id) != self.study.study_id or not 0 <= number < len(self.records.numbered):
-            raise _trial_not_found(trial_id)
-        return self.records.numbered[number]
-
     def _trial(self, trial_id: int) -> Trial:
-        t: Trial = self._record(trial_id).door
+        assert self.study is not None
+        t: Trial = self.records.numbered[_number(self.study, len(self.records.numbered), trial_id)].door
         return t
 
     def _writable(self, trial_id: int) -> Trial:
@@ -526,10 +636,12 @@ class TrialBook:
         r = TrialRecord(str(t.trial_id), t.suggestion_id, {}, _LIFE[t.state], door=t)
         self.records.add(r)
         assert r.number == t.number
+        self._changed.add(t.number)
 
     def _put(self, t: Trial) -> list[tuple[str, str]]:
         """The trial's new view (its state unchanged); its record."""
         self.records.numbered[t.number].door = t
+        self._changed.add(t.number)
         return [(t.key(), t.to_json())]
 
     def _new_trial(self, study: Study, template: Trial | None, now: float) -> tuple[int, list[tuple[str, str]]]:

@@ -12,6 +12,12 @@ wake-up of the loop, a read), and the loop's thread writes every reply (sendmsg,
 the GIL held). The loop's thread is the door's one serial resource; here it only runs
 the engine. The measurements are on docs/doors/optuna.md.
 
+A method may also have an inline answer (`inline`, by full method name): a function of
+the request run on the handler thread itself, answering the reply or None. A read the
+engine can answer at once (from state its actors publish) is answered so, without
+crossing to the loop; None sends the call to the loop as any other. Not with a relay:
+a relayed call's answer is another daemon's.
+
 A relay (`_relay.RelayToOwner`, daemons sharing a store) chooses each call's handler
 (`choose`) before it is bridged, as its grpc.aio interceptor does.
 """
@@ -20,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from typing import Any, Callable, Coroutine, Sequence
+from typing import Any, Callable, Coroutine, Mapping, Sequence
 
 import anyio
 import grpc
@@ -61,10 +67,17 @@ class _LoopContext:
 
 
 Behavior = Callable[[Any, Any], Coroutine[Any, Any, Any]]
+Inline = Callable[[Any], Any]  # a request -> its reply, or None: run the call on the loop
 
 
-def _on_loop(loop: asyncio.AbstractEventLoop, behavior: Behavior) -> Callable[[Any, grpc.ServicerContext], Any]:
+def _on_loop(
+    loop: asyncio.AbstractEventLoop, behavior: Behavior, inline: Inline | None = None
+) -> Callable[[Any, grpc.ServicerContext], Any]:
     def handle(request: Any, context: grpc.ServicerContext) -> Any:
+        if inline is not None:
+            reply = inline(request)
+            if reply is not None:
+                return reply
         future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(
             behavior(request, _LoopContext(context)), loop
         )
@@ -82,9 +95,10 @@ def _on_loop(loop: asyncio.AbstractEventLoop, behavior: Behavior) -> Callable[[A
 class _Bridge(grpc.ServerInterceptor):  # type: ignore[misc]
     """Every unary handler (after the relay's choice, if any) runs on the loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, relay: Any | None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, relay: Any | None, inline: Mapping[str, Inline]) -> None:
         self._loop = loop
         self._relay = relay
+        self._inline = inline if relay is None else {}
         self._bridged: dict[int, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     def intercept_service(
@@ -98,18 +112,22 @@ class _Bridge(grpc.ServerInterceptor):  # type: ignore[misc]
         hit = self._bridged.get(id(handler))
         if hit is not None and hit[0] is handler:
             return hit[1]
-        bridged = handler._replace(unary_unary=_on_loop(self._loop, handler.unary_unary))
+        inline = self._inline.get(details.method)
+        bridged = handler._replace(unary_unary=_on_loop(self._loop, handler.unary_unary, inline))
         self._bridged[id(handler)] = (handler, bridged)  # the handler kept: its id is not reused
         return bridged
 
 
-def threaded_server(threads: int, options: Sequence[tuple[str, Any]], relay: Any | None = None) -> grpc.Server:
+def threaded_server(
+    threads: int, options: Sequence[tuple[str, Any]], relay: Any | None = None, inline: Mapping[str, Inline] = {}
+) -> grpc.Server:
     """A thread-pool gRPC server (`threads` handler threads) whose async handlers run on
     the running event loop; call from that loop. Register servicers on it as on a
-    grpc.aio server; start it with `.start()`, stop it with `stop_threaded`."""
+    grpc.aio server; start it with `.start()`, stop it with `stop_threaded`. `inline`:
+    answers tried on the handler thread first, by full method name ("/pkg.Service/Method")."""
     loop = asyncio.get_running_loop()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tauopt-grpc")
-    return grpc.server(pool, options=list(options), interceptors=(_Bridge(loop, relay),))
+    return grpc.server(pool, options=list(options), interceptors=(_Bridge(loop, relay, inline),))
 
 
 async def stop_threaded(server: grpc.Server, grace: float) -> None:

@@ -79,10 +79,10 @@ async def serve_optuna(tg: TaskGroup, engine: Any, door: OptunaDoor) -> tuple[di
         )
     relay = relay_for(engine, "optuna")  # daemons sharing the store: a study another one owns is served there
     options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.so_reuseport", 0)]
-    server = threaded_server(door.threads, options, relay)
     servicer = StorageServicer(
         engine.as_owner(creds[0].id), on_rpc=Metrics.for_engine(engine).record_rpc, max_studies=door.max_studies
     )
+    server = threaded_server(door.threads, options, relay, servicer.inline())
     passing_bytes(pb_grpc.add_StorageServiceServicer_to_server, servicer, server)
     target = f"[{door.host}]:{door.port}" if ":" in door.host and not door.host.startswith("[") else f"{door.host}:{door.port}"
     bound = bind_insecure(server, target, "--optuna-port: ")

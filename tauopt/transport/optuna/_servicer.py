@@ -1,7 +1,10 @@
 """Optuna's `optuna.StorageService`: translation only, errors through the catalogue.
 
 The methods are coroutines in grpc.aio's form, run on the engine's event loop (the
-door serves them from grpc's thread-pool server, `transport/_threaded.py`).
+door serves them from grpc's thread-pool server, `transport/_threaded.py`). The reads
+of trials and studies are answered first on gRPC's handler thread (`inline`), from
+what the study's actor has committed, and only when the engine cannot answer them
+there (no live actor yet, a read with effects, an error to word) on the loop.
 
 Each call becomes one engine call on the door's credential (`Engine.as_owner`): a study
 is an experiment, its trials are changed and read in the experiment's actor
@@ -15,10 +18,13 @@ FAILED_PRECONDITION (UpdateFinishedTrialError), `invalid_request` -> INVALID_ARG
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
 import grpc
 
+from ...actors import NOT_NOW
 from ...engine import (
     TRIAL_STATES,
     Distribution,
@@ -52,6 +58,8 @@ MAX_INCLUDED_IDS = 1_000_000  # unfinished trial ids one GetTrials may name
 ENCODED_TRIALS = 20_000  # trials whose wire bytes are kept (each about a few hundred bytes)
 
 T = TypeVar("T")
+Inline = Callable[[Any], Any]  # a request -> its reply, or None: answered on the loop instead
+_SERVICE = pb.DESCRIPTOR.services_by_name["StorageService"].full_name
 
 _STATE_OUT = {name: pb.TrialState.Value(name) for name in TRIAL_STATES}
 _STATE_IN = {number: name for name, number in _STATE_OUT.items()}
@@ -97,19 +105,19 @@ class EncodedTrials:
     def __init__(self, size: int = ENCODED_TRIALS) -> None:
         self._size = size
         self._by_id: dict[int, tuple[Trial, bytes]] = {}
+        self._lock = threading.Lock()  # called on the loop and on gRPC's handler threads
 
     def __call__(self, t: Trial) -> bytes:
         """`t` as field 1 of GetTrialReply and GetTrialsReply (the trial, the trials)."""
-        by_id = self._by_id
-        hit = by_id.get(t.trial_id)
-        if hit is not None:
-            if hit[0] is t:
-                return hit[1]
-            del by_id[t.trial_id]  # re-inserted last: the newest version is the last to go
-        elif len(by_id) >= self._size:
-            del by_id[next(iter(by_id))]
+        hit = self._by_id.get(t.trial_id)
+        if hit is not None and hit[0] is t:
+            return hit[1]
         encoded = length_delimited(1, trial_to_proto(t).SerializeToString())
-        by_id[t.trial_id] = (t, encoded)
+        with self._lock:
+            by_id = self._by_id
+            if by_id.pop(t.trial_id, None) is None and len(by_id) >= self._size:
+                del by_id[next(iter(by_id))]
+            by_id[t.trial_id] = (t, encoded)  # (re-)inserted last: the newest version is the last to go
         return encoded
 
 
@@ -153,6 +161,62 @@ class StorageServicer(pb_grpc.StorageServiceServicer):
         self.on_rpc = on_rpc
         self.max_studies = max_studies
         self.encoded = EncodedTrials()
+
+    def inline(self) -> dict[str, Inline]:
+        """The reads answered on gRPC's handler thread, by full method name: each takes the
+        request and answers its reply, or None when the engine cannot answer it at once
+        (`Engine.study_read_now`); the call then runs on the loop as the others do."""
+        reads: dict[str, Inline] = {
+            "GetTrial": self._get_trial_now,
+            "GetTrials": self._get_trials_now,
+            "GetTrialIdFromStudyIdTrialNumber": self._trial_id_now,
+            "GetStudyNameFromId": lambda r: self._study_now(r, lambda s: pb.GetStudyNameFromIdReply(study_name=s.name)),
+            "GetStudyDirections": lambda r: self._study_now(
+                r, lambda s: pb.GetStudyDirectionsReply(directions=[_DIRECTION_OUT[d] for d in s.directions])
+            ),
+            "GetStudyUserAttributes": lambda r: self._study_now(
+                r, lambda s: pb.GetStudyUserAttributesReply(user_attributes=dict(s.user_attrs))
+            ),
+            "GetStudySystemAttributes": lambda r: self._study_now(
+                r, lambda s: pb.GetStudySystemAttributesReply(system_attributes=dict(s.system_attrs))
+            ),
+        }  # fmt: skip
+        return {f"/{_SERVICE}/{rpc}": self._counted(rpc, read) for rpc, read in reads.items()}
+
+    def _counted(self, rpc: str, read: Inline) -> Inline:
+        on_rpc = self.on_rpc
+
+        def answer(request: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                reply = read(request)
+            except Exception:  # a bug: the loop's path answers the call (and says so)
+                log.exception("%s on the handler thread failed", rpc)
+                return None
+            if reply is not None and on_rpc is not None:
+                on_rpc(rpc, "OK", "ok", time.perf_counter() - t0)
+            return reply
+
+        return answer
+
+    def _get_trial_now(self, request: pb.GetTrialRequest) -> bytes | None:
+        found = self.engine.trial_read_now(request.trial_id, ReadTrial(request.trial_id))
+        return None if found is NOT_NOW else self.encoded(found)
+
+    def _get_trials_now(self, request: pb.GetTrialsRequest) -> bytes | None:
+        if len(request.included_trial_ids) > MAX_INCLUDED_IDS:
+            return None
+        read = ReadTrials(request.trial_id_greater_than, frozenset(request.included_trial_ids))
+        found = self.engine.study_read_now(request.study_id, read)
+        return None if found is NOT_NOW else b"".join(map(self.encoded, found))
+
+    def _trial_id_now(self, request: pb.GetTrialIdFromStudyIdTrialNumberRequest) -> Any:
+        found = self.engine.study_read_now(request.study_id, TrialIdOf(request.trial_number))
+        return None if found is NOT_NOW else pb.GetTrialIdFromStudyIdTrialNumberReply(trial_id=found)
+
+    def _study_now(self, request: Any, reply: Callable[[Study], Any]) -> Any:
+        found = self.engine.study_read_now(request.study_id, ReadStudy())
+        return None if found is NOT_NOW else reply(found)
 
     async def _call(self, context: Any, rpc: str, fn: Callable[[], Awaitable[T]]) -> T:
         # not_found and name_taken are ordinary answers here (load_if_exists, a lookup)
