@@ -32,7 +32,10 @@ TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); n=$$((n + 1)); [ "$$n
 # turns it off (PYTHONDONTWRITEBYTECODE, set in many containers): the suite starts hundreds of
 # Python processes from this tree (daemons, CLI commands, chiefs, workers), and without it each
 # one compiles tauopt's modules again (a fifth of the CPU of a file of CLI tests).
+# Optuna's own storage tests run from its released sdist (tests/optuna_suite.py), fetched here
+# once into a cache outside the tree: the tests themselves reach no network.
 test: $(STAMP)
+	$(PY) tests/optuna_suite.py --fetch-only
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # The documentation site (mkdocs.yml, docs/) into build/site; --strict: no broken link or reference.

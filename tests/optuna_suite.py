@@ -1,6 +1,6 @@
 """Optuna's own storage tests, run against the Optuna door of a real `tauopt serve`.
 
-    python tests/optuna_suite.py [--cache DIR] [--no-download] [PYTEST ARGS...]
+    python tests/optuna_suite.py [--cache DIR] [--no-download | --fetch-only] [PYTEST ARGS...]
 
 Takes optuna==5.0.0's sdist (the pinned Optuna; `pip download` into the cache dir,
 default ~/.cache/tauopt/optuna-suite, once; never copied into this repository) and
@@ -145,7 +145,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="default: $TAUOPT_OPTUNA_SUITE_CACHE or %(default)s")
     parser.add_argument("--no-download", action="store_true", help="use the cached sdist only")
+    parser.add_argument("--fetch-only", action="store_true", help="fetch the sdist into the cache if missing, run nothing (make test)")
     known, rest = parser.parse_known_args()
+    if known.fetch_only:
+        suite_dir(known.cache)
+        return 0
     return run(known.cache, rest, download=not known.no_download)
 
 

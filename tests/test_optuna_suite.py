@@ -1,7 +1,7 @@
 """Optuna's own storage test suite passes against the Optuna door (tests/optuna_suite.py).
 
-It needs optuna 5.0.0's sdist in the suite's cache (the script fetches it once with
-`python tests/optuna_suite.py`; tests reach no network): skipped without it.
+It needs optuna 5.0.0's sdist in the suite's cache (`make test` fetches it first, with
+`python tests/optuna_suite.py --fetch-only`; tests reach no network): skipped without it.
 """
 
 from __future__ import annotations
