@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from functools import partial
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
 import grpc
@@ -65,6 +66,14 @@ _STATE_OUT = {name: pb.TrialState.Value(name) for name in TRIAL_STATES}
 _STATE_IN = {number: name for name, number in _STATE_OUT.items()}
 _DIRECTION_OUT = {"MINIMIZE": pb.MINIMIZE, "MAXIMIZE": pb.MAXIMIZE}
 _DIRECTION_IN = {number: name for name, number in _DIRECTION_OUT.items()}
+
+# Each study read's reply, built from the study alike on the loop and on a handler thread.
+_STUDY_REPLIES: dict[str, Callable[[Study], Any]] = {
+    "GetStudyNameFromId": lambda s: pb.GetStudyNameFromIdReply(study_name=s.name),
+    "GetStudyDirections": lambda s: pb.GetStudyDirectionsReply(directions=[_DIRECTION_OUT[d] for d in s.directions]),
+    "GetStudyUserAttributes": lambda s: pb.GetStudyUserAttributesReply(user_attributes=dict(s.user_attrs)),
+    "GetStudySystemAttributes": lambda s: pb.GetStudySystemAttributesReply(system_attributes=dict(s.system_attrs)),
+}
 
 
 
@@ -170,17 +179,8 @@ class StorageServicer(pb_grpc.StorageServiceServicer):
             "GetTrial": self._get_trial_now,
             "GetTrials": self._get_trials_now,
             "GetTrialIdFromStudyIdTrialNumber": self._trial_id_now,
-            "GetStudyNameFromId": lambda r: self._study_now(r, lambda s: pb.GetStudyNameFromIdReply(study_name=s.name)),
-            "GetStudyDirections": lambda r: self._study_now(
-                r, lambda s: pb.GetStudyDirectionsReply(directions=[_DIRECTION_OUT[d] for d in s.directions])
-            ),
-            "GetStudyUserAttributes": lambda r: self._study_now(
-                r, lambda s: pb.GetStudyUserAttributesReply(user_attributes=dict(s.user_attrs))
-            ),
-            "GetStudySystemAttributes": lambda r: self._study_now(
-                r, lambda s: pb.GetStudySystemAttributesReply(system_attributes=dict(s.system_attrs))
-            ),
-        }  # fmt: skip
+            **{rpc: partial(self._study_now, reply=reply) for rpc, reply in _STUDY_REPLIES.items()},
+        }
         return {f"/{_SERVICE}/{rpc}": self._counted(rpc, read) for rpc, read in reads.items()}
 
     def _counted(self, rpc: str, read: Inline) -> Inline:
@@ -273,35 +273,29 @@ class StorageServicer(pb_grpc.StorageServiceServicer):
         study: Study = await self.engine.study_call(study_id, ReadStudy())
         return study
 
-    async def GetStudyNameFromId(self, request: pb.GetStudyNameFromIdRequest, context: Any) -> pb.GetStudyNameFromIdReply:
-        async def run() -> pb.GetStudyNameFromIdReply:
-            return pb.GetStudyNameFromIdReply(study_name=(await self._study(request.study_id)).name)
+    async def _study_reply(self, rpc: str, request: Any, context: Any) -> Any:
+        """A study read on the loop: the same reply `inline` builds on a handler thread."""
 
-        return await self._call(context, "GetStudyNameFromId", run)
+        async def run() -> Any:
+            return _STUDY_REPLIES[rpc](await self._study(request.study_id))
+
+        return await self._call(context, rpc, run)
+
+    async def GetStudyNameFromId(self, request: pb.GetStudyNameFromIdRequest, context: Any) -> pb.GetStudyNameFromIdReply:
+        return await self._study_reply("GetStudyNameFromId", request, context)
 
     async def GetStudyDirections(self, request: pb.GetStudyDirectionsRequest, context: Any) -> pb.GetStudyDirectionsReply:
-        async def run() -> pb.GetStudyDirectionsReply:
-            study = await self._study(request.study_id)
-            return pb.GetStudyDirectionsReply(directions=[_DIRECTION_OUT[d] for d in study.directions])
-
-        return await self._call(context, "GetStudyDirections", run)
+        return await self._study_reply("GetStudyDirections", request, context)
 
     async def GetStudyUserAttributes(
         self, request: pb.GetStudyUserAttributesRequest, context: Any
     ) -> pb.GetStudyUserAttributesReply:
-        async def run() -> pb.GetStudyUserAttributesReply:
-            return pb.GetStudyUserAttributesReply(user_attributes=dict((await self._study(request.study_id)).user_attrs))
-
-        return await self._call(context, "GetStudyUserAttributes", run)
+        return await self._study_reply("GetStudyUserAttributes", request, context)
 
     async def GetStudySystemAttributes(
         self, request: pb.GetStudySystemAttributesRequest, context: Any
     ) -> pb.GetStudySystemAttributesReply:
-        async def run() -> pb.GetStudySystemAttributesReply:
-            study = await self._study(request.study_id)
-            return pb.GetStudySystemAttributesReply(system_attributes=dict(study.system_attrs))
-
-        return await self._call(context, "GetStudySystemAttributes", run)
+        return await self._study_reply("GetStudySystemAttributes", request, context)
 
     async def GetAllStudies(self, request: pb.GetAllStudiesRequest, context: Any) -> pb.GetAllStudiesReply:
         async def run() -> pb.GetAllStudiesReply:
