@@ -76,7 +76,6 @@ _STUDY_REPLIES: dict[str, Callable[[Study], Any]] = {
 }
 
 
-
 def _state(number: int) -> str:
     name = _STATE_IN.get(number)
     if name is None:
