@@ -313,6 +313,36 @@ async def test_the_wal_stays_bounded_under_many_writes(tmp_path: Path) -> None:
     assert sizes[-1] <= bound
 
 
+async def test_a_stream_of_small_commits_past_the_limit_asks_for_a_checkpoint_per_step_of_growth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past checkpoint_bytes the checkpointer is asked for a pass each time the WAL grew by a
+    step (checkpoint_bytes / REQUEST_STEPS), not after every commit: asked after each one, its
+    passes ran back to back, each with its fsyncs, for as long as the WAL grew."""
+    from tauopt.store import _sqlite_thread
+
+    asked: list[int] = []
+    request = _sqlite_thread._Checkpointer.request
+    monkeypatch.setattr(_sqlite_thread._Checkpointer, "request", lambda self: (asked.append(1), request(self)))
+    path, limit = tmp_path / "s.db", 1 << 20
+    wal = Path(f"{path}-wal")
+    writes, sizes = 800, []
+    async with SqliteStore(path, checkpoint_bytes=limit, checkpoint_idle_s=60) as store:  # only the size bound
+        await store.write([PutExperiment(experiment())])
+        for i in range(writes):  # one small row a commit: a few WAL frames each, ~8 MB in all
+            await store.write([PutSuggestion(Suggestion(f"s{i}", "e1", {"x": "v" * 1000}, created_at=2.0))])
+            sizes.append(wal.stat().st_size)
+        passes = store.checkpoints
+        snap = await store.load("e1")
+    assert snap is not None and len(snap.suggestions) == writes
+    past_the_limit = sum(1 for size in sizes if size > limit)
+    assert past_the_limit > writes // 2  # the stream spent most of its commits past the limit
+    # ~8 MB of growth in 128 KB steps, the WAL started over twice: tens of asks, not one a commit
+    assert 0 < len(asked) <= past_the_limit // 4, (len(asked), past_the_limit)
+    assert 0 < passes <= len(asked) + 8, (passes, len(asked))  # the writer thread's own passes besides
+    assert max(sizes) <= 4 * limit + (64 << 10)  # still bounded: the writer thread's own pass at 4 x the limit
+
+
 async def test_a_commit_waits_on_the_writer_thread_behind_a_checkpoint_the_thread_runs(
     tmp_path: Path, monkeypatch
 ) -> None:

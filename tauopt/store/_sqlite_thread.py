@@ -34,8 +34,9 @@ after each job, the writer looks at the WAL file's size (a stat, on the
 loop's thread):
 - past `checkpoint_bytes`: it asks a third connection, on a thread of its
   own (`_Checkpointer`), for a PASSIVE checkpoint, which runs beside the next
-  commits and delays none of them (that thread also runs one by itself once
-  nothing has been written for `idle_s` seconds);
+  commits and delays none of them, and asks again each time the WAL has grown
+  by another `checkpoint_bytes / REQUEST_STEPS` (that thread also runs one by
+  itself once nothing has been written for `idle_s` seconds);
 - past `bound_factor` x `checkpoint_bytes` (the checkpointer never caught up
   with a stream of commits): it runs the PASSIVE checkpoint itself, on its
   own thread, between two groups (the next commit queues behind it). With no
@@ -68,6 +69,10 @@ from ._base import StoreError
 __all__ = ["SqliteThread", "SqliteWriter"]
 
 log = logging.getLogger("tauopt.store")
+
+# Past checkpoint_bytes, the checkpointer is asked for a pass each time the WAL has grown by
+# checkpoint_bytes / REQUEST_STEPS since the last ask (or has started over).
+REQUEST_STEPS = 8
 
 T = TypeVar("T")
 
@@ -148,6 +153,7 @@ class SqliteWriter(SqliteThread):
         self._checkpointer = _Checkpointer(path, synchronous, idle_s)
         self._changes = 0  # conn.total_changes after the last job: did a job write?
         self._bound = self._full_bound = bound_factor * checkpoint_bytes  # WAL size where this thread checkpoints
+        self._asked_at = 0  # WAL size when the checkpointer was last asked for a pass
         self.own_checkpoints = 0  # run by this thread, for tests and benchmarks
         self._inline = synchronous.upper() == "NORMAL"  # commits without an fsync: no hop (`commit`)
         self._last: Future[Any] = Future()  # the thread's last job: the connection is its until done
@@ -226,9 +232,13 @@ class SqliteWriter(SqliteThread):
         size = self._wal_size()
         if size > self._bound:
             self._last = self._pool.submit(self._checkpoint_here, size)
-        elif size > self.checkpoint_bytes:
-            # Asked again after every write until the WAL starts over: a pass that ends with
-            # nothing committed beside it has backfilled the whole WAL.
+        elif size > self.checkpoint_bytes and not 0 <= size - self._asked_at < self.checkpoint_bytes // REQUEST_STEPS:
+            # Asked again at each step of growth until the WAL starts over (a pass that ends
+            # with nothing committed beside it has backfilled the whole WAL), not after every
+            # write: under a stream of commits a pass rarely ends in such a gap, and a pass
+            # asked for after each commit would run back to back, each with its fsyncs, for
+            # as long as the WAL grows. Each pass copies what was written since the last.
+            self._asked_at = size
             self._checkpointer.request()
 
     def _wal_size(self) -> int:
