@@ -49,24 +49,25 @@ class Figure:
 
 BENCH = "make bench"
 _DAEMON = "Door CPU per pair, metrics and the cold ask tail"
-QUIET_BENCH = "2026-12-02 14:38, quiet (load 0.7)"
+BENCH_NOW = "2026-12-05 13:09-13:13, two runs (load 1.4-2.2)"
+BENCH_NOW_SECTION = "`make bench` again: two runs (2026-12-05)"
 TARGETS: tuple[Target, ...] = (
-    Target("in process", "memory store, 64 workers: share of the mailbox floor ≥ 0.6", "0.34 (0.609 by bytecodes, 0.57 by CPU instructions)", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
-    Target("in process", "two floats, 1 worker: ≥ 1× Optuna's ask/tell, 1 thread", "1.13×", "met", BENCH, QUIET_BENCH, "Coordination overhead"),
-    Target("in process", "two floats, 8 workers: ≥ 2× Optuna's best multi-threaded", "1.98×", "not met (by 1%)", BENCH, QUIET_BENCH, "Coordination overhead"),
-    Target("in process", "two floats, 64 workers: ≥ 2× Optuna's best multi-threaded", "1.53×", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
-    Target("SQLite", "in process, 64 workers: ≥ 0.8 of the memory store's pairs/s", "0.46 (0.63: median of 4 quiet alternated runs)", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
-    Target("SQLite", "100 experiments, 64 workers: ask p99 ≤ 3× the memory store's", "4.07× (4.3×: median of 4 quiet alternated runs)", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
-    Target("SQLite", "durable in process, 64 workers: ≥ 100× Optuna's RDB storage (4 processes)", "88×", "not met on the quiet run (95-313× on loaded ones)", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("in process", "memory store, 64 workers: share of the mailbox floor ≥ 0.6", "0.26 and 0.21 (the floor rose to 61,796-65,986 pairs/s; 0.34 on 2026-12-02)", "not met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
+    Target("in process", "two floats, 1 worker: ≥ 1× Optuna's ask/tell, 1 thread", "1.30× and 1.38×", "met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
+    Target("in process", "two floats, 8 workers: ≥ 2× Optuna's best multi-threaded", "3.06× and 3.41×", "met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
+    Target("in process", "two floats, 64 workers: ≥ 2× Optuna's best multi-threaded", "3.15× and 3.27×", "met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
+    Target("SQLite", "in process, 64 workers: ≥ 0.8 of the memory store's pairs/s", "0.47 and 0.50", "not met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
+    Target("SQLite", "100 experiments, 64 workers: ask p99 ≤ 3× the memory store's", "6.86× and 5.21× (4.07× on 2026-12-02)", "not met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
+    Target("SQLite", "durable in process, 64 workers: ≥ 100× Optuna's RDB storage (4 processes)", "129× and 158×", "met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
     Target("stores", "durable ≥ 0.7× memory, 64 workers (`synchronous` os; fsync)", "0.78 and 0.72 (16 experiments); fsync 0.81 and 0.60", "met (os); fsync over 16 experiments not met", "benchmarks/store_throughput.py [--experiments 16]", "2026-11-29, load 2.5", "Store throughput"),
     Target("PostgreSQL", "16 workers, 100 experiments: ≥ 20× Optuna's RDB storage on the same server", "86× in process, 44× over HTTP", "met", "benchmarks/contention.py --tiny --pg-url …", "2026-12-04, load 27-28", "PostgreSQL"),
     Target("PostgreSQL", "ask p99 < 20 ms on a quiet machine", "16 workers: 10.8-11.6 ms in process, 21.5-23.2 ms over HTTP", "met in process; HTTP 1.5-3 ms over", "benchmarks/contention.py --pg-url throwaway --only /postgresql/ --no-optuna --no-plot", "2026-12-05, quiet (load 0.2-1.9)", "PostgreSQL"),
-    Target("HTTP door", "4 × 16 workers: ≥ 0.75 of its floor (same client, canned server)", "0.43", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("HTTP door", "4 × 16 workers: ≥ 0.75 of its floor (same client, canned server)", "0.80 and 0.79", "met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
     Target("HTTP client", "CPU per ask + observe within 1.5× of the hand-written wire", "1.28× (median of 9 alternated rounds)", "met", "benchmarks/client_cpu.py", "2026-12-02 14:50, quiet (load 0.4-1.2)", "Coordination overhead"),
-    Target("KerasTuner door", "2 × 8 workers, SQLite: ≥ 0.6 of its floor", "0.40 (memory store: 0.50)", "not met", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Target("KerasTuner door", "2 × 8 workers, SQLite: ≥ 0.6 of its floor", "0.52 and 0.47 (memory store: 0.61 and 0.69)", "not met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
     Target("Optuna door", "ahead of every Optuna gRPC-proxy backend at 8 and 32 workers", "tauopt ÷ in-memory proxy (median of 6 rounds, 3 quiet, 3 loaded): random 8 workers 0.89×, 32: 0.99×; TPE 10 ms 8: 0.87×, 32: 1.06×; ahead of Journal in 24 of 24 pairs, CPU a trial at or below Journal's in 24 of 24; 3.4-17× the RDB proxy (earlier runs)", "not met: behind the in-memory proxy (not durable) at 8 workers; blocked by the door's design (writes through the study's actor, committed before the reply)", "benchmarks/optuna_door.py --workers 8|32 --samplers random|tpe --objective-ms 0|10", "2026-12-05 10:41-12:03, load 3-23", "Optuna door: a loaded matrix, and where a write's time and CPU go (2026-12-05)"),
-    Target("GP engine", "0 s evaluations, 8 workers: pairs/s ≥ Optuna GPSampler, 8 threads", "6.8× (3.8-7.5× after the move to gpytorch)", "met", BENCH, QUIET_BENCH, "GP latency and throughput"),
-    Target("GP engine", "0 s evaluations, 8 workers: ask p95 ≤ 3× one fit at the same n", "2.84-2.87× per ask at its own n (alternated runs); 3.17× in the quiet make bench", "at the line", "benchmarks/contention.py --quick --only /gp --duration 10", "2026-12-02, load 4.8-4.9", "GP latency and throughput"),
+    Target("GP engine", "0 s evaluations, 8 workers: pairs/s ≥ Optuna GPSampler, 8 threads", "3.33× and 2.95× (6.8× on 2026-12-02, 3.8-7.5× after the move to gpytorch)", "met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
+    Target("GP engine", "0 s evaluations, 8 workers: ask p95 ≤ 3× one fit at the same n", "1.9× and 1.81× one fit at the median n (per ask at its own n: 2.7× and 2.02×)", "met", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
     Target("GP engine", "1 s evaluations, 8 workers: ask p50 ≤ 1 ms at n = 50, 200, 1,000", "0.39, 0.23, 0.24 ms", "met", "benchmarks/gp_latency.py --sizes 50,200,1000 --parts engine --eval 1", "2026-12-05 07:00, quiet (load 1-2)", "GP at small budgets: fresh rounds and one global pick per batch (2026-12-05)"),
     Target("GP fit", "gpytorch fit within 1.5× of the hand-written one it replaced", "n = 50: 2.2-2.6×; 200: 1.3-1.5×; 1,000: 1.1×", "not met at small n", "benchmarks/gp_fit_time.py --sizes 50,200,1000", "2026-12-04, load 13-24 (alternated)", "GP latency and throughput"),
     Target("GP quality", "lower median than Optuna's GPSampler in ≥ 75% of the suite's readings", "52/58 (1 worker), 53/58 (8 workers)", "met", "benchmarks/quality.py", "2026-12-03, seeds 0-9", "GP quality"),
@@ -88,10 +89,10 @@ TARGETS: tuple[Target, ...] = (
 )
 
 FIGURES: tuple[Figure, ...] = (
-    Figure("in process", "6,899 pairs/s (1 worker), 5,678 (8), 4,387 (64); Optuna 6,104 and 2,869", BENCH, QUIET_BENCH, "Coordination overhead"),
-    Figure("SQLite", "2,507 pairs/s in process at 64 workers", BENCH, QUIET_BENCH, "Coordination overhead"),
-    Figure("HTTP door", "765 pairs/s, 4 × 16 workers; 3.9× Optuna's JournalStorage", BENCH, QUIET_BENCH, "Coordination overhead"),
-    Figure("KerasTuner door", "391 pairs/s on SQLite, 493 on the memory store", BENCH, QUIET_BENCH, "Coordination overhead"),
+    Figure("in process", "two floats: 12,278 and 12,023 pairs/s (1 worker), 14,068 and 14,638 (8), 14,499 and 14,027 (64); Optuna 9,472 and 8,704 (1 thread), 4,602 and 4,294 (best multi-threaded)", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
+    Figure("SQLite", "7,466 and 6,986 pairs/s in process at 64 workers", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
+    Figure("HTTP door", "1,991 and 1,646 pairs/s, 4 × 16 workers; 6.0× and 5.3× Optuna's JournalStorage", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
+    Figure("KerasTuner door", "727 and 573 pairs/s on SQLite, 855 and 840 on the memory store", BENCH, BENCH_NOW, BENCH_NOW_SECTION),
     Figure("slot hand-off", "4.9 ms median with a waiting ask, 644 ms with the retry loop", "benchmarks/slot_handoff.py --rounds 30", "2026-12-02, loaded", "Slot hand-off"),
     Figure("Pareto front", "a page of 10,000 of a 100,000-point front again: ~12 ms", "benchmarks/pareto_front_http.py --observations 100000", "2026-12-04, load ~4", "Heavy reads"),
     Figure("Ray Tune", "TauoptSearch runs real Tune trials 4 at a time; 24-55 ms of searcher time a trial", "benchmarks/ray_tune.py --cells sphere:2,branin:2 --seeds 0,1", "2026-12-04, load 20-24", "Ray Tune searchers"),
