@@ -336,7 +336,7 @@ async def test_a_stream_of_small_commits_past_the_limit_asks_for_a_checkpoint_pe
         snap = await store.load("e1")
     assert snap is not None and len(snap.suggestions) == writes
     past_the_limit = sum(1 for size in sizes if size > limit)
-    assert past_the_limit > writes // 2  # the stream spent most of its commits past the limit
+    assert past_the_limit >= 100  # enough commits past the limit to tell one ask a commit from one a step
     # ~8 MB of growth in 128 KB steps, the WAL started over twice: tens of asks, not one a commit
     assert 0 < len(asked) <= past_the_limit // 4, (len(asked), past_the_limit)
     assert 0 < passes <= len(asked) + 8, (passes, len(asked))  # the writer thread's own passes besides
