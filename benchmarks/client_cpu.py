@@ -27,7 +27,6 @@ import collections
 import contextlib
 import json
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -38,14 +37,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _bench_common import free_port  # noqa: E402
 from _bench_floor import FloorServer  # noqa: E402
 from _progress import progress  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _Sampler:
@@ -130,7 +124,7 @@ def main() -> None:
     parser.add_argument("--sample-profile", action="store_true", help="also print where the tauopt client's CPU goes")
     args = parser.parse_args()
     sampler = _Sampler() if args.sample_profile and args.client == "tauopt" else None
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory() as tmp, FloorServer("http", port, Path(tmp) / "floor.log"):
         url = f"http://127.0.0.1:{port}"
         wall = time.perf_counter()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,34 +20,21 @@ import time
 from pathlib import Path
 
 import httpx
+from _bench_common import free_port, wait_health
 
 SPACE = {"parameters": [{"name": "x", "type": "double", "bounds": [0, 1]}], "metric": {"name": "loss"}}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def first_ask_ms(after_s: float) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "tauopt.db"
-        port = _free_port()
+        port = free_port()
         url = f"http://127.0.0.1:{port}"
         # -P: tauopt from PYTHONPATH or the venv, not from the current directory (A/B runs)
         cmd = [sys.executable, "-P", "-m", "tauopt.cli", "serve", "--db", str(db), "--port", str(port)]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    httpx.get(url + "/v1/health", timeout=5).raise_for_status()
-                    break
-                except httpx.HTTPError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise SystemExit("the daemon did not answer /v1/health") from None
-                    time.sleep(0.05)
+            wait_health(url, proc, timeout_s=120)
             time.sleep(after_s)
             headers = {"Authorization": "Bearer " + Path(f"{db}.token").read_text().strip()}
             with httpx.Client(base_url=url, headers=headers, timeout=120) as c:

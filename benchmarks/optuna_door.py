@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _bench_common import _cpu_seconds
+from _bench_common import _cpu_seconds, free_port, wait_port
 
 BACKENDS = ("optuna-rdb-sqlite", "optuna-journal", "optuna-inmemory", "tauopt")
 
@@ -99,28 +98,9 @@ print(json.dumps({"asks": asks, "tells": tells, "numbers": numbers, "cpu_s": tim
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_ready(port: int, proc: subprocess.Popen[Any], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start")
-
-
 def _server(backend: str, tmp: Path, port: int) -> subprocess.Popen[Any]:
     if backend == "tauopt":
-        args = [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(tmp / "tauopt.db"), "--port", str(_free_port()),
+        args = [sys.executable, "-m", "tauopt.cli", "serve", "--db", str(tmp / "tauopt.db"), "--port", str(free_port()),
                 "--pool", "thread", "--log-level", "warning", "--optuna-port", str(port)]  # fmt: skip
     else:
         path = tmp / ("optuna.db" if "rdb" in backend else "journal.log")
@@ -154,10 +134,10 @@ def run_cell(
     warnings.simplefilter("ignore")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="optuna-door-") as d:
-        port = _free_port()
+        port = free_port()
         server = _server(backend, Path(d), port)
         try:
-            _wait_ready(port, server)
+            wait_port(port, 60, alive=lambda: server.poll() is None)
             storage = GrpcStorageProxy(host="127.0.0.1", port=port)
             storage.wait_server_ready(timeout=60)
             optuna.create_study(study_name="bench", storage=storage)
