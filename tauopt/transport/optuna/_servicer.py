@@ -45,7 +45,7 @@ from ...engine import (
     check_datetime,
     check_key,
 )
-from ...errors import api_error, invalid
+from ...errors import ApiError, api_error, invalid
 from .._rpc import OnRpc, answer_rpc, length_delimited
 from ._door import MAX_MESSAGE_BYTES, MAX_STUDIES
 from ._generated import api_pb2 as pb
@@ -85,6 +85,14 @@ def _state(number: int) -> str:
 
 def _attrs(where: str, given: Mapping[str, str]) -> dict[str, str]:
     return {check_key(where, k): check_attr(f"{where}[{k[:40]!r}]", v) for k, v in given.items()}
+
+
+def _trials_read(request: pb.GetTrialsRequest) -> ReadTrials:
+    """GetTrials' read: the trials above the largest finished id the client saw, and the
+    unfinished ones it names (at most MAX_INCLUDED_IDS)."""
+    if len(request.included_trial_ids) > MAX_INCLUDED_IDS:
+        raise invalid(f"included_trial_ids: at most {MAX_INCLUDED_IDS}")
+    return ReadTrials(request.trial_id_greater_than, frozenset(request.included_trial_ids))
 
 
 def trial_to_proto(t: Trial) -> pb.Trial:
@@ -189,6 +197,8 @@ class StorageServicer(pb_grpc.StorageServiceServicer):
             t0 = time.perf_counter()
             try:
                 reply = read(request)
+            except ApiError:  # bad input: the loop's path words the error
+                return None
             except Exception:  # a bug: the loop's path answers the call (and says so)
                 log.exception("%s on the handler thread failed", rpc)
                 return None
@@ -203,10 +213,7 @@ class StorageServicer(pb_grpc.StorageServiceServicer):
         return None if found is NOT_NOW else self.encoded(found)
 
     def _get_trials_now(self, request: pb.GetTrialsRequest) -> bytes | None:
-        if len(request.included_trial_ids) > MAX_INCLUDED_IDS:
-            return None
-        read = ReadTrials(request.trial_id_greater_than, frozenset(request.included_trial_ids))
-        found = self.engine.study_read_now(request.study_id, read)
+        found = self.engine.study_read_now(request.study_id, _trials_read(request))
         return None if found is NOT_NOW else b"".join(map(self.encoded, found))
 
     def _trial_id_now(self, request: pb.GetTrialIdFromStudyIdTrialNumberRequest) -> Any:
@@ -377,10 +384,7 @@ class StorageServicer(pb_grpc.StorageServiceServicer):
 
     async def GetTrials(self, request: pb.GetTrialsRequest, context: Any) -> bytes:
         async def run() -> bytes:
-            if len(request.included_trial_ids) > MAX_INCLUDED_IDS:
-                raise invalid(f"included_trial_ids: at most {MAX_INCLUDED_IDS}")
-            read = ReadTrials(request.trial_id_greater_than, frozenset(request.included_trial_ids))
-            trials = await self.engine.study_call(request.study_id, read)
+            trials = await self.engine.study_call(request.study_id, _trials_read(request))
             return b"".join(map(self.encoded, trials))
 
         return await self._call(context, "GetTrials", run)
