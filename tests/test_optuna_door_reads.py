@@ -76,7 +76,8 @@ async def test_a_read_shows_the_last_committed_state_while_a_write_waits_for_its
         finally:
             other.close()
         assert written == [None]
-        assert (await engine.trial_call(tid, read)).params == {"x": 0.5}
+        after = await engine.trial_call(tid, read)
+        assert isinstance(after, Trial) and after.params == {"x": 0.5}
         assert _on_other_thread(lambda: engine.trial_read_now(tid, read)).params == {"x": 0.5}
 
 
