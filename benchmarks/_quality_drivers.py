@@ -64,10 +64,11 @@ GP_VARIANTS: dict[str, dict[str, Any]] = {
 # deadline), and whether an ask a landing job had no point for waits for the next
 # job (PARK_LEFTOVERS).
 #   adaptive the engine's default: as many ahead as asks are expected during one
-#           job, W x job s / evaluation s (1 to min(W, 8)), leftovers from Sobol; with
-#           evaluations under a quarter of a job none ahead, a job waits for the
-#           round's observations (_ahead.ROUND_SHARE)
-#   adaptive_park  the same, leftovers wait for the next job (as demand)
+#           job, W x job s / evaluation s (1 to min(W, 8)); leftovers wait for the
+#           next job when evaluations are _ahead.PARK_LONG jobs long or more, else
+#           take Sobol points; with evaluations under a quarter of a job none ahead,
+#           a job waits for the round's observations (_ahead.ROUND_SHARE)
+#   adaptive_park  the same, leftovers always wait for the next job (as demand)
 #   ahead8  the default before: up to min(W, 8) ahead, served while <= max(2, W)
 #           behind, leftover asks answered from Sobol
 #   ahead1  one point ahead, same staleness, leftovers from Sobol

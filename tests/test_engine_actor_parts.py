@@ -172,6 +172,34 @@ def test_with_short_evaluations_nothing_is_computed_ahead_and_a_job_waits_for_th
     assert not slow.short_evaluations()
 
 
+def test_leftover_asks_wait_for_the_next_job_when_evaluations_are_long_next_to_a_job() -> None:
+    """PARK_LONG: off until job and evaluation times are measured (from
+    ROUND_MIN_EVALUATIONS evaluations), on for evaluations PARK_LONG jobs long or
+    more, off for shorter ones and under an explicit `ahead` setting."""
+    import time
+
+    from tauopt.engine import _ahead
+    from tauopt.engine._messages import ProposalReady
+
+    def measured(job_s: float, eval_s: float, evaluations: int, ahead: int | None = None) -> ComputeAhead:
+        a = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=ahead)
+        a.job_running, a._job_t0 = True, time.monotonic() - job_s
+        a.land(ProposalReady(version=0))
+        for _ in range(evaluations):
+            a.evaluated(eval_s)
+        return a
+
+    assert not ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None).parks_leftovers()  # nothing measured
+    n = _ahead.ROUND_MIN_EVALUATIONS
+    assert not measured(0.05, 1.0, n - 1).parks_leftovers()  # too few evaluations to judge
+    assert measured(0.05, 1.0, n).parks_leftovers()  # 1 s evaluations, 50 ms jobs: 20 jobs long
+    assert not measured(0.5, 1.0, n).parks_leftovers()  # two jobs long: a wait would be half an evaluation
+    assert not measured(0.5, 0.0, n).parks_leftovers()  # 0 s evaluations (the round's regime)
+    assert not measured(0.05, 1.0, n, ahead=1).parks_leftovers()  # an explicit setting: as configured
+    eps = 0.01  # the job's wall time is measured (a little over 0.1 s): the boundary with a margin
+    assert measured(0.1, _ahead.PARK_LONG * 0.1 + eps, n).parks_leftovers()
+
+
 async def test_asks_and_observes_write_counters_not_the_whole_header(tmp_path: Path) -> None:
     class Recording(MemoryStore):
         batches: list[Sequence[Write]] = []

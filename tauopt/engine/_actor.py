@@ -573,7 +573,7 @@ class ExperimentActor:
             self.stats.last_fallback_reason = reason
             log.warning("experiment %s: %s fell back to Sobol: %s", self.id, (self._ahead.strategy or "").upper(), reason)
         # Parked asks take what just landed (the newest model there is), then the buffer.
-        # One that finds neither waits for the next job (PARK_LEFTOVERS) when this one
+        # One that finds neither waits for the next job (`parks_leftovers`) when this one
         # answered someone with the strategy's points, so every job makes progress;
         # otherwise it takes a Sobol point.
         leftover: list[tuple[Request[Any], Suggest]] = []

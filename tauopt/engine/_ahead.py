@@ -22,7 +22,7 @@ from ..models import Value
 from ..strategies import SuggestRequest
 from ._messages import ProposalReady, Suggest
 
-__all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD", "ADAPT_AHEAD", "PARK_LEFTOVERS", "ROUND_SHARE"]
+__all__ = ["ComputeAhead", "STALENESS_BOUND", "MAX_AHEAD", "ADAPT_AHEAD", "PARK_LEFTOVERS", "PARK_LONG", "ROUND_SHARE"]
 
 # A point computed ahead against history version v is served while at most
 # max(STALENESS_BOUND, parallel_bandwidth) observations arrived since; past that it
@@ -38,11 +38,15 @@ STALENESS_BOUND = 2
 # every observation (8 ahead served points computed up to 8 observations back);
 # evaluations that take no time: the cap, as before, so asks do not each wait for a
 # fit. False: always the cap (the default before).
-# PARK_LEFTOVERS (opt-in; it cost 20-28% of the GP contention row's throughput): a
-# parked ask the landing job had no point left for waits for the next job (started
-# at once, sized for every ask still parked) instead of taking a Sobol point. Only a
-# job that answered someone with the strategy's points can leave an ask waiting, so
-# a wait is at most two jobs, each within the fit deadline.
+# PARK_LEFTOVERS: a parked ask the landing job had no point left for waits for the
+# next job (started at once, sized for every ask still parked) instead of taking a
+# Sobol point. Only a job that answered someone with the strategy's points can leave
+# an ask waiting, so a wait is at most two jobs, each within the fit deadline. Always
+# on (True) it costs throughput when evaluations take no time (the GP contention row);
+# off, it still holds (with ADAPT_AHEAD) for evaluations at least PARK_LONG jobs long
+# (both measured, from ROUND_MIN_EVALUATIONS evaluations on): there the wait is a small
+# share of an evaluation, while a Sobol point spends one of the modelled evaluations
+# at random.
 # ROUND_SHARE (with ADAPT_AHEAD): evaluations shorter than this share of a job (0 s
 # evaluations next to a fit of a second) come back before a job started now would
 # land, so every point it computed would be served a round behind their values. Then
@@ -56,6 +60,7 @@ STALENESS_BOUND = 2
 MAX_AHEAD = 8
 ADAPT_AHEAD = True
 PARK_LEFTOVERS = False
+PARK_LONG = 4.0
 ROUND_SHARE = 0.25
 ROUND_WAIT = 3.0
 ROUND_MIN_S = 0.05
@@ -119,9 +124,14 @@ class ComputeAhead:
         horizon = max(ROUND_MIN_S, ROUND_WAIT * self._eval_s)
         return max(0.0, max((t + horizon - now for t in handed_out), default=0.0))
 
-    @staticmethod
-    def parks_leftovers() -> bool:
-        return PARK_LEFTOVERS
+    def parks_leftovers(self) -> bool:
+        """An ask the landing job had no point for waits for the next one: always with
+        PARK_LEFTOVERS, else when evaluations are PARK_LONG jobs long or more."""
+        if PARK_LEFTOVERS:
+            return True
+        if not ADAPT_AHEAD or self._ahead_setting is not None or self._job_s is None or self._eval_s is None:
+            return False
+        return self._evaluations >= ROUND_MIN_EVALUATIONS and self._eval_s >= PARK_LONG * self._job_s
 
     def evaluated(self, seconds: float) -> None:
         """A suggestion was observed `seconds` after it was handed out."""
