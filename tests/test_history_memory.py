@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import gc
 import random
-import tracemalloc
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tauopt.engine import Engine
@@ -58,9 +59,13 @@ async def test_a_reloaded_observation_shares_its_suggestions_point_and_id_and_ke
     assert any(r is o.id for r in gc.get_referents(o)) and not any(type(r) is dict and r.get("id") is o.id for r in gc.get_referents(o))
 
 
-async def test_an_actor_rebuilt_from_a_long_history_holds_a_bounded_amount_per_observation(tmp_path: Path) -> None:
-    db = str(tmp_path / "h.db")
-    eid = await _seed(db)
+# Run in a process of its own: tracemalloc counts every thread's allocations, and in a
+# test worker another test's leftover threads may allocate while the actor is rebuilt.
+_REBUILD = """
+import anyio, gc, sys, tracemalloc
+from tauopt.engine import Engine
+
+async def main(db, eid):
     async with Engine(store=db, pool=None) as engine:
         gc.collect()
         tracemalloc.start()
@@ -70,6 +75,17 @@ async def test_an_actor_rebuilt_from_a_long_history_holds_a_bounded_amount_per_o
             held, _ = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
+    print(held)
+
+anyio.run(main, sys.argv[1], sys.argv[2])
+"""
+
+
+async def test_an_actor_rebuilt_from_a_long_history_holds_a_bounded_amount_per_observation(tmp_path: Path) -> None:
+    db = str(tmp_path / "h.db")
+    eid = await _seed(db)
+    done = await anyio.run_process([sys.executable, "-c", _REBUILD, db, eid], check=True)
+    held = int(done.stdout.decode().split()[-1])
     # ~150 bytes per observed suggestion held: the history keeps columns (ids, values, times,
     # a parameter's values, the dedup hashes), not objects; ~1,250 as objects, ~2,750 before
     # those were shared and compacted
