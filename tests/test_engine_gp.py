@@ -337,10 +337,12 @@ async def _workers(engine: Engine, exp_id: str, workers: int, asks: int, holder:
 
 
 async def test_with_evaluations_short_next_to_a_fit_each_job_waits_for_the_rounds_observations():
-    """0 s evaluations and 0.1 s jobs: points computed ahead would land after the
+    """0 s evaluations and 0.4 s jobs: points computed ahead would land after the
     observations of the points out, a round behind them; each job waits for those
-    observations instead, so the served points are computed on every observation."""
-    async with Engine(pool=SlowPool(0.1)) as engine:
+    observations instead, so the served points are computed on every observation.
+    (Jobs of 0.4 s, not less: evaluations count as short below a quarter of a job, and
+    on a loaded machine an ask-to-observe of 0 s work can take tens of milliseconds.)"""
+    async with Engine(pool=SlowPool(0.4)) as engine:
         exp = await gp_experiment(engine, "gp", 4)
         with anyio.fail_after(30):
             await _workers(engine, exp.id, 4, 24)
