@@ -5,7 +5,7 @@ CommitThenReply (a reply leaves after its writes commit), ComputeAhead
 from __future__ import annotations
 
 import math
-
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -16,6 +16,7 @@ from tauopt import Engine
 from tauopt.actors import Reply, Request
 from tauopt.engine._ahead import ComputeAhead
 from tauopt.engine._ledger import Ledger
+from tauopt.engine._messages import ProposalReady
 from tauopt.engine._replies import CommitThenReply
 from tauopt.models import Experiment, Metric
 from tauopt.space import Space
@@ -87,6 +88,12 @@ def _suggestion() -> Any:
     return Suggestion("1", "e", {"x": 0.5}, "open", None, 0.0)
 
 
+def _landed(ahead: ComputeAhead, seconds: float) -> None:
+    """A job of `seconds` landed: what start() and the landing do, without a task group."""
+    ahead.job_running, ahead._job_t0 = True, time.monotonic() - seconds
+    ahead.land(ProposalReady(version=0))
+
+
 def test_compute_ahead_serves_fresh_points_and_drops_stale_ones() -> None:
     ahead = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
     ahead.keep(0, [{"x": 0.1}, {"x": 0.2}])
@@ -105,27 +112,20 @@ def test_compute_ahead_serves_fresh_points_and_drops_stale_ones() -> None:
 def test_compute_ahead_computes_as_many_as_asks_are_expected_during_one_job() -> None:
     """ADAPT_AHEAD: bandwidth x job seconds / evaluation seconds, at least one and
     at most min(bandwidth, MAX_AHEAD); the cap until both are measured."""
-    import time
-
     from tauopt.engine import _ahead
-    from tauopt.engine._messages import ProposalReady
-
-    def job(ahead: ComputeAhead, seconds: float) -> None:
-        ahead.job_running, ahead._job_t0 = True, time.monotonic() - seconds  # what start() does, without a task group
-        ahead.land(ProposalReady(version=0))
 
     ahead = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
     assert ahead.target(bandwidth=8) == 8  # nothing measured yet: the cap
-    job(ahead, 0.05)
+    _landed(ahead, 0.05)
     assert ahead.target(bandwidth=8) == 8  # no evaluation measured yet
     ahead.evaluated(1.0)  # 1 s evaluations, 50 ms jobs: 8 x 0.05 = 0.4 asks per job
     assert ahead.target(bandwidth=8) == 1
     fast = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
-    job(fast, 0.05)
+    _landed(fast, 0.05)
     fast.evaluated(0.0)  # evaluations that take no time: the cap
     assert fast.target(bandwidth=8) == 8 and fast.target(bandwidth=64) == _ahead.MAX_AHEAD
     mid = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
-    job(mid, 0.45)
+    _landed(mid, 0.45)
     mid.evaluated(1.0)  # 8 x 0.45 / 1 = 3.6: four
     assert mid.target(bandwidth=8) == 4
     for _ in range(20):
@@ -138,14 +138,10 @@ def test_compute_ahead_computes_as_many_as_asks_are_expected_during_one_job() ->
 def test_with_short_evaluations_nothing_is_computed_ahead_and_a_job_waits_for_the_round() -> None:
     """ROUND_SHARE: evaluations under a quarter of a job; a job only for parked asks,
     sized for every slot, after the suggestions out are observed (a bounded wait)."""
-    import time
-
     from tauopt.engine import _ahead
-    from tauopt.engine._messages import ProposalReady
 
     ahead = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
-    ahead.job_running, ahead._job_t0 = True, time.monotonic() - 0.5  # a job of 0.5 s
-    ahead.land(ProposalReady(version=0))
+    _landed(ahead, 0.5)  # a job of 0.5 s
     ahead.evaluated(0.01)  # one quick first evaluation (a warm-up, a crash): not judged yet
     assert not ahead.short_evaluations()
     for _ in range(_ahead.ROUND_MIN_EVALUATIONS - 1):
@@ -162,8 +158,7 @@ def test_with_short_evaluations_nothing_is_computed_ahead_and_a_job_waits_for_th
     ahead.observed(bandwidth=4)
     assert ahead.take(bandwidth=4, is_used=lambda p: False) is None  # one observation behind: not served
     slow = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=None)
-    slow.job_running, slow._job_t0 = True, time.monotonic() - 0.5
-    slow.land(ProposalReady(version=0))
+    _landed(slow, 0.5)
     for _ in range(_ahead.ROUND_MIN_EVALUATIONS):
         slow.evaluated(1.0)  # evaluations longer than a job: computed ahead as before
     slow.waiters.append((None, None))  # type: ignore[arg-type]
@@ -176,15 +171,11 @@ def test_leftover_asks_wait_for_the_next_job_when_evaluations_are_long_next_to_a
     """PARK_LONG: off until job and evaluation times are measured (from
     ROUND_MIN_EVALUATIONS evaluations), on for evaluations PARK_LONG jobs long or
     more, off for shorter ones and under an explicit `ahead` setting."""
-    import time
-
     from tauopt.engine import _ahead
-    from tauopt.engine._messages import ProposalReady
 
     def measured(job_s: float, eval_s: float, evaluations: int, ahead: int | None = None) -> ComputeAhead:
         a = ComputeAhead("e", pool=None, fit_deadline_s=None, ahead=ahead)
-        a.job_running, a._job_t0 = True, time.monotonic() - job_s
-        a.land(ProposalReady(version=0))
+        _landed(a, job_s)
         for _ in range(evaluations):
             a.evaluated(eval_s)
         return a

@@ -106,13 +106,18 @@ class ComputeAhead:
         during_a_job = bandwidth * self._job_s / max(self._eval_s, 1e-6)
         return min(cap, max(1, math.ceil(during_a_job)))
 
+    def _judged(self) -> tuple[float, float] | None:
+        """(job seconds, evaluation seconds) when the adaptive rules may judge by them:
+        ADAPT_AHEAD, no explicit setting, both measured, from ROUND_MIN_EVALUATIONS
+        evaluations on (one quick first observation, a warm-up or a crash, says little)."""
+        if not ADAPT_AHEAD or self._ahead_setting is not None or self._job_s is None or self._eval_s is None:
+            return None
+        return (self._job_s, self._eval_s) if self._evaluations >= ROUND_MIN_EVALUATIONS else None
+
     def short_evaluations(self) -> bool:
         """Evaluations come back within ROUND_SHARE of a job and ROUND_MAX_EVAL_S (both measured)."""
-        if not ADAPT_AHEAD or self._ahead_setting is not None or self._job_s is None or self._eval_s is None:
-            return False
-        if self._evaluations < ROUND_MIN_EVALUATIONS:
-            return False  # one quick first observation (a warm-up, a crash) says little
-        return self._eval_s < min(ROUND_SHARE * self._job_s, ROUND_MAX_EVAL_S)
+        judged = self._judged()
+        return judged is not None and judged[1] < min(ROUND_SHARE * judged[0], ROUND_MAX_EVAL_S)
 
     def round_wait(self, handed_out: Iterable[float], now: float) -> float:
         """Seconds the next job should wait for the observations of the suggestions
@@ -127,11 +132,8 @@ class ComputeAhead:
     def parks_leftovers(self) -> bool:
         """An ask the landing job had no point for waits for the next one: always with
         PARK_LEFTOVERS, else when evaluations are PARK_LONG jobs long or more."""
-        if PARK_LEFTOVERS:
-            return True
-        if not ADAPT_AHEAD or self._ahead_setting is not None or self._job_s is None or self._eval_s is None:
-            return False
-        return self._evaluations >= ROUND_MIN_EVALUATIONS and self._eval_s >= PARK_LONG * self._job_s
+        judged = self._judged()
+        return PARK_LEFTOVERS or (judged is not None and judged[1] >= PARK_LONG * judged[0])
 
     def evaluated(self, seconds: float) -> None:
         """A suggestion was observed `seconds` after it was handed out."""
