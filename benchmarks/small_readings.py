@@ -48,12 +48,14 @@ def per_seed(paths: list[str], engine: bool, method: str | None = None) -> dict[
                 seen = out.setdefault(cell, {})
                 twice = set(seen) & set(r["seeds"])
                 if twice:
-                    raise SystemExit(f"{path}: {cell} has seeds {sorted(twice)} in another report of the same run")
+                    raise SystemExit(f"{path}: {cell} has seeds {sorted(twice)} in another report given with it (one run's reports cover disjoint seeds)")
                 seen.update(zip(r["seeds"], r[key]))
     return out
 
 
 def readings(tpe: dict[Cell, dict[int, float]], gps: dict[Cell, dict[int, float]], runs: dict[str, dict[Cell, dict[int, float]]]) -> dict[str, Any]:
+    """Every cell all runs and TPE have: the medians, the counts and the paired differences
+    (None where fewer than two seeds pair)."""
     cells = sorted(set.intersection(*(set(r) for r in runs.values())) & set(tpe))
     counts = {name: {"tpe": 0, "gpsampler": 0} for name in [*runs, "pooled"]}
     rows = []
@@ -67,10 +69,11 @@ def readings(tpe: dict[Cell, dict[int, float]], gps: dict[Cell, dict[int, float]
             counts[name]["gpsampler"] += g is not None and m <= g
         diffs = [statistics.mean(r[c][s] for r in runs.values() if s in r[c]) - v
                  for s, v in tpe[c].items() if any(s in r[c] for r in runs.values())]
-        se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else math.nan
+        paired = len(diffs) > 1
         rows.append({
             "function": c[0], "d": c[1], "workers": c[2], "budget": c[3], "gp": medians, "tpe": t, "gpsampler": g,
-            "paired_mean": statistics.mean(diffs) if diffs else math.nan, "paired_se": se,
+            "paired_mean": statistics.mean(diffs) if paired else None,
+            "paired_se": statistics.stdev(diffs) / math.sqrt(len(diffs)) if paired else None,
             "seeds_at_or_below": sum(x <= 0 for x in diffs), "paired_seeds": len(diffs),
         })
     return {"readings": rows, "counts": counts, "n": len(cells)}
@@ -90,11 +93,12 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
     lines += [f"{name}: at or below TPE in {c['tpe']} of {n}, GPSampler in {c['gpsampler']} of {n}" for name, c in report["counts"].items()
               if name in cols]
     lines += ["", "| function | d | W | budget | GP − TPE, paired mean | standard error | seeds at or below |", "|---|---|---|---|---|---|---|"]
-    for r in report["readings"]:
+    paired = [r for r in report["readings"] if r["paired_mean"] is not None]
+    for r in paired:
         lines.append(f"| {r['function']} | {r['d']} | {r['workers']} | {r['budget'][0]}·d | {r['paired_mean']:+.3f} | "
                      f"{r['paired_se']:.3f} | {r['seeds_at_or_below']} of {r['paired_seeds']} |")
-    above = sum(r["paired_mean"] > 2 * r["paired_se"] for r in report["readings"])
-    below = sum(r["paired_mean"] < -2 * r["paired_se"] for r in report["readings"])
+    above = sum(r["paired_mean"] > 2 * r["paired_se"] for r in paired)
+    below = sum(r["paired_mean"] < -2 * r["paired_se"] for r in paired)
     lines.append(f"\nthe GP more than two standard errors above TPE in {above} of {n} readings, below in {below}")
     return "\n".join(lines)
 

@@ -45,8 +45,11 @@ def test_readings_per_run_pooled_and_paired_by_seed(tmp_path: Path, capsys: pyte
     assert "pooled: at or below TPE in 1 of 2, GPSampler in 1 of 2" in out.err
 
 
-def test_a_seed_twice_in_one_run_is_refused(tmp_path: Path) -> None:
+def test_a_seed_twice_in_one_run_is_refused_and_one_seed_pairs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tpe = _report(tmp_path / "tpe.json", "optuna_tpe", [0], [1.0], [1.0])
     a = _report(tmp_path / "a.json", "engine@0s", [0], [0.9], [0.9])
-    with pytest.raises(SystemExit, match="another report of the same run"):
+    with pytest.raises(SystemExit, match="another report given with it"):
         small_readings.main(["--tpe", tpe, "--run", "a", a, a])
+    assert small_readings.main(["--tpe", tpe, "--run", "a", a]) == 0
+    one = json.loads(capsys.readouterr().out)["readings"][0]
+    assert one["paired_mean"] is None and one["paired_se"] is None and one["gp"] == {"a": 0.9, "pooled": 0.9}
