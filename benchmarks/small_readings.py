@@ -17,7 +17,8 @@ and TPE ran the same function): each seed's GP value (the mean over runs) minus
 TPE's, with the standard error of the mean difference, so a reading decided by the
 seeds' spread reads as such.
 
-Markdown on stderr, JSON on stdout (per reading: the medians, counts, the paired
+Markdown on stderr (each GP median marked ✓ or ✗ against TPE's, then GPSampler's),
+JSON on stdout (per reading: the medians, counts, the paired
 mean and its standard error; per run and pooled: how many readings are at or below).
 """
 
@@ -99,7 +100,7 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
                      f"{r['paired_se']:.3f} | {r['seeds_at_or_below']} of {r['paired_seeds']} |")
     above = sum(r["paired_mean"] > 2 * r["paired_se"] for r in paired)
     below = sum(r["paired_mean"] < -2 * r["paired_se"] for r in paired)
-    lines.append(f"\nthe GP more than two standard errors above TPE in {above} of {n} readings, below in {below}")
+    lines.append(f"\nthe GP more than two standard errors above TPE in {above} of {len(paired)} paired readings, below in {below}")
     return "\n".join(lines)
 
 
@@ -112,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if any(len(r) < 2 for r in args.run):
         ap.error("--run takes a name and at least one report")
+    if len({r[0] for r in args.run}) < len(args.run):
+        ap.error("--run: give each run its own name")
     runs = {r[0]: per_seed(r[1:], engine=True) for r in args.run}
     report = readings(per_seed(args.tpe, False, "optuna_tpe"), per_seed(args.gpsampler, False, "optuna_gp"), runs)
     print(json.dumps(report, indent=1))

@@ -50,6 +50,9 @@ def test_a_seed_twice_in_one_run_is_refused_and_one_seed_pairs_nothing(tmp_path:
     a = _report(tmp_path / "a.json", "engine@0s", [0], [0.9], [0.9])
     with pytest.raises(SystemExit, match="another report given with it"):
         small_readings.main(["--tpe", tpe, "--run", "a", a, a])
+    with pytest.raises(SystemExit):  # two runs under one name would hide one of them
+        small_readings.main(["--tpe", tpe, "--run", "a", a, "--run", "a", a])
+    capsys.readouterr()
     assert small_readings.main(["--tpe", tpe, "--run", "a", a]) == 0
     one = json.loads(capsys.readouterr().out)["readings"][0]
     assert one["paired_mean"] is None and one["paired_se"] is None and one["gp"] == {"a": 0.9, "pooled": 0.9}
