@@ -257,7 +257,8 @@ def _final(row: dict[str, Any]) -> list[float]:
 def _read_rows(path: str) -> list[dict[str, Any]]:
     """Rows of a JSON report (stdout), or of a run's stderr log (one row a line,
     printed as each cell finishes: usable while the run is still going)."""
-    text = open(path).read()
+    with open(path) as f:
+        text = f.read()
     try:
         return list(json.loads(text)["rows"])
     except (ValueError, KeyError):

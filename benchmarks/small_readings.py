@@ -29,28 +29,28 @@ import json
 import math
 import statistics
 import sys
-from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from quality import _join_seeds, _read_rows  # noqa: E402
 
 Cell = tuple[str, int, int, str]  # function, d, W, budget ("5d", "6d")
 
 
 def per_seed(paths: list[str], engine: bool, method: str | None = None) -> dict[Cell, dict[int, float]]:
     """{cell: {seed: final log10 regret}} from the reports' engine rows (engine=True)
-    or one Optuna method's rows."""
+    or one Optuna method's rows; reports over disjoint seeds join as `quality.py --merge`
+    joins them (a seed in two reports is refused there)."""
+    rows = [r for path in paths for r in _read_rows(path)
+            if r["method"].startswith("engine") == engine and (method is None or r["method"] == method)]
     out: dict[Cell, dict[int, float]] = {}
-    for path in paths:
-        for r in json.loads(Path(path).read_text())["rows"]:
-            if r["method"].startswith("engine") != engine or (method is not None and r["method"] != method):
-                continue
-            for key in (k for k in r if k.startswith("per_seed@")):
-                budget = key.partition("@")[2]
-                cell = (r["function"], r["d"], r["workers"], budget)
-                seen = out.setdefault(cell, {})
-                twice = set(seen) & set(r["seeds"])
-                if twice:
-                    raise SystemExit(f"{path}: {cell} has seeds {sorted(twice)} in another report given with it (one run's reports cover disjoint seeds)")
-                seen.update(zip(r["seeds"], r[key]))
+    for r in _join_seeds(rows):
+        for key in (k for k in r if k.startswith("per_seed@")):
+            cell = (r["function"], r["d"], r["workers"], key.partition("@")[2])
+            seen = out.setdefault(cell, {})
+            if set(seen) & set(r["seeds"]):  # two engine methods (policies) of one cell in one run
+                raise SystemExit(f"{cell}: seeds {sorted(set(seen) & set(r['seeds']))} in rows of two methods; give one run's rows of one method")
+            seen.update(zip(r["seeds"], r[key]))
     return out
 
 

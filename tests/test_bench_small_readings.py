@@ -17,7 +17,7 @@ import small_readings  # noqa: E402
 
 
 def _report(path: Path, method: str, seeds: list[int], at5: list[float], at6: list[float]) -> str:
-    row = {"function": "levy", "d": 10, "workers": 4, "method": method, "seeds": seeds, "per_seed@5d": at5, "per_seed@6d": at6}
+    row = {"function": "levy", "d": 10, "workers": 4, "method": method, "seeds": seeds, "per_seed@5d": at5, "per_seed@6d": at6, "seconds": 1.0}
     path.write_text(json.dumps({"rows": [row]}))
     return str(path)
 
@@ -48,8 +48,11 @@ def test_readings_per_run_pooled_and_paired_by_seed(tmp_path: Path, capsys: pyte
 def test_a_seed_twice_in_one_run_is_refused_and_one_seed_pairs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tpe = _report(tmp_path / "tpe.json", "optuna_tpe", [0], [1.0], [1.0])
     a = _report(tmp_path / "a.json", "engine@0s", [0], [0.9], [0.9])
-    with pytest.raises(SystemExit, match="another report given with it"):
+    with pytest.raises(SystemExit, match="disjoint seeds"):  # quality.py --merge's refusal
         small_readings.main(["--tpe", tpe, "--run", "a", a, a])
+    b = _report(tmp_path / "b.json", "engine@0s/ahead1", [0], [0.8], [0.8])
+    with pytest.raises(SystemExit, match="two methods"):  # two policies' rows of one cell in one run
+        small_readings.main(["--tpe", tpe, "--run", "a", a, b])
     with pytest.raises(SystemExit):  # two runs under one name would hide one of them
         small_readings.main(["--tpe", tpe, "--run", "a", a, "--run", "a", a])
     capsys.readouterr()
